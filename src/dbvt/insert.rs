@@ -1,0 +1,177 @@
+//! Insertion: the SAH sibling search, and the refit-and-rotate walk back to the root.
+//!
+//! The sibling search is the branch-and-bound of Bittner, Hapala and Havran, "Incremental BVH
+//! Construction for Ray Tracing" (2015), in the single-path form Box2D v3 uses
+//! (`b2FindBestSibling`): it descends one path, and stops when the lower bound of every deeper
+//! placement exceeds the best cost found. Costs are surface areas (the SAH), so the tree suits ray
+//! queries, not only overlap tests.
+//!
+//! On the way back up, each ancestor is refitted and then offered one tree rotation (Kopta et al.,
+//! "Fast, Effective BVH Updates for Animated Scenes", 2012, as Box2D v3's `b2RotateNodes`). A
+//! rotation swaps a child with a grandchild. It is forced when the heights of the two children
+//! differ by more than one, which gives the height bound of an AVL tree (Box2D v2's `Balance`);
+//! otherwise the swap that most reduces the area of the internal child is taken, if any.
+
+use glam::Vec3A;
+
+use super::node::{ChildRef, NULL};
+use super::{Dbvt, ProxyId};
+use crate::error::DbvtError;
+use crate::math::Aabb;
+
+impl<T> Dbvt<T> {
+    /// Inserts a proxy with box `aabb` (stored fattened by the configured margin) and returns its
+    /// id.
+    ///
+    /// Refuses a NaN, infinite or inverted box with [`DbvtError::Input`]; the tree is unchanged.
+    pub fn insert(&mut self, aabb: Aabb, data: T) -> Result<ProxyId, DbvtError> {
+        aabb.validate()?;
+        let fat = self.fatten(&aabb, Vec3A::ZERO);
+        // A node is needed for every proxy but the first; reserve before changing anything so an
+        // allocation failure leaves the tree untouched.
+        if self.root.is_some() && self.free_node == NULL && self.nodes.len() as u32 > super::node::MAX_INDEX {
+            return Err(DbvtError::CapacityExceeded);
+        }
+        let p = self.alloc_proxy(fat, data)?;
+        self.insert_leaf(p)?;
+        Ok(self.id_of(p))
+    }
+
+    /// Links proxy `p` (whose `fat` box is set) into the tree.
+    pub(super) fn insert_leaf(&mut self, p: u32) -> Result<(), DbvtError> {
+        let leaf = ChildRef::leaf(p);
+        let fat = self.proxies[p as usize].fat;
+        let Some(_) = self.root else {
+            self.set_child(NULL, 0, leaf, &fat);
+            return Ok(());
+        };
+        let sibling = self.find_best_sibling(&fat);
+        let sibling_bounds = self.bounds_of(sibling);
+        let (old_parent, old_slot) = self.parent_of(sibling);
+
+        let n = self.alloc_node()?;
+        self.nodes[n as usize].height = 1 + self.height_of(sibling);
+        self.set_child(old_parent, old_slot, ChildRef::node(n), &sibling_bounds.union(&fat));
+        self.set_child(n, 0, sibling, &sibling_bounds);
+        self.set_child(n, 1, leaf, &fat);
+        self.refit_and_rotate_upward(n);
+        Ok(())
+    }
+
+    /// The child reference whose new parent should receive a leaf with box `d`.
+    fn find_best_sibling(&self, d: &Aabb) -> ChildRef {
+        let root = self.root.expect("non-empty tree");
+        let area_d = d.half_area();
+        let root_union = self.root_bounds.union(d).half_area();
+        let mut best = root;
+        let mut best_cost = root_union;
+        // Sum of the area increases of the ancestors of the current node, itself included.
+        let mut inherited = root_union - self.root_bounds.half_area();
+        let mut current = root;
+        while !current.is_leaf() {
+            let node = &self.nodes[current.index() as usize];
+            let mut lower = [f32::INFINITY; 2];
+            let mut grow = [0.0f32; 2];
+            for s in 0..2 {
+                let b = node.bounds(s);
+                let direct = b.union(d).half_area();
+                let cost = direct + inherited;
+                if cost < best_cost {
+                    best_cost = cost;
+                    best = node.child[s];
+                }
+                grow[s] = direct - b.half_area();
+                if !node.child[s].is_leaf() {
+                    // Any placement below child s creates a node of area >= area(d) and grows s.
+                    lower[s] = inherited + grow[s] + area_d;
+                }
+            }
+            let s = if lower[1] < lower[0] { 1 } else { 0 };
+            if lower[s] >= best_cost {
+                break;
+            }
+            inherited += grow[s];
+            current = node.child[s];
+        }
+        best
+    }
+
+    /// Walks from node `n` to the root: rotates, fixes heights and stores each node's new bounds
+    /// in its parent's slot.
+    pub(super) fn refit_and_rotate_upward(&mut self, mut n: u32) {
+        while n != NULL {
+            self.rotate(n);
+            let node = &self.nodes[n as usize];
+            let height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
+            let bounds = node.union();
+            self.nodes[n as usize].height = height;
+            self.store_bounds(n, &bounds);
+            n = self.nodes[n as usize].parent;
+        }
+    }
+
+    /// Offers node `a` one rotation: swap one child with a child of the other child.
+    pub(super) fn rotate(&mut self, a: u32) {
+        let node = self.nodes[a as usize];
+        let h = [self.height_of(node.child[0]), self.height_of(node.child[1])];
+        // (slot in `a` of the child that moves down, slot in the other child of the grandchild
+        // that moves up)
+        let mut best: Option<(usize, usize)> = None;
+        if h[0] > h[1] + 1 || h[1] > h[0] + 1 {
+            // Forced: lift the taller grandchild of the taller child (an AVL single rotation).
+            let tall = if h[0] > h[1] { 0 } else { 1 };
+            let t = &self.nodes[node.child[tall].index() as usize];
+            let g = if self.height_of(t.child[0]) >= self.height_of(t.child[1]) { 0 } else { 1 };
+            best = Some((1 - tall, g));
+        } else {
+            let mut best_gain = 0.0f32;
+            for down in 0..2 {
+                let other = node.child[1 - down];
+                if other.is_leaf() {
+                    continue;
+                }
+                let o = &self.nodes[other.index() as usize];
+                let old_area = node.bounds(1 - down).half_area();
+                let moving = node.bounds(down);
+                for up in 0..2 {
+                    // After the swap, `other` holds `moving` and its child `1 - up`.
+                    let stays = o.bounds(1 - up);
+                    // Keep the height bound: both `a` and the rebuilt child stay balanced.
+                    let stays_h = self.height_of(o.child[1 - up]);
+                    let new_h = 1 + h[down].max(stays_h);
+                    let up_h = self.height_of(o.child[up]);
+                    if new_h.abs_diff(up_h) > 1 || h[down].abs_diff(stays_h) > 1 {
+                        continue;
+                    }
+                    let gain = old_area - moving.union(&stays).half_area();
+                    if gain > best_gain {
+                        best_gain = gain;
+                        best = Some((down, up));
+                    }
+                }
+            }
+        }
+        if let Some((down, up)) = best {
+            self.swap_with_grandchild(a, down, up);
+        }
+    }
+
+    /// Swaps child `down` of node `a` with child `up` of `a`'s other child, then refits that
+    /// other child.
+    fn swap_with_grandchild(&mut self, a: u32, down: usize, up: usize) {
+        let node = self.nodes[a as usize];
+        let other = node.child[1 - down].index();
+        let moving = node.child[down];
+        let moving_bounds = node.bounds(down);
+        let o = self.nodes[other as usize];
+        let lifted = o.child[up];
+        let lifted_bounds = o.bounds(up);
+        self.set_child(a, down as u8, lifted, &lifted_bounds);
+        self.set_child(other, up as u8, moving, &moving_bounds);
+        let o = &self.nodes[other as usize];
+        let height = 1 + self.height_of(o.child[0]).max(self.height_of(o.child[1]));
+        let bounds = o.union();
+        self.nodes[other as usize].height = height;
+        self.nodes[a as usize].set_bounds(1 - down, &bounds);
+    }
+}

@@ -1,0 +1,354 @@
+//! A dynamic AABB tree in the style of Bullet's `btDbvt` and Box2D's `b2DynamicTree`.
+//!
+//! Proxies (a box plus user data) live in the leaves of a binary tree whose internal nodes store
+//! the bounds of both children in one 64-byte line (see [`node`]). One file per concern:
+//!
+//! | file | what |
+//! |---|---|
+//! | `node.rs` | node layout and the SIMD tests of a node's two children |
+//! | `insert.rs` | SAH sibling search, insertion, and the rotations on the way up |
+//! | `remove.rs` | removal |
+//! | `update.rs` | moves with fat margins, enlargement, refit and incremental optimisation |
+//! | `rebuild.rs` | full binned-SAH rebuild and bulk build |
+//! | `traverse.rs` | the one traversal loop, its workspace and statistics |
+//! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
+//! | `pairs.rs` | self pairs and tree-versus-tree pairs |
+//! | `validate.rs` | `validate()` and `stats()` |
+
+mod insert;
+pub(crate) mod node;
+mod pairs;
+mod queries;
+mod rebuild;
+mod remove;
+mod traverse;
+mod update;
+mod validate;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use glam::Vec3A;
+
+use crate::error::DbvtError;
+use crate::math::Aabb;
+use node::{ChildRef, MAX_INDEX, NULL, Node};
+
+pub use pairs::PairControl;
+pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
+pub use traverse::{NodeTest, QueryStats, QueryWorkspace};
+pub use validate::{TreeStats, ValidationError};
+
+/// A handle to a proxy in a [`Dbvt`].
+///
+/// It carries a generation, so an id kept after its proxy was removed is refused with
+/// [`DbvtError::StaleProxy`] instead of reaching whichever proxy reuses the slot, and a tree tag,
+/// so an id from another tree is refused with [`DbvtError::ForeignProxy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProxyId {
+    index: u32,
+    generation: u32,
+    tree: u32,
+}
+
+impl ProxyId {
+    /// The slot index: dense, stable while the proxy lives, and reused after removal. Useful to
+    /// index side tables.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The generation of the slot when this id was issued.
+    pub fn generation(self) -> u32 {
+        self.generation
+    }
+}
+
+/// Tuning of a [`Dbvt`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DbvtConfig {
+    /// Margin added on every side of a proxy's box to make its fat box (Box2D's
+    /// `aabbMargin`, Bullet's 0.05). Small moves inside the fat box cost nothing.
+    pub margin: f32,
+    /// The fat box is also stretched by `prediction * displacement` in the direction of motion
+    /// (Box2D v2's `aabbMultiplier`, Bullet's velocity `SignedExpand`).
+    pub prediction: f32,
+    /// A full rebuild above this many proxies splits its work across rayon's threads.
+    pub parallel_threshold: usize,
+}
+
+impl Default for DbvtConfig {
+    fn default() -> Self {
+        DbvtConfig { margin: 0.1, prediction: 2.0, parallel_threshold: 8192 }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Proxy<T> {
+    /// The fat box, exactly as stored in the parent's slot.
+    fat: Aabb,
+    /// Parent node, or [`NULL`] when the proxy is the root or free. For a free proxy: next free.
+    parent: u32,
+    /// Slot in the parent.
+    slot: u8,
+    generation: u32,
+    /// `None` while the slot is free.
+    data: Option<T>,
+}
+
+static NEXT_TREE_TAG: AtomicU32 = AtomicU32::new(1);
+
+/// A dynamic bounding-volume tree of axis-aligned boxes with user data `T`.
+///
+/// ```
+/// use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray};
+/// use glam::Vec3A;
+///
+/// let mut tree = Dbvt::new();
+/// let a = tree.insert(Aabb::new(Vec3A::ZERO, Vec3A::ONE), "crate")?;
+/// let b = tree.insert(Aabb::new(Vec3A::splat(4.0), Vec3A::splat(5.0)), "barrel")?;
+///
+/// let mut ws = QueryWorkspace::new();
+/// let ray = Ray::new(Vec3A::new(-1.0, 0.5, 0.5), Vec3A::X);
+/// let hit = tree.ray_cast_closest(&ray, &mut ws)?.expect("the crate is on the ray");
+/// assert_eq!(hit.id, a);
+/// assert_eq!(tree.get(hit.id)?, &"crate");
+///
+/// // Moves inside the fat box are free; leaving it reinserts the proxy.
+/// let changed = tree.move_proxy(b, Aabb::new(Vec3A::splat(9.0), Vec3A::splat(10.0)), Vec3A::splat(5.0))?;
+/// assert!(changed);
+/// tree.remove(a)?;
+/// assert!(tree.get(a).is_err()); // stale id: an error, never another proxy
+/// tree.validate().unwrap();
+/// # Ok::<(), slabtree::DbvtError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Dbvt<T> {
+    nodes: Vec<Node>,
+    free_node: u32,
+    free_node_count: u32,
+    proxies: Vec<Proxy<T>>,
+    free_proxy: u32,
+    proxy_count: u32,
+    root: Option<ChildRef>,
+    root_bounds: Aabb,
+    config: DbvtConfig,
+    tag: u32,
+    /// Round-robin position of `optimize_incremental`.
+    optimize_cursor: u32,
+}
+
+impl<T> Default for Dbvt<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Dbvt<T> {
+    /// An empty tree with the default [`DbvtConfig`].
+    pub fn new() -> Self {
+        Self::with_config(DbvtConfig::default())
+    }
+
+    /// An empty tree with the given tuning.
+    pub fn with_config(config: DbvtConfig) -> Self {
+        Dbvt {
+            nodes: Vec::new(),
+            free_node: NULL,
+            free_node_count: 0,
+            proxies: Vec::new(),
+            free_proxy: NULL,
+            proxy_count: 0,
+            root: None,
+            root_bounds: Aabb::EMPTY,
+            config,
+            tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
+            optimize_cursor: 0,
+        }
+    }
+
+    /// The tuning in use.
+    pub fn config(&self) -> &DbvtConfig {
+        &self.config
+    }
+
+    /// Number of live proxies.
+    pub fn len(&self) -> usize {
+        self.proxy_count as usize
+    }
+
+    /// `true` when the tree holds no proxy.
+    pub fn is_empty(&self) -> bool {
+        self.proxy_count == 0
+    }
+
+    /// The bounds of everything in the tree, or `None` when it is empty.
+    pub fn root_bounds(&self) -> Option<Aabb> {
+        self.root.map(|_| self.root_bounds)
+    }
+
+    /// The user data of a live proxy.
+    pub fn get(&self, id: ProxyId) -> Result<&T, DbvtError> {
+        let i = self.check(id)?;
+        Ok(self.proxies[i as usize].data.as_ref().expect("checked live"))
+    }
+
+    /// The user data of a live proxy, mutably.
+    pub fn get_mut(&mut self, id: ProxyId) -> Result<&mut T, DbvtError> {
+        let i = self.check(id)?;
+        Ok(self.proxies[i as usize].data.as_mut().expect("checked live"))
+    }
+
+    /// The fat box stored for a live proxy: the box every query tests.
+    pub fn fat_aabb(&self, id: ProxyId) -> Result<Aabb, DbvtError> {
+        let i = self.check(id)?;
+        Ok(self.proxies[i as usize].fat)
+    }
+
+    /// `true` when `id` names a live proxy of this tree.
+    pub fn contains(&self, id: ProxyId) -> bool {
+        self.check(id).is_ok()
+    }
+
+    /// Every live proxy with its data, in slot order (deterministic).
+    pub fn iter(&self) -> impl Iterator<Item = (ProxyId, &T)> + '_ {
+        self.proxies.iter().enumerate().filter_map(move |(i, p)| p.data.as_ref().map(|d| (self.id_of(i as u32), d)))
+    }
+
+    /// Removes every proxy; ids issued before become stale.
+    pub fn clear(&mut self) {
+        let ids: Vec<ProxyId> = self.iter().map(|(id, _)| id).collect();
+        for id in ids {
+            let _ = self.remove(id);
+        }
+    }
+
+    /// Checks an id and returns its slot index.
+    #[inline]
+    fn check(&self, id: ProxyId) -> Result<u32, DbvtError> {
+        if id.tree != self.tag {
+            return Err(DbvtError::ForeignProxy(id));
+        }
+        match self.proxies.get(id.index as usize) {
+            Some(p) if p.generation == id.generation && p.data.is_some() => Ok(id.index),
+            _ => Err(DbvtError::StaleProxy(id)),
+        }
+    }
+
+    #[inline]
+    fn id_of(&self, index: u32) -> ProxyId {
+        ProxyId { index, generation: self.proxies[index as usize].generation, tree: self.tag }
+    }
+
+    /// The fat box for a tight box moving by `displacement`.
+    fn fatten(&self, aabb: &Aabb, displacement: Vec3A) -> Aabb {
+        aabb.expand(self.config.margin).extend_by_displacement(displacement * self.config.prediction)
+    }
+
+    // ----- arena management -----
+
+    fn alloc_node(&mut self) -> Result<u32, DbvtError> {
+        if self.free_node != NULL {
+            let n = self.free_node;
+            self.free_node = self.nodes[n as usize].parent;
+            self.free_node_count -= 1;
+            self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
+            return Ok(n);
+        }
+        let n = self.nodes.len() as u32;
+        if n > MAX_INDEX {
+            return Err(DbvtError::CapacityExceeded);
+        }
+        self.nodes.push(Node { slot: 0, ..Node::FREE });
+        Ok(n)
+    }
+
+    fn free_node(&mut self, n: u32) {
+        self.nodes[n as usize] = Node { parent: self.free_node, ..Node::FREE };
+        self.free_node = n;
+        self.free_node_count += 1;
+    }
+
+    fn alloc_proxy(&mut self, fat: Aabb, data: T) -> Result<u32, DbvtError> {
+        if self.free_proxy != NULL {
+            let i = self.free_proxy;
+            let p = &mut self.proxies[i as usize];
+            self.free_proxy = p.parent;
+            p.fat = fat;
+            p.parent = NULL;
+            p.slot = 0;
+            p.data = Some(data);
+            self.proxy_count += 1;
+            return Ok(i);
+        }
+        let i = self.proxies.len() as u32;
+        if i > MAX_INDEX {
+            return Err(DbvtError::CapacityExceeded);
+        }
+        self.proxies.push(Proxy { fat, parent: NULL, slot: 0, generation: 0, data: Some(data) });
+        self.proxy_count += 1;
+        Ok(i)
+    }
+
+    // ----- links -----
+
+    /// The bounds of a child reference, read from where the tree stores them.
+    #[inline]
+    fn bounds_of(&self, c: ChildRef) -> Aabb {
+        let (parent, slot) = self.parent_of(c);
+        if parent == NULL { self.root_bounds } else { self.nodes[parent as usize].bounds(slot as usize) }
+    }
+
+    #[inline]
+    fn parent_of(&self, c: ChildRef) -> (u32, u8) {
+        if c.is_leaf() {
+            let p = &self.proxies[c.index() as usize];
+            (p.parent, p.slot)
+        } else {
+            let n = &self.nodes[c.index() as usize];
+            (n.parent, n.slot)
+        }
+    }
+
+    #[inline]
+    fn height_of(&self, c: ChildRef) -> u16 {
+        if c.is_leaf() { 0 } else { self.nodes[c.index() as usize].height }
+    }
+
+    #[inline]
+    fn set_parent(&mut self, c: ChildRef, parent: u32, slot: u8) {
+        if c.is_leaf() {
+            let p = &mut self.proxies[c.index() as usize];
+            p.parent = parent;
+            p.slot = slot;
+        } else {
+            let n = &mut self.nodes[c.index() as usize];
+            n.parent = parent;
+            n.slot = slot;
+        }
+    }
+
+    /// Puts `c` with bounds `b` into slot `s` of node `n`, or at the root when `n` is [`NULL`].
+    #[inline]
+    fn set_child(&mut self, n: u32, s: u8, c: ChildRef, b: &Aabb) {
+        if n == NULL {
+            self.root = Some(c);
+            self.root_bounds = *b;
+        } else {
+            let node = &mut self.nodes[n as usize];
+            node.child[s as usize] = c;
+            node.set_bounds(s as usize, b);
+        }
+        self.set_parent(c, n, s);
+    }
+
+    /// Writes new bounds for node `n` where its parent (or the root) stores them.
+    #[inline]
+    fn store_bounds(&mut self, n: u32, b: &Aabb) {
+        let (parent, slot) = (self.nodes[n as usize].parent, self.nodes[n as usize].slot);
+        if parent == NULL {
+            self.root_bounds = *b;
+        } else {
+            self.nodes[parent as usize].set_bounds(slot as usize, b);
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Node layout of the dynamic tree, and the SIMD tests of a node's two children.
+//!
+//! An internal node stores the bounds of its *two children* side by side, not its own (the
+//! sibling-pair layout of parry's `Bvh` and of Box2D v3 after PR #1104). Descending into a node
+//! therefore tests both children with one set of `f32x4` operations, and a leaf's box is read from
+//! its parent's line without touching the proxy array. Bounds are SoA planes indexed
+//! `[side][axis][child]`, side 0 = min, 1 = max, so a ray's sign bit picks the near plane pair of an
+//! axis directly, as in Williams et al. 2005.
+
+use glam::Vec3A;
+use wide::f32x4;
+
+use crate::math::{Aabb, FAR_PAD};
+
+/// Marks a [`ChildRef`] as a leaf (a proxy index) rather than an internal node index.
+const LEAF_BIT: u32 = 1 << 31;
+/// The null index: no parent, end of a free list.
+pub(crate) const NULL: u32 = u32::MAX;
+/// `slot` value marking a node that sits on the free list.
+pub(crate) const FREE_SLOT: u8 = u8::MAX;
+
+/// A child slot's content: an internal node index, or a proxy index tagged with `LEAF_BIT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChildRef(u32);
+
+impl ChildRef {
+    #[inline(always)]
+    pub(crate) fn node(index: u32) -> ChildRef {
+        ChildRef(index)
+    }
+    #[inline(always)]
+    pub(crate) fn leaf(proxy: u32) -> ChildRef {
+        ChildRef(proxy | LEAF_BIT)
+    }
+    #[inline(always)]
+    pub(crate) fn is_leaf(self) -> bool {
+        self.0 & LEAF_BIT != 0
+    }
+    /// The node or proxy index.
+    #[inline(always)]
+    pub(crate) fn index(self) -> u32 {
+        self.0 & !LEAF_BIT
+    }
+}
+
+/// The largest number of nodes or proxies a tree can hold (indices keep their top bit free).
+pub(crate) const MAX_INDEX: u32 = LEAF_BIT - 2;
+
+/// One internal node: the bounds of both children, their references and the links. 64 bytes, one
+/// cache line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
+pub(crate) struct Node {
+    /// `planes[side][axis][child]`: side 0 is the min corner, 1 the max corner.
+    pub planes: [[[f32; 2]; 3]; 2],
+    pub child: [ChildRef; 2],
+    /// Parent node, or [`NULL`] at the root. On the free list: the next free node.
+    pub parent: u32,
+    /// Height of the subtree (leaves have height 0, so internal nodes have height >= 1).
+    pub height: u16,
+    /// Which child slot of the parent holds this node; [`FREE_SLOT`] on the free list.
+    pub slot: u8,
+    /// Set when a descendant's box grew without restructuring; `refit` tightens such nodes.
+    pub enlarged: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Node>() == 64);
+const _: () = assert!(std::mem::align_of::<Node>() == 64);
+
+impl Node {
+    pub(crate) const FREE: Node = Node {
+        planes: [[[0.0; 2]; 3]; 2],
+        child: [ChildRef(NULL), ChildRef(NULL)],
+        parent: NULL,
+        height: 0,
+        slot: FREE_SLOT,
+        enlarged: false,
+    };
+
+    /// The bounds stored in child slot `s`.
+    #[inline(always)]
+    pub(crate) fn bounds(&self, s: usize) -> Aabb {
+        let p = &self.planes;
+        Aabb {
+            min: Vec3A::new(p[0][0][s], p[0][1][s], p[0][2][s]),
+            max: Vec3A::new(p[1][0][s], p[1][1][s], p[1][2][s]),
+        }
+    }
+
+    /// Writes the bounds of child slot `s`.
+    #[inline(always)]
+    pub(crate) fn set_bounds(&mut self, s: usize, b: &Aabb) {
+        for a in 0..3 {
+            self.planes[0][a][s] = b.min[a];
+            self.planes[1][a][s] = b.max[a];
+        }
+    }
+
+    /// The union of both children: this node's own bounds.
+    #[inline(always)]
+    pub(crate) fn union(&self) -> Aabb {
+        self.bounds(0).union(&self.bounds(1))
+    }
+
+    #[inline(always)]
+    fn pair(&self, side: usize, axis: usize) -> f32x4 {
+        let p = self.planes[side][axis];
+        f32x4::new([p[0], p[1], p[0], p[1]])
+    }
+}
+
+/// A ray (or a swept box's centre ray) prepared for testing node pairs, lane-splatted once per
+/// query.
+pub(crate) struct RayLanes {
+    origin: [f32x4; 3],
+    inv_dir: [f32x4; 3],
+    /// Added to the near and far plane of each axis: `∓ half_extent` for a box cast, else 0.
+    near_offset: [f32x4; 3],
+    far_offset: [f32x4; 3],
+    sign: [usize; 3],
+    tmin: f32x4,
+}
+
+impl RayLanes {
+    /// `inflate` is the half-extent of a swept box (zero for rays).
+    pub(crate) fn new(origin: Vec3A, inv_dir: Vec3A, sign: [u8; 3], tmin: f32, inflate: Vec3A) -> Self {
+        let s = |v: f32| f32x4::splat(v);
+        let sign = sign.map(|b| b as usize);
+        // The near plane of a positive-direction axis is the min plane, moved out by -e.
+        let near_off = |a: usize| if sign[a] == 1 { inflate[a] } else { -inflate[a] };
+        RayLanes {
+            origin: [s(origin.x), s(origin.y), s(origin.z)],
+            inv_dir: [s(inv_dir.x), s(inv_dir.y), s(inv_dir.z)],
+            near_offset: [s(near_off(0)), s(near_off(1)), s(near_off(2))],
+            far_offset: [s(-near_off(0)), s(-near_off(1)), s(-near_off(2))],
+            sign,
+            tmin: s(tmin),
+        }
+    }
+
+    /// Slab test of both children of `node`: a 2-bit hit mask and the entry distances.
+    ///
+    /// Lane for lane this performs the operations of [`crate::math::slab_interval`] in the same
+    /// order, with `maxps`/`minps` keeping the accumulator on NaN, so it agrees bit for bit with
+    /// the scalar reference (checked in the tests). `INFLATE` adds the box-cast offsets.
+    #[inline(always)]
+    pub(crate) fn test_pair<const INFLATE: bool>(&self, node: &Node, tmax: f32) -> (u32, [f32; 2]) {
+        let mut near = self.tmin;
+        let mut far = f32x4::splat(tmax);
+        let pad = f32x4::splat(FAR_PAD);
+        for a in 0..3 {
+            let s = self.sign[a];
+            let mut np = node.pair(s, a);
+            let mut fp = node.pair(1 - s, a);
+            if INFLATE {
+                np += self.near_offset[a];
+                fp += self.far_offset[a];
+            }
+            let tn = (np - self.origin[a]) * self.inv_dir[a];
+            let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
+            near = tn.fast_max(near);
+            far = tf.fast_min(far);
+        }
+        let mask = near.simd_le(far).to_bitmask() & 3;
+        let n = near.to_array();
+        (mask, [n[0], n[1]])
+    }
+}
+
+/// A query box splatted for testing node pairs.
+pub(crate) struct BoxLanes {
+    min: [f32x4; 3],
+    max: [f32x4; 3],
+}
+
+impl BoxLanes {
+    pub(crate) fn new(b: &Aabb) -> Self {
+        let s = |v: f32| f32x4::splat(v);
+        BoxLanes { min: [s(b.min.x), s(b.min.y), s(b.min.z)], max: [s(b.max.x), s(b.max.y), s(b.max.z)] }
+    }
+
+    /// Overlap of the query box with both children of `node`, as a 2-bit mask. Touching counts,
+    /// as in [`Aabb::overlaps`].
+    #[inline(always)]
+    pub(crate) fn test_pair(&self, node: &Node) -> u32 {
+        let mut ok = f32x4::splat(0.0).simd_le(f32x4::splat(0.0)); // all lanes true
+        for a in 0..3 {
+            ok &= node.pair(0, a).simd_le(self.max[a]) & self.min[a].simd_le(node.pair(1, a));
+        }
+        ok.to_bitmask() & 3
+    }
+}
+
+/// A frustum's planes splatted for testing node pairs, with each plane's p-vertex side chosen once.
+pub(crate) struct FrustumLanes {
+    normal: [[f32x4; 3]; 6],
+    d: [f32x4; 6],
+    side: [[usize; 3]; 6],
+}
+
+impl FrustumLanes {
+    pub(crate) fn new(f: &crate::math::Frustum) -> Self {
+        let s = |v: f32| f32x4::splat(v);
+        let mut out = FrustumLanes { normal: [[s(0.0); 3]; 6], d: [s(0.0); 6], side: [[0; 3]; 6] };
+        for (i, p) in f.planes.iter().enumerate() {
+            for a in 0..3 {
+                out.normal[i][a] = s(p.normal[a]);
+                out.side[i][a] = (p.normal[a] >= 0.0) as usize;
+            }
+            out.d[i] = s(p.d);
+        }
+        out
+    }
+
+    /// 2-bit mask of the children not outside any plane. Same arithmetic order as
+    /// [`crate::math::Plane::signed_distance`].
+    #[inline(always)]
+    pub(crate) fn test_pair(&self, node: &Node) -> u32 {
+        let zero = f32x4::splat(0.0);
+        let mut inside = zero.simd_le(zero);
+        for i in 0..6 {
+            let sd = self.normal[i][0] * node.pair(self.side[i][0], 0)
+                + self.normal[i][1] * node.pair(self.side[i][1], 1)
+                + self.normal[i][2] * node.pair(self.side[i][2], 2)
+                + self.d[i];
+            inside &= sd.simd_ge(zero);
+        }
+        inside.to_bitmask() & 3
+    }
+}

@@ -1,0 +1,42 @@
+//! Removal: the leaf's sibling takes its parent's place, and the path to the root is refitted
+//! and rebalanced (Box2D's `RemoveLeaf`).
+
+use super::node::{ChildRef, NULL};
+use super::{Dbvt, ProxyId};
+use crate::error::DbvtError;
+
+impl<T> Dbvt<T> {
+    /// Removes a proxy and returns its data. The id (and every copy of it) becomes stale.
+    pub fn remove(&mut self, id: ProxyId) -> Result<T, DbvtError> {
+        let p = self.check(id)?;
+        self.remove_leaf(p);
+        let proxy = &mut self.proxies[p as usize];
+        let data = proxy.data.take().expect("checked live");
+        proxy.generation = proxy.generation.wrapping_add(1);
+        proxy.parent = self.free_proxy;
+        self.free_proxy = p;
+        self.proxy_count -= 1;
+        Ok(data)
+    }
+
+    /// Unlinks proxy `p` from the tree, keeping the proxy itself.
+    pub(super) fn remove_leaf(&mut self, p: u32) {
+        let (parent, slot) = (self.proxies[p as usize].parent, self.proxies[p as usize].slot);
+        if parent == NULL {
+            self.root = None;
+            self.root_bounds = crate::math::Aabb::EMPTY;
+            return;
+        }
+        let pn = self.nodes[parent as usize];
+        let sibling = pn.child[1 - slot as usize];
+        let sibling_bounds = pn.bounds(1 - slot as usize);
+        let (grand, gslot) = (pn.parent, pn.slot);
+        self.set_child(grand, gslot, sibling, &sibling_bounds);
+        self.free_node(parent);
+        self.proxies[p as usize].parent = NULL;
+        if grand != NULL {
+            self.refit_and_rotate_upward(grand);
+        }
+        debug_assert!(self.root != Some(ChildRef::leaf(p)));
+    }
+}

@@ -1,0 +1,111 @@
+//! The one traversal loop of the dynamic tree, generic over a [`Visitor`] (as Jolt's
+//! `WalkTree`): every single-tree query (ray, box cast, overlap, point, frustum) is a visitor.
+//!
+//! The stack is an explicit, growable `Vec` kept in a [`QueryWorkspace`], so there is no depth
+//! limit (Box2D's fixed 1024-entry stack and Jolt's fixed stacks overflowed on deep trees) and no
+//! allocation once the workspace has grown to the tree's depth.
+
+use super::Dbvt;
+use super::node::{ChildRef, Node};
+use crate::math::Aabb;
+
+/// Visit counts of one query, for profiling and tests (Box2D v3 returns these from every
+/// query).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Internal nodes whose children were tested (for pair queries: node pairs tested).
+    pub nodes_visited: u32,
+    /// Leaves handed to the policy (for pair queries: leaf pairs reported).
+    pub leaves_visited: u32,
+}
+
+/// Which node test the traversal uses. Both give identical results (the tests check this); the
+/// scalar one is the reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NodeTest {
+    /// Both children of a node in one set of `f32x4` operations.
+    #[default]
+    Simd,
+    /// One child at a time with the scalar slab test.
+    Scalar,
+}
+
+/// Reusable scratch for queries: keep one per thread and pass it to every query, and queries
+/// allocate nothing once it has grown.
+#[derive(Clone, Debug, Default)]
+pub struct QueryWorkspace {
+    pub(crate) stack: Vec<(ChildRef, f32)>,
+    pub(crate) pairs: Vec<super::pairs::PairEntry>,
+    /// The node test used by ray-like queries.
+    pub node_test: NodeTest,
+}
+
+impl QueryWorkspace {
+    /// An empty workspace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// What a query does at each step of the traversal.
+pub(crate) trait Visitor<T> {
+    /// Closest-first: visit the child with the smaller key first, and skip stack entries whose key
+    /// [`Visitor::keep`] refuses.
+    const ORDERED: bool;
+    /// Tests the root's bounds; `Some(key)` to enter.
+    fn enter_root(&mut self, bounds: &Aabb) -> Option<f32>;
+    /// Tests both children of a node: a 2-bit mask of those to visit, and their keys.
+    fn test_children(&mut self, node: &Node) -> (u32, [f32; 2]);
+    /// Hands a leaf to the policy; `false` stops the traversal.
+    fn visit_leaf(&mut self, id: super::ProxyId, data: &T, key: f32) -> bool;
+    /// Whether an entry with this key still needs visiting (a ray's clipped `tmax`).
+    fn keep(&self, key: f32) -> bool;
+}
+
+impl<T> Dbvt<T> {
+    /// The traversal loop. Depth-first with an explicit stack; with `V::ORDERED`, the nearer
+    /// child is taken first and the farther one pushed with its key, so entries beyond a clipped
+    /// ray are culled when popped.
+    pub(crate) fn traverse<V: Visitor<T>>(&self, stack: &mut Vec<(ChildRef, f32)>, v: &mut V) -> QueryStats {
+        let mut stats = QueryStats::default();
+        let Some(root) = self.root else { return stats };
+        let Some(key) = v.enter_root(&self.root_bounds) else { return stats };
+        stack.clear();
+        let mut next = Some((root, key));
+        loop {
+            let (c, key) = match next.take() {
+                Some(e) => e,
+                None => match stack.pop() {
+                    Some(e) => e,
+                    None => break,
+                },
+            };
+            if V::ORDERED && !v.keep(key) {
+                continue;
+            }
+            if c.is_leaf() {
+                stats.leaves_visited += 1;
+                let p = c.index();
+                let data = self.proxies[p as usize].data.as_ref().expect("leaf proxies are live");
+                if !v.visit_leaf(self.id_of(p), data, key) {
+                    break;
+                }
+                continue;
+            }
+            stats.nodes_visited += 1;
+            let node = &self.nodes[c.index() as usize];
+            let (mask, keys) = v.test_children(node);
+            match mask {
+                0 => {}
+                1 => next = Some((node.child[0], keys[0])),
+                2 => next = Some((node.child[1], keys[1])),
+                _ => {
+                    let near = usize::from(V::ORDERED && keys[1] < keys[0]);
+                    stack.push((node.child[1 - near], keys[1 - near]));
+                    next = Some((node.child[near], keys[near]));
+                }
+            }
+        }
+        stats
+    }
+}

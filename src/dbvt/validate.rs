@@ -1,0 +1,233 @@
+//! `validate()`: every structural invariant, as Box2D's `b2DynamicTree_Validate`; and `stats()`.
+
+use std::fmt;
+
+use super::node::{ChildRef, FREE_SLOT, NULL, Node};
+use super::{Dbvt, Proxy};
+
+/// The first broken invariant found by [`Dbvt::validate`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum ValidationError {
+    /// A child's parent link (or slot) does not point back to where it is stored.
+    ParentLink {
+        /// Internal node index, or proxy index for a leaf.
+        index: u32,
+        /// Whether `index` is a proxy.
+        leaf: bool,
+    },
+    /// A child's stored bounds do not contain its children (internal) or differ from the proxy's
+    /// fat box (leaf).
+    Containment {
+        /// Internal node or proxy index.
+        index: u32,
+        /// Whether `index` is a proxy.
+        leaf: bool,
+    },
+    /// A node's height is not 1 + the larger of its children's heights.
+    Height {
+        /// Internal node index.
+        node: u32,
+    },
+    /// A node or proxy is reachable twice, or a free node is reachable from the root.
+    Reachability {
+        /// Internal node or proxy index.
+        index: u32,
+        /// Whether `index` is a proxy.
+        leaf: bool,
+    },
+    /// The free list of nodes is broken or its count disagrees with the arena.
+    FreeList {
+        /// What disagrees.
+        detail: String,
+    },
+    /// The number of leaves disagrees with the number of live proxies.
+    LeafCount {
+        /// Leaves reachable from the root.
+        leaves: u32,
+        /// Live proxies.
+        live: u32,
+    },
+}
+
+impl fmt::Display for ValidationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = |leaf: &bool| if *leaf { "proxy" } else { "node" };
+        match self {
+            ValidationError::ParentLink { index, leaf } => write!(f, "parent link broken at {} {index}", kind(leaf)),
+            ValidationError::Containment { index, leaf } => {
+                write!(f, "bounds of {} {index} do not contain its contents", kind(leaf))
+            }
+            ValidationError::Height { node } => write!(f, "height of node {node} is wrong"),
+            ValidationError::Reachability { index, leaf } => {
+                write!(f, "{} {index} reached twice or while free", kind(leaf))
+            }
+            ValidationError::FreeList { detail } => write!(f, "free list: {detail}"),
+            ValidationError::LeafCount { leaves, live } => write!(f, "{leaves} leaves but {live} live proxies"),
+        }
+    }
+}
+
+impl std::error::Error for ValidationError {}
+
+/// Size and quality figures of a tree, from [`Dbvt::stats`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TreeStats {
+    /// Live proxies (leaves).
+    pub leaves: usize,
+    /// Internal nodes in use.
+    pub internal_nodes: usize,
+    /// Height of the root (0 for a single leaf, 0 for an empty tree).
+    pub height: u32,
+    /// SAH cost with unit traversal and intersection costs: the summed surface area of internal
+    /// nodes (cost 1 each) and leaves (cost 1 each), over the root's area (MacDonald and Booth).
+    pub sah_cost: f32,
+    /// Bytes held by the node and proxy arenas (capacity, not length).
+    pub memory_bytes: usize,
+}
+
+impl<T> Dbvt<T> {
+    /// Checks every invariant: parent and child links, containment of bounds, heights,
+    /// reachability, the free list and the leaf count. Returns the first violation.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        let mut seen_nodes = vec![false; self.nodes.len()];
+        let mut seen_proxies = vec![false; self.proxies.len()];
+        let mut leaves = 0u32;
+        if let Some(root) = self.root {
+            let (parent, _) = self.parent_of(root);
+            if parent != NULL {
+                return Err(ValidationError::ParentLink { index: root.index(), leaf: root.is_leaf() });
+            }
+            let mut stack = vec![(root, self.root_bounds)];
+            while let Some((c, bounds)) = stack.pop() {
+                let i = c.index();
+                if c.is_leaf() {
+                    let p = self.proxies.get(i as usize).filter(|p| p.data.is_some());
+                    let Some(p) = p else { return Err(ValidationError::Reachability { index: i, leaf: true }) };
+                    if std::mem::replace(&mut seen_proxies[i as usize], true) {
+                        return Err(ValidationError::Reachability { index: i, leaf: true });
+                    }
+                    if p.fat != bounds {
+                        return Err(ValidationError::Containment { index: i, leaf: true });
+                    }
+                    leaves += 1;
+                    continue;
+                }
+                let Some(node) = self.nodes.get(i as usize) else {
+                    return Err(ValidationError::Reachability { index: i, leaf: false });
+                };
+                if node.slot == FREE_SLOT || std::mem::replace(&mut seen_nodes[i as usize], true) {
+                    return Err(ValidationError::Reachability { index: i, leaf: false });
+                }
+                if !bounds.contains(&node.union()) {
+                    return Err(ValidationError::Containment { index: i, leaf: false });
+                }
+                for s in 0..2 {
+                    let child = node.child[s];
+                    let (cp, cs) = self
+                        .checked_parent_of(child)
+                        .ok_or(ValidationError::ParentLink { index: child.index(), leaf: child.is_leaf() })?;
+                    if cp != i || cs as usize != s {
+                        return Err(ValidationError::ParentLink { index: child.index(), leaf: child.is_leaf() });
+                    }
+                    stack.push((child, node.bounds(s)));
+                }
+                let h = 1 + self.checked_height(node.child[0]).max(self.checked_height(node.child[1]));
+                if node.height != h {
+                    return Err(ValidationError::Height { node: i });
+                }
+            }
+        }
+        if leaves != self.proxy_count {
+            return Err(ValidationError::LeafCount { leaves, live: self.proxy_count });
+        }
+        self.validate_free_lists(&seen_nodes)
+    }
+
+    fn checked_parent_of(&self, c: ChildRef) -> Option<(u32, u8)> {
+        if c.is_leaf() {
+            self.proxies.get(c.index() as usize).map(|p: &Proxy<T>| (p.parent, p.slot))
+        } else {
+            self.nodes.get(c.index() as usize).map(|n: &Node| (n.parent, n.slot))
+        }
+    }
+
+    fn checked_height(&self, c: ChildRef) -> u16 {
+        if c.is_leaf() { 0 } else { self.nodes.get(c.index() as usize).map_or(u16::MAX - 1, |n| n.height) }
+    }
+
+    fn validate_free_lists(&self, seen_nodes: &[bool]) -> Result<(), ValidationError> {
+        let fail = |detail: String| Err(ValidationError::FreeList { detail });
+        let mut count = 0u32;
+        let mut n = self.free_node;
+        while n != NULL {
+            let Some(node) = self.nodes.get(n as usize) else { return fail(format!("free node {n} out of range")) };
+            if node.slot != FREE_SLOT || seen_nodes[n as usize] {
+                return fail(format!("node {n} on the free list is in use"));
+            }
+            count += 1;
+            if count > self.nodes.len() as u32 {
+                return fail("cycle in the node free list".into());
+            }
+            n = node.parent;
+        }
+        let used = seen_nodes.iter().filter(|&&s| s).count() as u32;
+        if count != self.free_node_count || count + used != self.nodes.len() as u32 {
+            return fail(format!(
+                "{count} free + {used} used nodes, arena holds {} (count says {})",
+                self.nodes.len(),
+                self.free_node_count
+            ));
+        }
+        let mut free_proxies = 0u32;
+        let mut p = self.free_proxy;
+        while p != NULL {
+            let Some(proxy) = self.proxies.get(p as usize) else { return fail(format!("free proxy {p} out of range")) };
+            if proxy.data.is_some() {
+                return fail(format!("proxy {p} on the free list is live"));
+            }
+            free_proxies += 1;
+            if free_proxies > self.proxies.len() as u32 {
+                return fail("cycle in the proxy free list".into());
+            }
+            p = proxy.parent;
+        }
+        if free_proxies + self.proxy_count != self.proxies.len() as u32 {
+            return fail(format!(
+                "{free_proxies} free + {} live proxies, arena holds {}",
+                self.proxy_count,
+                self.proxies.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Node count, height, SAH cost and memory.
+    pub fn stats(&self) -> TreeStats {
+        let internal_nodes = self.nodes.len() - self.free_node_count as usize;
+        let height = self.root.map_or(0, |r| self.height_of(r) as u32);
+        let mut area = 0.0f64;
+        if let Some(root) = self.root {
+            let mut stack = vec![root];
+            while let Some(c) = stack.pop() {
+                if c.is_leaf() {
+                    continue;
+                }
+                let node = &self.nodes[c.index() as usize];
+                // Each child's area counts once: internal children as traversal steps, leaves as
+                // intersection tests; the root is added below.
+                area += node.bounds(0).half_area() as f64 + node.bounds(1).half_area() as f64;
+                stack.extend(node.child);
+            }
+        }
+        let root_area = self.root_bounds.half_area() as f64;
+        let sah_cost = if self.root.is_some() && root_area > 0.0 { (1.0 + area / root_area) as f32 } else { 0.0 };
+        TreeStats {
+            leaves: self.proxy_count as usize,
+            internal_nodes,
+            height,
+            sah_cost,
+            memory_bytes: self.nodes.capacity() * std::mem::size_of::<Node>()
+                + self.proxies.capacity() * std::mem::size_of::<Proxy<T>>(),
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! # slabtree
+//!
+//! Ray queries against bounding-volume hierarchies.
+//!
+//! * [`math`]: boxes, rays, planes and the one conservative, branchless slab test
+//!   ([`ray_aabb2`]), shared by 2D and 3D.
+//! * [`dbvt`]: a dynamic AABB tree ([`Dbvt`]) with insert, remove, fat-margin moves, refit,
+//!   incremental optimisation and binned-SAH rebuilds; ray, box-cast, overlap, point, frustum and
+//!   pair queries, with SIMD node tests and caller policies at the leaves.
+//! * [`build`]: the binned-SAH builder shared by the trees.
+//!
+//! ```
+//! use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray};
+//! use glam::Vec3A;
+//!
+//! let boxes = (0..1000).map(|i| {
+//!     let c = Vec3A::new((i % 10) as f32, ((i / 10) % 10) as f32, (i / 100) as f32) * 2.0;
+//!     (Aabb::from_center_half_extents(c, Vec3A::splat(0.5)), i)
+//! });
+//! let (tree, _ids) = Dbvt::build(boxes)?;
+//! let mut ws = QueryWorkspace::new();
+//! let hit = tree.ray_cast_closest(&Ray::new(Vec3A::new(-10.0, 0.0, 0.0), Vec3A::X), &mut ws)?;
+//! assert_eq!(tree.get(hit.unwrap().id)?, &0);
+//! # Ok::<(), slabtree::DbvtError>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod build;
+pub mod dbvt;
+pub mod error;
+pub mod math;
+
+pub use dbvt::NodeTest;
+pub use dbvt::{
+    Dbvt, DbvtConfig, LeafControl, LeafPolicy, PairControl, ProxyId, QueryStats, QueryWorkspace, RayCastHit,
+    RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError,
+};
+pub use error::{DbvtError, InputError};
+pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
