@@ -111,6 +111,7 @@ impl<T> Dbvt<T> {
     }
 
     /// Offers node `a` one rotation: swap one child with a child of the other child.
+    #[allow(clippy::needless_range_loop)] // `down` indexes heights, bounds and children together
     pub(super) fn rotate(&mut self, a: u32) {
         let node = self.nodes[a as usize];
         let h = [self.height_of(node.child[0]), self.height_of(node.child[1])];

@@ -122,10 +122,10 @@ impl<T, P: RayPolicy<T>, const INFLATE: bool> Visitor<T> for RayVisitor<'_, P, I
         if self.scalar {
             let mut mask = 0;
             let mut keys = [0.0; 2];
-            for s in 0..2 {
+            for (s, key) in keys.iter_mut().enumerate() {
                 if let Some(t) = self.scalar_test(&node.bounds(s)) {
                     mask |= 1 << s;
-                    keys[s] = t;
+                    *key = t;
                 }
             }
             (mask, keys)

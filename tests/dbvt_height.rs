@@ -1,0 +1,135 @@
+//! Height bounds and large trees: sorted insertion must not degrade the tree into a list.
+
+mod common;
+
+use common::*;
+use glam::Vec3A;
+use slabtree::{Aabb, Dbvt, DbvtConfig, QueryWorkspace, Ray};
+
+fn row(n: usize) -> Vec<Aabb> {
+    (0..n).map(|i| Aabb::from_center_half_extents(Vec3A::new(i as f32 * 1.5, 0.0, 0.0), Vec3A::splat(0.5))).collect()
+}
+
+fn grid(side: usize) -> Vec<Aabb> {
+    (0..side * side)
+        .map(|i| {
+            Aabb::from_center_half_extents(
+                Vec3A::new((i % side) as f32 * 2.0, (i / side) as f32 * 2.0, 0.0),
+                Vec3A::splat(0.5),
+            )
+        })
+        .collect()
+}
+
+fn insert_all(boxes: &[Aabb]) -> (Dbvt<u32>, Vec<ModelProxy>) {
+    let mut tree = Dbvt::new();
+    let cfg = *tree.config();
+    let model = boxes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let id = tree.insert(*b, i as u32).unwrap();
+            ModelProxy { id, tight: *b, fat: fatten(&cfg, b, Vec3A::ZERO), tag: i as u32 }
+        })
+        .collect();
+    tree.validate().unwrap();
+    (tree, model)
+}
+
+fn log2(n: usize) -> f32 {
+    (n as f32).log2()
+}
+
+#[test]
+fn boxes_in_a_row_stay_shallow() {
+    let (tree, _) = insert_all(&row(200));
+    let h = tree.stats().height as f32;
+    assert!(h < 2.0 * log2(200), "height {h} for 200 boxes in a row");
+}
+
+#[test]
+fn grid_stays_shallow() {
+    let (tree, _) = insert_all(&grid(20));
+    let h = tree.stats().height as f32;
+    assert!(h < 2.0 * log2(400), "height {h} for a 20x20 grid");
+}
+
+#[test]
+fn moving_every_proxy_keeps_height_bounded() {
+    for boxes in [row(200), grid(20)] {
+        let n = boxes.len();
+        let (mut tree, mut model) = insert_all(&boxes);
+        let cfg = *tree.config();
+        // Every proxy moves far (out of its fat box), in a sweeping order, twice.
+        for round in 0..2 {
+            for (i, m) in model.iter_mut().enumerate() {
+                let d = Vec3A::new(3.0 + round as f32, (i % 7) as f32 * 0.9, -2.0);
+                let tight = Aabb::new(m.tight.min + d, m.tight.max + d);
+                assert_eq!(tree.move_proxy(m.id, tight, d).unwrap(), model_move(&cfg, m, tight, d));
+            }
+            tree.validate().unwrap();
+            let h = tree.stats().height as f32;
+            assert!(h < 3.0 * log2(n), "height {h} after moving all {n} proxies");
+        }
+        let mut ws = QueryWorkspace::new();
+        let ray = Ray::new(Vec3A::new(-10.0, 1.0, -2.0), Vec3A::new(1.0, 0.05, 0.001));
+        assert_eq!(tree_ray_all(&tree, &ray, &mut ws), brute_ray(&model, &ray));
+    }
+}
+
+#[test]
+fn hundred_thousand_sorted_inserts_answer_every_query() {
+    let n = 100_000;
+    let boxes: Vec<Aabb> = (0..n)
+        .map(|i| {
+            // Sorted along a slowly winding line: the worst order for incremental insertion.
+            let x = i as f32 * 0.7;
+            Aabb::from_center_half_extents(
+                Vec3A::new(x, (i % 50) as f32 * 0.3, (i % 17) as f32 * 0.2),
+                Vec3A::splat(0.4),
+            )
+        })
+        .collect();
+    let (tree, model) = insert_all(&boxes);
+    let h = tree.stats().height;
+    assert!((h as f32) < 2.0 * log2(n), "height {h}");
+    let mut ws = QueryWorkspace::new();
+    for k in 0..40 {
+        let x = k as f32 * 1700.0;
+        let ray = Ray::new(Vec3A::new(x, -5.0, 1.0), Vec3A::new(0.3, 1.0, 0.05));
+        assert_eq!(tree_ray_all(&tree, &ray, &mut ws), brute_ray(&model, &ray));
+        let along = Ray::new(Vec3A::new(-10.0, (k % 50) as f32 * 0.3, 0.0), Vec3A::X);
+        let got = tree.ray_cast_closest(&along, &mut ws).unwrap().map(|h| h.t);
+        assert_eq!(got, closest(&brute_ray(&model, &along)));
+        let q = Aabb::from_center_half_extents(Vec3A::new(x, 7.0, 1.5), Vec3A::new(30.0, 3.0, 2.0));
+        assert_eq!(tree_overlap(&tree, &q, &mut ws), brute_overlap(&model, &q));
+    }
+    // The whole tree's pairs, once.
+    let pairs = tree_pairs(&tree, &mut ws);
+    let mut expect = 0usize;
+    // Brute force pairs on a sorted sweep along x (boxes are sorted by x), to stay O(n·k).
+    for i in 0..n {
+        for j in i + 1..n {
+            if model[j].fat.min.x > model[i].fat.max.x {
+                break;
+            }
+            if model[i].fat.overlaps(&model[j].fat) {
+                expect += 1;
+            }
+        }
+    }
+    assert_eq!(pairs.len(), expect);
+}
+
+#[test]
+fn rebuild_and_bulk_build_give_good_trees() {
+    let boxes = grid(100);
+    let (built, ids) = Dbvt::build(boxes.iter().copied().zip(0u32..)).unwrap();
+    built.validate().unwrap();
+    assert_eq!(ids.len(), 10_000);
+    let h = built.stats().height as f32;
+    assert!(h <= log2(10_000).ceil() + 3.0, "bulk-built height {h}");
+    let cfg = DbvtConfig { parallel_threshold: 1000, ..Default::default() };
+    let (par, _) = Dbvt::build_with_config(boxes.iter().copied().zip(0u32..), cfg).unwrap();
+    assert_eq!(par.stats().sah_cost, built.stats().sah_cost, "parallel build differs");
+}

@@ -1,0 +1,271 @@
+//! Property tests: random sequences of tree operations. After every step the tree validates, and
+//! every query kind, with both node tests (SIMD and scalar), returns exactly what brute force over
+//! an independent model of the live proxies returns.
+
+mod common;
+
+use common::*;
+use glam::{Mat4, Vec3, Vec3A};
+use proptest::prelude::*;
+use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, RayCastHit};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert { c: [f32; 3], h: [f32; 3] },
+    SmallMove { which: usize, d: [f32; 3], enlarge: bool },
+    Teleport { which: usize, c: [f32; 3], enlarge: bool },
+    Remove { which: usize },
+    Optimize { budget: usize },
+    Rebuild,
+    Refit,
+}
+
+fn v3(range: std::ops::Range<f32>) -> impl Strategy<Value = [f32; 3]> {
+    [range.clone(), range.clone(), range]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (v3(-20.0..20.0), v3(0.0..3.0)).prop_map(|(c, h)| Op::Insert { c, h }),
+        4 => (any::<usize>(), v3(-0.4..0.4), any::<bool>()).prop_map(|(which, d, enlarge)| Op::SmallMove { which, d, enlarge }),
+        2 => (any::<usize>(), v3(-20.0..20.0), any::<bool>()).prop_map(|(which, c, enlarge)| Op::Teleport { which, c, enlarge }),
+        3 => any::<usize>().prop_map(|which| Op::Remove { which }),
+        1 => (0usize..8).prop_map(|budget| Op::Optimize { budget }),
+        1 => Just(Op::Rebuild),
+        1 => Just(Op::Refit),
+    ]
+}
+
+/// A direction with a fair chance of exact zeros, negative zeros and tiny components, which
+/// exercise the parallel-axis handling.
+fn component() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        6 => -1.0f32..1.0,
+        1 => Just(0.0f32),
+        1 => Just(-0.0f32),
+        1 => Just(1e-30f32),
+        1 => Just(-1e-40f32),
+    ]
+}
+
+#[derive(Clone, Debug)]
+struct Probe {
+    origin: [f32; 3],
+    dir: [f32; 3],
+    tmax: f32,
+    /// Snap the origin onto a face plane of some proxy: rays lying in box faces.
+    snap: Option<(usize, usize, bool)>,
+    boxc: [f32; 3],
+    boxh: [f32; 3],
+}
+
+fn probe() -> impl Strategy<Value = Probe> {
+    (
+        v3(-30.0..30.0),
+        [component(), component(), component()],
+        prop_oneof![Just(f32::INFINITY), 0.0f32..60.0],
+        proptest::option::of((any::<usize>(), 0usize..3, any::<bool>())),
+        v3(-25.0..25.0),
+        v3(0.0..4.0),
+    )
+        .prop_map(|(origin, dir, tmax, snap, boxc, boxh)| Probe { origin, dir, tmax, snap, boxc, boxh })
+}
+
+fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
+    tree.validate().unwrap_or_else(|e| panic!("invalid tree: {e}"));
+    assert_eq!(tree.len(), model.len());
+    for m in model {
+        assert_eq!(tree.fat_aabb(m.id).unwrap(), m.fat, "stored fat box differs from the model");
+        assert_eq!(*tree.get(m.id).unwrap(), m.tag);
+    }
+    let mut stats = Vec::new();
+    for mode in [NodeTest::Simd, NodeTest::Scalar] {
+        ws.node_test = mode;
+        let mut s = Vec::new();
+        for p in probes {
+            let mut origin = Vec3A::from(p.origin);
+            if let (Some((which, axis, hi)), false) = (p.snap, model.is_empty()) {
+                let f = model[which % model.len()].fat;
+                origin[axis] = if hi { f.max[axis] } else { f.min[axis] };
+            }
+            let mut dir = Vec3A::from(p.dir);
+            if let Some((_, axis, _)) = p.snap {
+                dir[axis] = 0.0;
+            }
+            let ray = Ray::new(origin, dir).with_range(0.0, p.tmax);
+            let expect = brute_ray(model, &ray);
+            let got = tree_ray_all(tree, &ray, ws);
+            assert_eq!(got, expect, "ray all-hits differ ({mode:?}) for {ray:?}");
+            let closest_hit: Option<RayCastHit> = tree.ray_cast_closest(&ray, ws).unwrap();
+            assert_eq!(closest_hit.map(|h| h.t), closest(&expect), "closest differs ({mode:?})");
+            if let Some(h) = closest_hit {
+                assert!(expect.contains(&(h.id, h.t)));
+            }
+
+            let b = Aabb::from_center_half_extents(Vec3A::from(p.boxc), Vec3A::from(p.boxh));
+            let d = dir * 20.0;
+            let expect = brute_box_cast(model, &b, d);
+            assert_eq!(tree_box_cast_all(tree, &b, d, ws), expect, "box cast differs ({mode:?})");
+            let c = tree.box_cast_closest(&b, d, ws).unwrap();
+            assert_eq!(c.map(|h| h.t), closest(&expect));
+
+            assert_eq!(tree_overlap(tree, &b, ws), brute_overlap(model, &b), "overlap differs ({mode:?})");
+            let pt = Aabb::new(origin, origin);
+            let mut got = Vec::new();
+            tree.point(origin, ws, &mut |id, _: &u32| {
+                got.push(id);
+                slabtree::LeafControl::Continue
+            })
+            .unwrap();
+            got.sort();
+            assert_eq!(got, brute_overlap(model, &pt), "point differs");
+
+            let eye = Vec3::from(p.origin);
+            let look = Vec3::from(p.dir);
+            let look = if look.length() > 1e-3 { look.normalize() } else { Vec3::Z };
+            let up = if look.cross(Vec3::Y).length() > 1e-2 { Vec3::Y } else { Vec3::X };
+            let target = eye + look;
+            let f = Frustum::from_view_projection(
+                Mat4::perspective_rh(1.2, 1.3, 0.5, 40.0) * Mat4::look_at_rh(eye, target, up),
+            );
+            assert_eq!(tree_frustum(tree, &f, ws), brute_frustum(model, &f), "frustum differs ({mode:?})");
+            s.push(
+                tree.ray_cast(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue).unwrap(),
+            );
+        }
+        stats.push(s);
+    }
+    // The SIMD and scalar node tests visit exactly the same nodes.
+    assert_eq!(stats[0], stats[1]);
+    ws.node_test = NodeTest::Simd;
+    assert_eq!(tree_pairs(tree, ws), brute_pairs(model));
+}
+
+fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &mut u32) {
+    let cfg = *tree.config();
+    match *op {
+        Op::Insert { c, h } => {
+            let tight = Aabb::from_center_half_extents(Vec3A::from(c), Vec3A::from(h));
+            let id = tree.insert(tight, *next_tag).unwrap();
+            model.push(ModelProxy { id, tight, fat: fatten(&cfg, &tight, Vec3A::ZERO), tag: *next_tag });
+            *next_tag += 1;
+        }
+        Op::SmallMove { which, d, enlarge } | Op::Teleport { which, c: d, enlarge } => {
+            if model.is_empty() {
+                return;
+            }
+            let i = which % model.len();
+            let m = &mut model[i];
+            let (tight, disp) = if matches!(op, Op::SmallMove { .. }) {
+                let d = Vec3A::from(d);
+                (Aabb::new(m.tight.min + d, m.tight.max + d), d)
+            } else {
+                let t = Aabb::from_center_half_extents(Vec3A::from(d), m.tight.half_extents());
+                (t, Vec3A::ZERO)
+            };
+            let expect = model_move(&cfg, m, tight, disp);
+            let got = if enlarge { tree.enlarge_proxy(m.id, tight, disp) } else { tree.move_proxy(m.id, tight, disp) };
+            assert_eq!(got.unwrap(), expect, "move result differs from the documented rule");
+        }
+        Op::Remove { which } => {
+            if model.is_empty() {
+                return;
+            }
+            let m = model.swap_remove(which % model.len());
+            assert_eq!(tree.remove(m.id).unwrap(), m.tag);
+            assert!(tree.get(m.id).is_err());
+        }
+        Op::Optimize { budget } => {
+            tree.optimize_incremental(budget);
+        }
+        Op::Rebuild => tree.rebuild(),
+        Op::Refit => tree.refit(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_operation_sequences_match_brute_force(
+        ops in proptest::collection::vec(op(), 1..70),
+        probes in proptest::collection::vec(probe(), 3),
+        margin in prop_oneof![Just(0.0f32), Just(0.1f32), 0.0f32..1.0],
+    ) {
+        let cfg = DbvtConfig { margin, parallel_threshold: 16, ..DbvtConfig::default() };
+        let mut tree = Dbvt::with_config(cfg);
+        let mut model = Vec::new();
+        let mut ws = QueryWorkspace::new();
+        let mut tag = 0;
+        for op in &ops {
+            apply(&mut tree, &mut model, op, &mut tag);
+            check_all(&tree, &model, &probes, &mut ws);
+        }
+    }
+
+    /// The same operations give the same tree: the same callback order and visit counts.
+    #[test]
+    fn deterministic(ops in proptest::collection::vec(op(), 1..60), probes in proptest::collection::vec(probe(), 2)) {
+        let run = || {
+            let mut tree = Dbvt::with_config(DbvtConfig { parallel_threshold: 8, ..Default::default() });
+            let mut model = Vec::new();
+            let mut tag = 0;
+            for op in &ops {
+                apply(&mut tree, &mut model, op, &mut tag);
+            }
+            let mut ws = QueryWorkspace::new();
+            let mut trace = Vec::new();
+            for p in &probes {
+                let ray = Ray::new(Vec3A::from(p.origin), Vec3A::from(p.dir));
+                let stats = tree.ray_cast(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
+                    trace.push((l.id.index(), l.t.to_bits()));
+                    slabtree::RayControl::Continue
+                }).unwrap();
+                trace.push((stats.nodes_visited, stats.leaves_visited));
+            }
+            tree.self_pairs(&mut ws, |a, _, b, _| { trace.push((a.index(), b.index())); slabtree::PairControl::Continue });
+            (trace, tree.stats().height, tree.stats().sah_cost.to_bits())
+        };
+        prop_assert_eq!(run(), run());
+    }
+}
+
+#[test]
+fn tree_pairs_match_brute_force() {
+    let mut rng = 0x9E3779B97F4A7C15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut boxes = |n: usize| -> Vec<(Aabb, u32)> {
+        (0..n as u32)
+            .map(|i| {
+                let c = Vec3A::new(next(), next(), next()) * 30.0;
+                (Aabb::from_center_half_extents(c, Vec3A::new(next(), next(), next()) * 2.0), i)
+            })
+            .collect()
+    };
+    let (a, b) = (boxes(700), boxes(500));
+    let (ta, ia) = Dbvt::build(a.clone()).unwrap();
+    let (tb, ib) = Dbvt::build(b.clone()).unwrap();
+    let mut expect = Vec::new();
+    for (i, (ba, _)) in a.iter().enumerate() {
+        for (j, (bb, _)) in b.iter().enumerate() {
+            if ta.fat_aabb(ia[i]).unwrap().overlaps(&tb.fat_aabb(ib[j]).unwrap()) {
+                assert!(ba.expand(0.1).overlaps(&bb.expand(0.1)));
+                expect.push((i as u32, j as u32));
+            }
+        }
+    }
+    let mut got = Vec::new();
+    let mut ws = QueryWorkspace::new();
+    ta.tree_pairs(&tb, &mut ws, |_, x, _, y| {
+        got.push((*x, *y));
+        slabtree::PairControl::Continue
+    });
+    got.sort();
+    assert!(!expect.is_empty());
+    assert_eq!(got, expect);
+}
