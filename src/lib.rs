@@ -29,11 +29,13 @@ pub mod build;
 pub mod dbvt;
 pub mod error;
 pub mod math;
+pub mod mesh;
 
 pub use dbvt::NodeTest;
 pub use dbvt::{
     Dbvt, DbvtConfig, LeafControl, LeafPolicy, PairControl, ProxyId, QueryStats, QueryWorkspace, RayCastHit,
     RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError,
 };
-pub use error::{DbvtError, InputError};
+pub use error::{DbvtError, InputError, MeshError};
 pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
+pub use mesh::{BuildOptions, Hit, MeshBvh, MeshStats, SweepHit, TriMesh, TriangleTest};

@@ -1,0 +1,444 @@
+//! The mesh BVH: binned SAH over triangles, collapsed to 8-wide SoA nodes with 4-triangle SoA
+//! leaves, and its ray queries.
+//!
+//! Traversal follows the CPU wide-BVH kernels of Embree and tinybvh (Benthin, Wald et al.): one ray
+//! against all 8 children of a node with `f32x8`, the children that are hit visited near to far,
+//! and a stack of (node, entry distance) whose entries beyond the current closest hit are culled
+//! when popped. The child slab test is the crate's conservative one ([`crate::math::slab_interval`],
+//! lane for lane), so a triangle is never culled by rounding at a node.
+
+use std::time::{Duration, Instant};
+
+use glam::{Vec3, Vec3A};
+use rayon::prelude::*;
+use wide::f32x8;
+
+use super::TriMesh;
+use super::collapse::{EMPTY, LEAF, Node8, collapse};
+use super::sweep::{SweepHit, box_parts, sweep_box_triangle};
+use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
+use crate::build::{BinnedSah, BuildItem};
+use crate::error::MeshError;
+use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
+
+/// Which ray–triangle test a mesh uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TriangleTest {
+    /// Möller–Trumbore: fastest; a ray exactly through a shared edge may slip between the two
+    /// triangles.
+    #[default]
+    MollerTrumbore,
+    /// Woop–Benthin–Wald watertight test: no ray passes between triangles that share an edge or a
+    /// vertex.
+    Watertight,
+}
+
+/// How to build a [`MeshBvh`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BuildOptions {
+    /// The triangle test used by every query on this mesh.
+    pub triangle_test: TriangleTest,
+    /// Centroid bins per axis for the binned SAH.
+    pub bins: usize,
+    /// Meshes with more triangles than this build their subtrees in parallel on rayon.
+    pub parallel_threshold: usize,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions { triangle_test: TriangleTest::default(), bins: 16, parallel_threshold: 16_384 }
+    }
+}
+
+/// The closest hit of a ray on a mesh.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit {
+    /// Ray parameter of the hit.
+    pub t: f32,
+    /// Index of the triangle in the mesh's input order.
+    pub triangle: u32,
+    /// Barycentric weight of the triangle's second vertex: the hit point is
+    /// `(1 - u - v)·v0 + u·v1 + v·v2` (Embree's convention).
+    pub u: f32,
+    /// Barycentric weight of the third vertex.
+    pub v: f32,
+    /// Unit geometric normal, `normalize((v1 - v0) × (v2 - v0))`.
+    pub normal: Vec3,
+}
+
+/// Size and quality of a [`MeshBvh`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeshStats {
+    /// Triangles.
+    pub triangles: usize,
+    /// 8-wide nodes.
+    pub nodes: usize,
+    /// Leaves (triangle packs of up to 4).
+    pub leaves: usize,
+    /// Depth in wide nodes.
+    pub depth: u32,
+    /// SAH cost of the wide tree: node and leaf-block areas over the root's (unit costs).
+    pub sah_cost: f32,
+    /// Bytes of nodes and packs per triangle.
+    pub bytes_per_triangle: f32,
+    /// Wall time of the build, collapse included.
+    pub build_time: Duration,
+}
+
+/// A BVH over a triangle mesh, for closest-hit, any-hit and swept-box queries.
+///
+/// ```
+/// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+/// use glam::{Vec3, Vec3A};
+/// // Two triangles forming the unit square in the plane z = 0.
+/// let mesh = TriMesh::new(
+///     vec![Vec3::ZERO, Vec3::X, Vec3::new(1.0, 1.0, 0.0), Vec3::Y],
+///     vec![[0, 1, 2], [0, 2, 3]],
+/// )?;
+/// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+/// let ray = Ray::new(Vec3A::new(0.25, 0.75, 1.0), -Vec3A::Z);
+/// let hit = bvh.intersect(&ray).unwrap();
+/// assert_eq!((hit.triangle, hit.t), (1, 1.0));
+/// assert!(bvh.occluded(&ray));
+/// # Ok::<(), slabtree::MeshError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct MeshBvh {
+    nodes: Vec<Node8>,
+    packs: Vec<TriPack>,
+    mesh: TriMesh,
+    options: BuildOptions,
+    bounds: Aabb,
+    depth: u32,
+    build_time: Duration,
+}
+
+/// Traversal stack capacity. The builder bounds the binary depth by 48 + log2(n) (median splits
+/// below depth 48), a wide node has at most 7 siblings on the stack per level, and
+/// 7 · (48 + 32 + 2) < 1024, so the fixed stack cannot overflow for any mesh of up to 2^32
+/// triangles.
+const STACK: usize = 1024;
+
+impl MeshBvh {
+    /// Builds the BVH of `mesh` (which it keeps a copy of).
+    pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
+        let start = Instant::now();
+        let mut items: Vec<BuildItem> = (0..mesh.len() as u32)
+            .into_par_iter()
+            .with_min_len(4096)
+            .map(|i| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i))
+            .collect();
+        let builder = BinnedSah {
+            bins: options.bins,
+            max_leaf: 4,
+            traversal_cost: 1.0,
+            parallel_threshold: options.parallel_threshold,
+            block: 4,
+        };
+        let build = builder.build(&mut items);
+        let c = collapse(&build, &items, &|i| mesh.triangle(i as usize));
+        let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
+        MeshBvh {
+            nodes: c.nodes,
+            packs: c.packs,
+            mesh: mesh.clone(),
+            options: *options,
+            bounds,
+            depth: c.depth,
+            build_time: start.elapsed(),
+        }
+    }
+
+    /// The mesh this BVH was built over.
+    pub fn mesh(&self) -> &TriMesh {
+        &self.mesh
+    }
+
+    /// The options it was built with.
+    pub fn options(&self) -> &BuildOptions {
+        &self.options
+    }
+
+    /// Bounds of the mesh (`None` when empty).
+    pub fn bounds(&self) -> Option<Aabb> {
+        (!self.mesh.is_empty()).then_some(self.bounds)
+    }
+
+    /// Moves the vertices (same count and triangles) and refits every bound bottom-up, keeping
+    /// the tree's structure: for deforming meshes. Quality degrades with large deformations;
+    /// rebuild then.
+    pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
+        self.mesh.set_positions(new_positions.to_vec())?;
+        let mesh = &self.mesh;
+        self.packs.par_iter_mut().with_min_len(1024).for_each(|p| {
+            for lane in 0..4 {
+                if p.prim[lane] != NO_PRIM {
+                    let prim = p.prim[lane];
+                    p.set(lane, prim, &mesh.triangle(prim as usize));
+                }
+            }
+        });
+        // Nodes are in pre-order, so reverse order sees children before parents.
+        for n in (0..self.nodes.len()).rev() {
+            for lane in 0..8 {
+                let c = self.nodes[n].child[lane];
+                if c == EMPTY {
+                    continue;
+                }
+                let b = if c & LEAF != 0 {
+                    self.packs[(c & !LEAF) as usize].bounds()
+                } else {
+                    self.nodes[c as usize].union()
+                };
+                self.nodes[n].set(lane, c, &b);
+            }
+        }
+        self.bounds = self.nodes.first().map_or(Aabb::EMPTY, Node8::union);
+        Ok(())
+    }
+
+    /// Size and quality figures.
+    pub fn stats(&self) -> MeshStats {
+        let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
+        let mut area = 0.0f64;
+        for n in &self.nodes {
+            for lane in 0..8 {
+                if n.child[lane] != EMPTY {
+                    area += n.lane_bounds(lane).half_area() as f64;
+                }
+            }
+        }
+        let bytes = self.nodes.len() * std::mem::size_of::<Node8>() + self.packs.len() * std::mem::size_of::<TriPack>();
+        MeshStats {
+            triangles: self.mesh.len(),
+            nodes: self.nodes.len(),
+            leaves: self.packs.len(),
+            depth: self.depth,
+            sah_cost: if self.mesh.is_empty() { 0.0 } else { (1.0 + area / root_area) as f32 },
+            bytes_per_triangle: bytes as f32 / self.mesh.len().max(1) as f32,
+            build_time: self.build_time,
+        }
+    }
+
+    /// The closest hit with `tmin <= t <= tmax`, or `None`. Invalid rays (NaN, infinite,
+    /// `tmin > tmax`) hit nothing.
+    pub fn intersect(&self, ray: &Ray) -> Option<Hit> {
+        self.intersect_counting(ray).0
+    }
+
+    /// `true` when any triangle is hit with `tmin <= t <= tmax` (any-hit: no ordering, first hit
+    /// ends the search).
+    pub fn occluded(&self, ray: &Ray) -> bool {
+        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
+        self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf).0.is_some()
+    }
+
+    /// The closest hit and the number of wide nodes visited (for cost heat maps).
+    pub fn intersect_counting(&self, ray: &Ray) -> (Option<Hit>, u32) {
+        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
+        let (hit, visits) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
+        (hit.map(|(prim, h)| self.finish(prim, h)), visits)
+    }
+
+    /// [`MeshBvh::intersect`] over many rays on all of rayon's threads.
+    pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Hit>> {
+        rays.par_iter().with_min_len(256).map(|r| self.intersect(r)).collect()
+    }
+
+    /// [`MeshBvh::occluded`] over many rays on all of rayon's threads.
+    pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
+        rays.par_iter().with_min_len(256).map(|r| self.occluded(r)).collect()
+    }
+
+    fn finish(&self, prim: u32, h: PackHit) -> Hit {
+        let [a, b, c] = self.mesh.triangle(prim as usize);
+        Hit { t: h.t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
+    }
+
+    /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
+    /// triangles: exact, by separating axes over the sweep (see [`SweepHit`]). Invalid input
+    /// (NaN, infinite) touches nothing.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
+    /// use glam::{Vec3, Vec3A};
+    /// // A floor triangle at y = 0 and a unit box falling onto it from y = 2.
+    /// let mesh = TriMesh::new(vec![Vec3::new(-5.0, 0.0, -5.0), Vec3::new(5.0, 0.0, -5.0), Vec3::new(0.0, 0.0, 5.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let hit = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0)).unwrap();
+    /// assert_eq!(hit.t, 0.375); // the box bottom (y = 1.5) reaches y = 0 after 1.5 of 4 units
+    /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
+    /// # Ok::<(), slabtree::MeshError>(())
+    /// ```
+    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Option<SweepHit> {
+        if aabb.validate().is_err() || !displacement.is_finite() {
+            return None;
+        }
+        let (center, half) = box_parts(aabb);
+        let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
+        let mut leaf = SweepLeaf { mesh: &self.mesh, center: center.into(), half: half.into(), d: displacement.into() };
+        let (hit, _) = self.traverse::<false, true, _>(&ray, half, &mut leaf);
+        hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal })
+    }
+
+    /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
+    /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
+    /// leaf test's hit with its triangle, and the wide nodes visited.
+    fn traverse<const ANY: bool, const INFLATE: bool, L: LeafTest>(
+        &self,
+        ray: &Ray,
+        inflate: Vec3A,
+        leaf: &mut L,
+    ) -> (Option<(u32, L::Hit)>, u32) {
+        let root = Aabb::new(self.bounds.min - inflate, self.bounds.max + inflate);
+        if ray.validate().is_err() || self.nodes.is_empty() || ray_aabb2(ray, &root).is_none() {
+            return (None, 0);
+        }
+        let o = ray.origin();
+        let inv = ray.inv_dir();
+        let sign = ray.sign().map(|s| s as usize);
+        let ox = [f32x8::splat(o.x), f32x8::splat(o.y), f32x8::splat(o.z)];
+        let ix = [f32x8::splat(inv.x), f32x8::splat(inv.y), f32x8::splat(inv.z)];
+        // Near planes move out by the half-extent against the direction, far planes with it.
+        let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
+        let noff = [near_off(0), near_off(1), near_off(2)];
+        let tmin8 = f32x8::splat(ray.tmin);
+        let pad = f32x8::splat(FAR_PAD);
+        leaf.start(ray);
+
+        let mut tmax = ray.tmax;
+        let mut best: Option<(u32, L::Hit)> = None;
+        let mut visits = 0u32;
+        let mut stack = [(0u32, 0.0f32); STACK];
+        let mut sp = 0usize;
+        let mut cur = (0u32, ray.tmin);
+        loop {
+            let (c, dist) = cur;
+            if dist <= tmax {
+                if c & LEAF != 0 {
+                    let p = &self.packs[(c & !LEAF) as usize];
+                    if let Some((prim, t, h)) = leaf.test(p, tmax) {
+                        best = Some((prim, h));
+                        if ANY {
+                            break;
+                        }
+                        tmax = t;
+                    }
+                } else {
+                    visits += 1;
+                    let node = &self.nodes[c as usize];
+                    let mut near = tmin8;
+                    let mut far = f32x8::splat(tmax);
+                    for a in 0..3 {
+                        let s = sign[a];
+                        let (mut np, mut fp) = (f32x8::new(node.bounds[s][a]), f32x8::new(node.bounds[1 - s][a]));
+                        if INFLATE {
+                            np += noff[a];
+                            fp -= noff[a];
+                        }
+                        let tn = (np - ox[a]) * ix[a];
+                        let tf = (fp - ox[a]) * ix[a] * pad;
+                        near = tn.fast_max(near);
+                        far = tf.fast_min(far);
+                    }
+                    let mut mask = near.simd_le(far).to_bitmask();
+                    if mask != 0 {
+                        let d = near.to_array();
+                        if mask & (mask - 1) == 0 {
+                            // One child hit: continue with it directly.
+                            let l = mask.trailing_zeros() as usize;
+                            cur = (node.child[l], d[l]);
+                            continue;
+                        }
+                        // Several: push them far to near, so the nearest is popped first.
+                        let base = sp;
+                        while mask != 0 {
+                            let l = mask.trailing_zeros() as usize;
+                            mask &= mask - 1;
+                            let e = (node.child[l], d[l]);
+                            if ANY {
+                                stack[sp] = e;
+                            } else {
+                                // Insertion into the descending run stack[base..sp].
+                                let mut j = sp;
+                                while j > base && stack[j - 1].1 < e.1 {
+                                    stack[j] = stack[j - 1];
+                                    j -= 1;
+                                }
+                                stack[j] = e;
+                            }
+                            sp += 1;
+                        }
+                    }
+                }
+            }
+            if sp == 0 {
+                break;
+            }
+            sp -= 1;
+            cur = stack[sp];
+        }
+        (best, visits)
+    }
+}
+
+/// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return
+/// the nearest hit's triangle, distance and payload.
+trait LeafTest {
+    type Hit;
+    fn start(&mut self, ray: &Ray);
+    fn test(&mut self, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
+}
+
+/// Ray against triangles.
+struct RayLeaf {
+    tr: Option<TriRay>,
+    test: TriangleTest,
+}
+
+impl LeafTest for RayLeaf {
+    type Hit = PackHit;
+    #[inline(always)]
+    fn start(&mut self, ray: &Ray) {
+        self.tr = Some(TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin));
+    }
+    #[inline(always)]
+    fn test(&mut self, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
+        let tr = self.tr.as_ref()?;
+        let h = match self.test {
+            TriangleTest::MollerTrumbore => tr.intersect_mt(p, tmax),
+            TriangleTest::Watertight => tr.intersect_watertight(p, tmax),
+        }?;
+        Some((p.prim[h.lane], h.t, h))
+    }
+}
+
+/// Swept box against triangles, one at a time (exact SAT).
+struct SweepLeaf<'m> {
+    mesh: &'m TriMesh,
+    center: Vec3,
+    half: Vec3,
+    d: Vec3,
+}
+
+impl LeafTest for SweepLeaf<'_> {
+    type Hit = (f32, Vec3);
+    fn start(&mut self, _: &Ray) {}
+    fn test(&mut self, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
+        let mut best: Option<(u32, f32, (f32, Vec3))> = None;
+        for lane in 0..4 {
+            let prim = p.prim[lane];
+            if prim == NO_PRIM {
+                continue;
+            }
+            let limit = best.map_or(tmax, |b| b.1);
+            let tri = self.mesh.triangle(prim as usize);
+            if let Some((t, n)) = sweep_box_triangle(self.center, self.half, self.d, &tri, limit)
+                && best.is_none_or(|b| t < b.1)
+            {
+                best = Some((prim, t, (t, n)));
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,239 @@
+//! Triangle packs: up to four triangles stored SoA, tested against one ray in one set of
+//! `f32x4` operations.
+//!
+//! Two tests share the layout (the three vertices of each triangle, not edges, so that the
+//! watertight test sees bit-identical shared vertices):
+//!
+//! * Möller and Trumbore, "Fast, Minimum Storage Ray/Triangle Intersection" (JGT 1997): fast, but a
+//!   ray through a shared edge can fall between the two triangles by rounding.
+//! * Woop, Benthin and Wald, "Watertight Ray/Triangle Intersection" (JCGT 2013): the triangle is
+//!   sheared into a ray-aligned space where the edge functions of a shared edge are computed from
+//!   the same products with opposite signs, so no ray passes between triangles. Edge functions
+//!   that come out exactly 0 in f32 are recomputed in f64, as the paper prescribes.
+
+use glam::Vec3;
+use wide::f32x4;
+
+/// Marks an unused lane of a pack.
+pub(crate) const NO_PRIM: u32 = u32::MAX;
+
+/// Up to four triangles, SoA: `v[vertex][axis][lane]`, and their input indices.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(64))]
+pub(crate) struct TriPack {
+    pub v: [[[f32; 4]; 3]; 3],
+    pub prim: [u32; 4],
+}
+
+const _: () = assert!(std::mem::size_of::<TriPack>() == 192);
+
+impl TriPack {
+    pub(crate) fn new(tris: &[(u32, [Vec3; 3])]) -> TriPack {
+        debug_assert!(tris.len() <= 4);
+        let mut p = TriPack { v: [[[0.0; 4]; 3]; 3], prim: [NO_PRIM; 4] };
+        for (lane, (prim, verts)) in tris.iter().enumerate() {
+            p.set(lane, *prim, verts);
+        }
+        p
+    }
+
+    pub(crate) fn set(&mut self, lane: usize, prim: u32, verts: &[Vec3; 3]) {
+        self.prim[lane] = prim;
+        for (k, v) in verts.iter().enumerate() {
+            for a in 0..3 {
+                self.v[k][a][lane] = v[a];
+            }
+        }
+    }
+
+    /// Bounds of the used lanes.
+    pub(crate) fn bounds(&self) -> crate::Aabb {
+        let mut b = crate::Aabb::EMPTY;
+        for lane in 0..4 {
+            if self.prim[lane] == NO_PRIM {
+                continue;
+            }
+            for k in 0..3 {
+                b = b.grow(glam::Vec3A::new(self.v[k][0][lane], self.v[k][1][lane], self.v[k][2][lane]));
+            }
+        }
+        b
+    }
+
+    #[inline(always)]
+    fn lanes(&self, k: usize, a: usize) -> f32x4 {
+        f32x4::new(self.v[k][a])
+    }
+
+    #[inline(always)]
+    fn valid(&self) -> f32x4 {
+        let p = self.prim;
+        let m = |i: usize| if p[i] == NO_PRIM { 0.0 } else { f32::from_bits(u32::MAX) };
+        f32x4::new([m(0), m(1), m(2), m(3)])
+    }
+}
+
+/// The per-ray data of the triangle tests, computed once per ray.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TriRay {
+    o: [f32x4; 3],
+    d: [f32x4; 3],
+    /// Watertight: permutation (kx, ky, kz) and shear (Sx, Sy, Sz).
+    k: [usize; 3],
+    shear: [f32x4; 3],
+    pub tmin: f32,
+}
+
+/// The nearest hit within a pack: lane, t, u, v.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PackHit {
+    pub lane: usize,
+    pub t: f32,
+    pub u: f32,
+    pub v: f32,
+}
+
+impl TriRay {
+    pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32) -> TriRay {
+        let s = f32x4::splat;
+        // Woop et al. 2013, section 3: kz is the dimension where the direction is largest; swap kx
+        // and ky when d[kz] < 0 to keep the winding.
+        let ad = d.abs();
+        let kz = if ad.x >= ad.y && ad.x >= ad.z {
+            0
+        } else if ad.y >= ad.z {
+            1
+        } else {
+            2
+        };
+        let mut kx = (kz + 1) % 3;
+        let mut ky = (kx + 1) % 3;
+        if d[kz] < 0.0 {
+            std::mem::swap(&mut kx, &mut ky);
+        }
+        let shear_s = [d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]];
+        TriRay {
+            o: [s(o.x), s(o.y), s(o.z)],
+            d: [s(d.x), s(d.y), s(d.z)],
+            k: [kx, ky, kz],
+            shear: shear_s.map(s),
+            tmin,
+        }
+    }
+
+    /// Möller–Trumbore on four triangles: the nearest hit with `tmin <= t <= tmax`.
+    #[inline(always)]
+    pub(crate) fn intersect_mt(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
+        let [ox, oy, oz] = self.o;
+        let [dx, dy, dz] = self.d;
+        let (v0x, v0y, v0z) = (p.lanes(0, 0), p.lanes(0, 1), p.lanes(0, 2));
+        let e1x = p.lanes(1, 0) - v0x;
+        let e1y = p.lanes(1, 1) - v0y;
+        let e1z = p.lanes(1, 2) - v0z;
+        let e2x = p.lanes(2, 0) - v0x;
+        let e2y = p.lanes(2, 1) - v0y;
+        let e2z = p.lanes(2, 2) - v0z;
+        // pvec = d × e2
+        let px = dy * e2z - dz * e2y;
+        let py = dz * e2x - dx * e2z;
+        let pz = dx * e2y - dy * e2x;
+        let det = e1x * px + e1y * py + e1z * pz;
+        let inv_det = f32x4::ONE / det;
+        let tx = ox - v0x;
+        let ty = oy - v0y;
+        let tz = oz - v0z;
+        let u = (tx * px + ty * py + tz * pz) * inv_det;
+        // qvec = tvec × e1
+        let qx = ty * e1z - tz * e1y;
+        let qy = tz * e1x - tx * e1z;
+        let qz = tx * e1y - ty * e1x;
+        let v = (dx * qx + dy * qy + dz * qz) * inv_det;
+        let t = (e2x * qx + e2y * qy + e2z * qz) * inv_det;
+        let zero = f32x4::ZERO;
+        // Comparisons are false on NaN, so degenerate triangles (det = 0) never hit.
+        let mask = p.valid()
+            & det.simd_ne(zero)
+            & u.simd_ge(zero)
+            & v.simd_ge(zero)
+            & (u + v).simd_le(f32x4::ONE)
+            & t.simd_ge(f32x4::splat(self.tmin))
+            & t.simd_le(f32x4::splat(tmax));
+        nearest(mask, t, u, v)
+    }
+
+    /// Woop–Benthin–Wald watertight test on four triangles.
+    #[inline(always)]
+    pub(crate) fn intersect_watertight(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
+        let [kx, ky, kz] = self.k;
+        let [sx, sy, sz] = self.shear;
+        // Vertices relative to the origin, sheared into ray space.
+        let rel = |k: usize| -> [f32x4; 3] {
+            let a = [p.lanes(k, 0) - self.o[0], p.lanes(k, 1) - self.o[1], p.lanes(k, 2) - self.o[2]];
+            [a[kx] - sx * a[kz], a[ky] - sy * a[kz], a[kz]]
+        };
+        let [ax, ay, az] = rel(0);
+        let [bx, by, bz] = rel(1);
+        let [cx, cy, cz] = rel(2);
+        let mut u = cx * by - cy * bx;
+        let mut v = ax * cy - ay * cx;
+        let mut w = bx * ay - by * ax;
+        let zero = f32x4::ZERO;
+        let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
+        if (any_zero & p.valid()).any() {
+            // Recompute exactly-zero edge functions in double precision (section 3.4 of the
+            // paper): the f32 products are exact in f64, so the sign is the true sign.
+            let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
+            let (axa, aya, bxa, bya, cxa, cya) =
+                (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
+            for l in 0..4 {
+                if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
+                    let f = |a: f32| a as f64;
+                    ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
+                    va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
+                    wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
+                }
+            }
+            u = f32x4::new(ua);
+            v = f32x4::new(va);
+            w = f32x4::new(wa);
+        }
+        let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
+        let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
+        let det = u + v + w;
+        let t_scaled = (u * (sz * az) + v * (sz * bz)) + w * (sz * cz);
+        // Make det positive and carry its sign into T (Woop et al., the xorf of the sign bit).
+        let sign = det & f32x4::splat(-0.0);
+        let det_abs = det ^ sign;
+        let t_abs = t_scaled ^ sign;
+        let mask = p.valid()
+            & !(neg & pos)
+            & det.simd_ne(zero)
+            & t_abs.simd_ge(f32x4::splat(self.tmin) * det_abs)
+            & t_abs.simd_le(f32x4::splat(tmax) * det_abs);
+        let inv = f32x4::ONE / det;
+        let t = t_scaled * inv;
+        // Clamp the rare t that rounds just outside the range after the division.
+        let t = t.fast_max(f32x4::splat(self.tmin)).fast_min(f32x4::splat(tmax));
+        nearest(mask, t, v * inv, w * inv)
+    }
+}
+
+/// The lane with the smallest `t` among `mask`.
+#[inline(always)]
+fn nearest(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<PackHit> {
+    let bits = mask.to_bitmask();
+    if bits == 0 {
+        return None;
+    }
+    let ta = t.to_array();
+    let mut best = bits.trailing_zeros() as usize;
+    let mut rest = bits & (bits - 1);
+    while rest != 0 {
+        let l = rest.trailing_zeros() as usize;
+        if ta[l] < ta[best] {
+            best = l;
+        }
+        rest &= rest - 1;
+    }
+    Some(PackHit { lane: best, t: ta[best], u: u.to_array()[best], v: v.to_array()[best] })
+}

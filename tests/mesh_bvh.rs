@@ -1,0 +1,339 @@
+//! Mesh BVH queries against brute force over every triangle (f64 Möller–Trumbore, no epsilon) on
+//! generated meshes: random triangle soup, a sphere and a closed torus.
+
+use glam::{DVec3, Vec3, Vec3A};
+use slabtree::{Aabb, BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+
+struct Rng(u64);
+impl Rng {
+    fn f(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn v(&mut self) -> Vec3 {
+        Vec3::new(self.f(), self.f(), self.f())
+    }
+    fn unit(&mut self) -> Vec3 {
+        (self.v() * 2.0 - Vec3::ONE).normalize_or(Vec3::X)
+    }
+}
+
+fn soup(n: usize, seed: u64) -> TriMesh {
+    let mut r = Rng(seed);
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for i in 0..n as u32 {
+        let c = r.v() * 20.0;
+        for _ in 0..3 {
+            p.push(c + (r.v() - Vec3::splat(0.5)) * 2.0);
+        }
+        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    // A few degenerate triangles that must never be hit or produce NaN.
+    let k = p.len() as u32;
+    p.extend([Vec3::splat(5.0), Vec3::splat(5.0), Vec3::splat(5.0), Vec3::ZERO, Vec3::splat(10.0)]);
+    t.push([k, k + 1, k + 2]);
+    t.push([k + 3, k + 4, k + 4]);
+    t.push([k + 3, k + 1, k + 4]); // collinear: (0,0,0), (5,5,5), (10,10,10)
+    TriMesh::new(p, t).unwrap()
+}
+
+/// A UV sphere or torus with shared vertices (closed).
+fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> TriMesh {
+    let mut p = Vec::new();
+    for i in 0..nu {
+        for j in 0..nv {
+            let (u, v) = (i as f32 / nu as f32 * std::f32::consts::TAU, j as f32 / nv as f32 * std::f32::consts::TAU);
+            p.push(Vec3::new(
+                (major + minor * v.cos()) * u.cos(),
+                minor * v.sin(),
+                (major + minor * v.cos()) * u.sin(),
+            ));
+        }
+    }
+    let idx = |i: u32, j: u32| (i % nu) * nv + (j % nv);
+    let mut t = Vec::new();
+    for i in 0..nu {
+        for j in 0..nv {
+            t.push([idx(i, j), idx(i + 1, j), idx(i + 1, j + 1)]);
+            t.push([idx(i, j), idx(i + 1, j + 1), idx(i, j + 1)]);
+        }
+    }
+    TriMesh::new(p, t).unwrap()
+}
+
+fn sphere(r: f32, nu: u32, nv: u32) -> TriMesh {
+    let mut p = vec![Vec3::new(0.0, r, 0.0), Vec3::new(0.0, -r, 0.0)];
+    for j in 1..nv {
+        for i in 0..nu {
+            let (th, ph) = (j as f32 / nv as f32 * std::f32::consts::PI, i as f32 / nu as f32 * std::f32::consts::TAU);
+            p.push(Vec3::new(r * th.sin() * ph.cos(), r * th.cos(), r * th.sin() * ph.sin()));
+        }
+    }
+    let ring = |j: u32, i: u32| 2 + (j - 1) * nu + (i % nu);
+    let mut t = Vec::new();
+    for i in 0..nu {
+        t.push([0, ring(1, i + 1), ring(1, i)]);
+        t.push([1, ring(nv - 1, i), ring(nv - 1, i + 1)]);
+        for j in 1..nv - 1 {
+            t.push([ring(j, i), ring(j, i + 1), ring(j + 1, i + 1)]);
+            t.push([ring(j, i), ring(j + 1, i + 1), ring(j + 1, i)]);
+        }
+    }
+    TriMesh::new(p, t).unwrap()
+}
+
+/// Exact-ish reference: f64 Möller–Trumbore without epsilon. Returns (t, triangle, min
+/// barycentric margin) of the closest hit in [tmin, tmax].
+fn brute(mesh: &TriMesh, o: Vec3, d: Vec3, tmin: f32, tmax: f32) -> Option<(f64, u32, f64)> {
+    let (o, d) = (o.as_dvec3(), d.as_dvec3());
+    let mut best: Option<(f64, u32, f64)> = None;
+    for i in 0..mesh.len() {
+        let [a, b, c] = mesh.triangle(i).map(|v| v.as_dvec3());
+        if let Some((t, margin)) = mt64(o, d, a, b, c)
+            && t >= tmin as f64
+            && t <= tmax as f64
+            && best.is_none_or(|x| t < x.0)
+        {
+            best = Some((t, i as u32, margin));
+        }
+    }
+    best
+}
+
+fn mt64(o: DVec3, d: DVec3, a: DVec3, b: DVec3, c: DVec3) -> Option<(f64, f64)> {
+    let (e1, e2) = (b - a, c - a);
+    let p = d.cross(e2);
+    let det = e1.dot(p);
+    if det == 0.0 {
+        return None;
+    }
+    let tv = o - a;
+    let u = tv.dot(p) / det;
+    let q = tv.cross(e1);
+    let v = d.dot(q) / det;
+    let t = e2.dot(q) / det;
+    let margin = u.min(v).min(1.0 - u - v);
+    (margin >= 0.0).then_some((t, margin))
+}
+
+fn check_against_brute(mesh: &TriMesh, rays: &[(Vec3, Vec3, f32)], test: TriangleTest) -> usize {
+    let bvh = MeshBvh::build(mesh, &BuildOptions { triangle_test: test, parallel_threshold: 64, ..Default::default() });
+    let mut compared = 0;
+    for &(o, d, tmax) in rays {
+        let ray = Ray::new(o, d).with_range(0.0, tmax);
+        let got = bvh.intersect(&ray);
+        let expect = brute(mesh, o, d, 0.0, tmax);
+        assert_eq!(bvh.occluded(&ray), got.is_some(), "any-hit disagrees with closest-hit");
+        // Rays within 1e-5 (barycentric) of an edge, or with t at tmax, may round either way.
+        if let Some((t, _, m)) = expect
+            && (m < 1e-5 || (t - tmax as f64).abs() < 1e-4 * t)
+        {
+            continue;
+        }
+        compared += 1;
+        match (got, expect) {
+            (None, None) => {}
+            (Some(h), Some((t, tri, _))) => {
+                assert!(h.t.is_finite() && h.u.is_finite() && h.v.is_finite() && h.normal.is_finite());
+                assert!(((h.t as f64) - t).abs() <= 1e-4 * t.max(1e-3), "t {} vs {t}", h.t);
+                if h.triangle != tri {
+                    // A tie: the reported triangle must be hit at the same t.
+                    let [a, b, c] = mesh.triangle(h.triangle as usize).map(|v| v.as_dvec3());
+                    let other = mt64(o.as_dvec3(), d.as_dvec3(), a, b, c).map(|x| x.0);
+                    assert!(other.is_some_and(|ot| (ot - t).abs() <= 1e-4 * t), "triangle {} vs {tri}", h.triangle);
+                }
+                // Barycentrics reproduce the hit point.
+                let [a, b, c] = mesh.triangle(h.triangle as usize);
+                let p = a * (1.0 - h.u - h.v) + b * h.u + c * h.v;
+                assert!(p.distance(o + d * h.t) < 1e-3 * (1.0 + h.t * d.length()), "barycentrics off");
+            }
+            (g, e) => panic!("hit/miss differs: bvh {g:?}, brute {e:?} for o={o} d={d}"),
+        }
+    }
+    compared
+}
+
+fn random_rays(r: &mut Rng, n: usize, center: Vec3, radius: f32) -> Vec<(Vec3, Vec3, f32)> {
+    (0..n)
+        .map(|i| {
+            let o = center + r.unit() * radius;
+            let target = center + (r.v() - Vec3::splat(0.5)) * radius;
+            let tmax = if i % 5 == 0 { r.f() * 2.0 } else { f32::INFINITY };
+            (o, (target - o).normalize(), if i % 5 == 0 { tmax * radius } else { tmax })
+        })
+        .collect()
+}
+
+#[test]
+fn closest_and_any_hit_match_brute_force() {
+    let mut r = Rng(3);
+    for (name, mesh, center, radius) in [
+        ("soup", soup(3000, 1), Vec3::splat(10.0), 25.0),
+        ("sphere", sphere(3.0, 40, 20), Vec3::ZERO, 6.0),
+        ("torus", torus(2.0, 0.7, 48, 24), Vec3::ZERO, 5.0),
+    ] {
+        let mut rays = random_rays(&mut r, 1500, center, radius);
+        // Axis-aligned rays with exact zero components.
+        for k in 0..100 {
+            let o = center + Vec3::new(-radius, (k as f32 / 50.0 - 1.0) * 2.0, 0.37);
+            rays.push((o, Vec3::X, f32::INFINITY));
+            rays.push((center + Vec3::new(0.13, radius, (k as f32 / 50.0 - 1.0) * 2.0), -Vec3::Y, f32::INFINITY));
+        }
+        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+            let n = check_against_brute(&mesh, &rays, test);
+            assert!(n > rays.len() * 9 / 10, "{name}: only {n} rays compared");
+        }
+    }
+}
+
+#[test]
+fn tmin_tmax_and_direction_sign_are_honoured() {
+    let mesh = sphere(1.0, 24, 12);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        // From the centre outwards: the hit is at t ~ 1 in every direction, including negative ones.
+        for d in [Vec3::X, -Vec3::X, Vec3::new(-0.3, -0.8, 0.1).normalize(), -Vec3::Z] {
+            let h = bvh.intersect(&Ray::new(Vec3::ZERO, d)).expect("inside a closed sphere");
+            assert!((h.t - 1.0).abs() < 0.02, "{}", h.t);
+            assert!(bvh.intersect(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)).is_none());
+            assert!(!bvh.occluded(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)));
+            // tmin beyond the near hit finds the far side.
+            let from_out = Ray::new(-d * 3.0, d);
+            let near = bvh.intersect(&from_out).unwrap().t;
+            let far = bvh.intersect(&from_out.with_range(near + 0.1, f32::INFINITY)).unwrap().t;
+            assert!((near - 2.0).abs() < 0.02 && (far - 4.0).abs() < 0.02, "{near} {far}");
+        }
+        // Bad rays hit nothing.
+        assert!(bvh.intersect(&Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X)).is_none());
+        assert!(bvh.intersect(&Ray::new(Vec3::ZERO, Vec3::X).with_range(1.0, 0.0)).is_none());
+    }
+}
+
+/// Rays from inside the torus tube aimed exactly at vertices and at points on shared edges: a
+/// closed mesh must be hit by every one of them in watertight mode.
+#[test]
+fn watertight_mode_never_leaks_through_edges_or_vertices() {
+    let (major, minor, nu, nv) = (2.0f32, 0.7f32, 64, 32);
+    let mesh = torus(major, minor, nu, nv);
+    let wt = MeshBvh::build(&mesh, &BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() });
+    let mt = MeshBvh::build(&mesh, &BuildOptions::default());
+    let mut r = Rng(11);
+    let (mut rays, mut leaks_wt, mut leaks_mt) = (0usize, 0usize, 0usize);
+    for tri in mesh.triangles() {
+        let [a, b, c] = tri.map(|i| mesh.positions()[i as usize]);
+        for target in [a, b, c, (a + b) * 0.5, (b + c) * 0.5, a + (c - a) * 0.25] {
+            for _ in 0..2 {
+                // A point inside the tube near the target: on the tube's centre circle, jittered.
+                let ang = target.z.atan2(target.x);
+                let centre = Vec3::new(major * ang.cos(), 0.0, major * ang.sin());
+                let o = centre + (r.v() - Vec3::splat(0.5)) * (minor * 0.5);
+                let ray = Ray::new(o, target - o);
+                rays += 1;
+                if !wt.occluded(&ray) || wt.intersect(&ray).is_none() {
+                    leaks_wt += 1;
+                }
+                if mt.intersect(&ray).is_none() {
+                    leaks_mt += 1;
+                }
+            }
+        }
+    }
+    println!("{rays} rays at vertices and edges: watertight leaks {leaks_wt}, Möller–Trumbore leaks {leaks_mt}");
+    assert_eq!(leaks_wt, 0);
+}
+
+#[test]
+fn refit_follows_deformation() {
+    let mesh = torus(2.0, 0.5, 32, 16);
+    let mut bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let moved: Vec<Vec3> =
+        mesh.positions().iter().map(|p| *p * Vec3::new(1.5, 0.5, 1.0) + Vec3::new(0.0, 3.0, 0.0)).collect();
+    bvh.refit(&moved).unwrap();
+    let deformed = TriMesh::new(moved, mesh.triangles().to_vec()).unwrap();
+    let mut r = Rng(5);
+    let rays = random_rays(&mut r, 800, Vec3::new(0.0, 3.0, 0.0), 5.0);
+    for &(o, d, tmax) in &rays {
+        let ray = Ray::new(o, d).with_range(0.0, tmax);
+        let e = brute(&deformed, o, d, 0.0, tmax);
+        if e.is_some_and(|x| x.2 < 1e-5) {
+            continue;
+        }
+        assert_eq!(bvh.intersect(&ray).map(|h| h.triangle), e.map(|x| x.1));
+    }
+    assert!(bvh.refit(&[Vec3::ZERO]).is_err());
+}
+
+/// Independent box–triangle overlap oracle: clip the triangle by the box's six planes
+/// (Sutherland–Hodgman); they overlap when something is left.
+fn box_overlaps_triangle(b: &Aabb, tri: &[Vec3; 3]) -> bool {
+    let mut poly: Vec<DVec3> = tri.iter().map(|v| v.as_dvec3()).collect();
+    for axis in 0..3 {
+        for (bound, keep_below) in [(b.max[axis] as f64, true), (b.min[axis] as f64, false)] {
+            let inside = |p: &DVec3| if keep_below { p[axis] <= bound } else { p[axis] >= bound };
+            let mut out = Vec::new();
+            for i in 0..poly.len() {
+                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
+                if inside(&p) {
+                    out.push(p);
+                }
+                if inside(&p) != inside(&q) {
+                    let s = (bound - p[axis]) / (q[axis] - p[axis]);
+                    out.push(p + (q - p) * s);
+                }
+            }
+            poly = out;
+            if poly.is_empty() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[test]
+fn sweep_box_matches_clipping_oracle() {
+    let mesh = soup(400, 9);
+    let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let mut r = Rng(21);
+    let mut hits = 0;
+    for _ in 0..300 {
+        let start = r.v() * 24.0 - Vec3::splat(2.0);
+        let half = Vec3::splat(0.1) + r.v() * 0.8;
+        let d = r.unit() * (2.0 + r.f() * 10.0);
+        let aabb = Aabb::from_center_half_extents(start, half);
+        let at =
+            |t: f32, grow: f32| Aabb::from_center_half_extents(Vec3A::from(start + d * t), Vec3A::from(half) + grow);
+        let any_at =
+            |t: f32, grow: f32| (0..mesh.len()).any(|i| box_overlaps_triangle(&at(t, grow), &mesh.triangle(i)));
+        match bvh.sweep_box(&aabb, d.into()) {
+            Some(h) => {
+                hits += 1;
+                assert!((0.0..=1.0).contains(&h.t));
+                // In contact at t (up to rounding), and with the reported triangle.
+                let tri = mesh.triangle(h.triangle as usize);
+                assert!(box_overlaps_triangle(&at(h.t, 1e-4), &tri), "no contact at reported t {}", h.t);
+                assert!((h.normal.length() - 1.0).abs() < 1e-4 || h.t == 0.0);
+                if h.t > 0.0 {
+                    assert!(h.normal.dot(d) <= 1e-4, "normal must oppose the motion");
+                }
+                // Nothing touched earlier: sample the interval before t with a slightly shrunk box.
+                for k in 0..64 {
+                    let t = h.t * k as f32 / 64.0 - 1e-4;
+                    if t >= 0.0 {
+                        assert!(!any_at(t, -1e-3), "overlap at {t} before reported {}", h.t);
+                    }
+                }
+            }
+            None => {
+                for k in 0..=128 {
+                    assert!(!any_at(k as f32 / 128.0, -1e-3), "missed contact at {}", k as f32 / 128.0);
+                }
+            }
+        }
+    }
+    assert!(hits > 30, "only {hits} sweeps hit: the test is not exercising contacts");
+}
