@@ -7,6 +7,7 @@
 //! when popped. The child slab test is the crate's conservative one ([`crate::math::slab_interval`],
 //! lane for lane), so a triangle is never culled by rounding at a node.
 
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use glam::{Vec3, Vec3A};
@@ -309,7 +310,9 @@ impl MeshBvh {
         let mut tmax = ray.tmax;
         let mut best: Option<(u32, L::Hit)> = None;
         let mut visits = 0u32;
-        let mut stack = [(0u32, 0.0f32); STACK];
+        // Uninitialised: zeroing 8 KB per ray would cost more than many traversals. Only entries
+        // below `sp` are read, and each was written first.
+        let mut stack = [const { MaybeUninit::<(u32, f32)>::uninit() }; STACK];
         let mut sp = 0usize;
         let mut cur = (0u32, ray.tmin);
         loop {
@@ -357,15 +360,16 @@ impl MeshBvh {
                             mask &= mask - 1;
                             let e = (node.child[l], d[l]);
                             if ANY {
-                                stack[sp] = e;
+                                stack[sp].write(e);
                             } else {
                                 // Insertion into the descending run stack[base..sp].
                                 let mut j = sp;
-                                while j > base && stack[j - 1].1 < e.1 {
+                                // SAFETY: entries base..sp were written in this loop.
+                                while j > base && unsafe { stack[j - 1].assume_init() }.1 < e.1 {
                                     stack[j] = stack[j - 1];
                                     j -= 1;
                                 }
-                                stack[j] = e;
+                                stack[j].write(e);
                             }
                             sp += 1;
                         }
@@ -376,7 +380,8 @@ impl MeshBvh {
                 break;
             }
             sp -= 1;
-            cur = stack[sp];
+            // SAFETY: every entry below `sp` was written before `sp` passed it.
+            cur = unsafe { stack[sp].assume_init() };
         }
         (best, visits)
     }

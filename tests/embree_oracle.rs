@@ -1,0 +1,174 @@
+//! The Embree oracle: every ray of every reference set in the shared scenes folder, compared
+//! with Embree 4's hits (see the folder's README for the formats).
+//!
+//! Run with `cargo test --release --features shared-data --test embree_oracle -- --nocapture`.
+//! The folder is `$SLABTREE_SCENES`, default `../shared/scenes` beside the repository. Every
+//! `rays/<scene>.<kind>.rays` is discovered, with its mesh `<scene>.obj` or `<scene>.ply`, so a
+//! new scene needs no code change. The test fails loudly when the folder is missing.
+//!
+//! Agreement per ray: the hit/miss decision matches; t matches to 1e-4 relative; the triangle
+//! matches unless the two are tied (our triangle is hit, in f64, at Embree's t). A set fails below
+//! 99.99% agreement.
+
+use std::path::{Path, PathBuf};
+
+use glam::{DVec3, Vec3};
+use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+
+fn scenes_dir() -> PathBuf {
+    let dir = std::env::var_os("SLABTREE_SCENES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes"));
+    assert!(
+        dir.join("rays").is_dir(),
+        "shared scenes not found at {}: set SLABTREE_SCENES to the folder holding rays/ and the meshes",
+        dir.display()
+    );
+    dir
+}
+
+fn read_f32s(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(bytes.len() % 4, 0, "{}: size not a multiple of 4", path.display());
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn load_rays(path: &Path) -> Vec<Ray> {
+    let f = read_f32s(path);
+    assert_eq!(f.len() % 8, 0);
+    f.chunks_exact(8)
+        .map(|r| Ray::new(Vec3::new(r[0], r[1], r[2]), Vec3::new(r[4], r[5], r[6])).with_range(r[3], r[7]))
+        .collect()
+}
+
+/// f64 Möller–Trumbore t of the ray on one triangle (no epsilon), if hit.
+fn t64(mesh: &TriMesh, tri: u32, ray: &Ray) -> Option<f64> {
+    let [a, b, c] = mesh.triangle(tri as usize).map(|v| v.as_dvec3());
+    let (o, d) = (DVec3::from(ray.origin().to_array().map(|x| x as f64)), DVec3::from(ray.dir().to_array().map(|x| x as f64)));
+    let (e1, e2) = (b - a, c - a);
+    let p = d.cross(e2);
+    let det = e1.dot(p);
+    if det == 0.0 {
+        return None;
+    }
+    let tv = o - a;
+    let u = tv.dot(p) / det;
+    let q = tv.cross(e1);
+    let v = d.dot(q) / det;
+    // A little slack on the barycentrics: ties are rays through shared edges.
+    let eps = 1e-6;
+    (u >= -eps && v >= -eps && u + v <= 1.0 + eps).then(|| e2.dot(q) / det)
+}
+
+#[derive(Default)]
+struct Tally {
+    rays: usize,
+    agree: usize,
+    hit_miss: usize,
+    t_off: usize,
+    triangle: usize,
+    ties: usize,
+}
+
+fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, kind: &str) -> Tally {
+    let mut tally = Tally { rays: rays.len(), ..Default::default() };
+    if kind == "shadow" {
+        let expect = std::fs::read(reference).unwrap();
+        assert_eq!(expect.len(), rays.len());
+        let got = bvh.occluded_batch(rays);
+        for (i, (&g, &e)) in got.iter().zip(&expect).enumerate() {
+            if g == (e == 1) {
+                tally.agree += 1;
+            } else {
+                tally.hit_miss += 1;
+                if tally.hit_miss <= 5 {
+                    println!("    ray {i}: occluded {g}, Embree {}", e == 1);
+                }
+            }
+        }
+        return tally;
+    }
+    let f = read_f32s(reference);
+    assert_eq!(f.len(), rays.len() * 4);
+    let got = bvh.intersect_batch(rays);
+    for (i, g) in got.iter().enumerate() {
+        let (et, eprim) = (f[4 * i], f[4 * i + 1].to_bits() as i32);
+        let ok = match (g, eprim >= 0) {
+            (None, false) => true,
+            (Some(h), true) => {
+                let t_ok = ((h.t - et).abs() as f64) <= 1e-4 * et.abs() as f64;
+                if !t_ok {
+                    tally.t_off += 1;
+                    false
+                } else if h.triangle as i32 == eprim {
+                    true
+                } else if t64(mesh, h.triangle, &rays[i]).is_some_and(|t| (t - et as f64).abs() <= 1e-4 * et as f64) {
+                    tally.ties += 1;
+                    true
+                } else {
+                    tally.triangle += 1;
+                    false
+                }
+            }
+            _ => {
+                tally.hit_miss += 1;
+                false
+            }
+        };
+        if ok {
+            tally.agree += 1;
+        } else if i + 1 - tally.agree <= 5 {
+            println!("    ray {i}: ours {g:?}, Embree t {et} prim {eprim}");
+        }
+    }
+    tally
+}
+
+#[test]
+fn agrees_with_embree_on_every_shared_ray_set() {
+    let dir = scenes_dir();
+    let mut sets: Vec<PathBuf> = std::fs::read_dir(dir.join("rays"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rays"))
+        .collect();
+    sets.sort();
+    assert!(!sets.is_empty(), "no .rays files in {}", dir.join("rays").display());
+    let mut failures = Vec::new();
+    let mut current: Option<(String, TriMesh, Vec<MeshBvh>)> = None;
+    for set in &sets {
+        let stem = set.file_stem().unwrap().to_string_lossy().to_string();
+        let (scene, kind) = stem.split_once('.').expect("<scene>.<kind>.rays");
+        if current.as_ref().is_none_or(|c| c.0 != scene) {
+            let mesh_path = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
+            let mesh_path = mesh_path.unwrap_or_else(|| panic!("no mesh {scene}.obj or {scene}.ply beside rays/"));
+            let mesh = slabtree::io::load_mesh(&mesh_path).unwrap_or_else(|e| panic!("{e}"));
+            let bvhs = [TriangleTest::Watertight, TriangleTest::MollerTrumbore]
+                .map(|t| MeshBvh::build(&mesh, &BuildOptions { triangle_test: t, ..Default::default() }))
+                .to_vec();
+            println!("{scene}: {} triangles, build {:?}", mesh.len(), bvhs[0].stats().build_time);
+            current = Some((scene.to_string(), mesh, bvhs));
+        }
+        let (_, mesh, bvhs) = current.as_ref().unwrap();
+        let rays = load_rays(set);
+        let reference = set.with_extension(if kind == "shadow" { "occluded" } else { "hits" });
+        for bvh in bvhs {
+            let t = compare_set(mesh, bvh, &rays, &reference, kind);
+            let rate = t.agree as f64 / t.rays as f64;
+            println!(
+                "  {stem:<18} {:<14?} {:>6} rays  agree {:>9.5}%  (hit/miss {}, t {}, triangle {}; ties accepted {})",
+                bvh.options().triangle_test,
+                t.rays,
+                100.0 * rate,
+                t.hit_miss,
+                t.t_off,
+                t.triangle,
+                t.ties
+            );
+            if rate < 0.9999 {
+                failures.push(format!("{stem} {:?}: {:.5}%", bvh.options().triangle_test, 100.0 * rate));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "below 99.99% agreement: {failures:?}");
+}
