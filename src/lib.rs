@@ -39,3 +39,8 @@ pub use dbvt::{
 pub use error::{DbvtError, InputError, MeshError};
 pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{BuildOptions, Hit, MeshBvh, MeshStats, SweepHit, TriMesh, TriangleTest};
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
