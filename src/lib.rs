@@ -8,6 +8,8 @@
 //!   incremental optimisation and binned-SAH rebuilds; ray, box-cast, overlap, point, frustum and
 //!   pair queries, with SIMD node tests and caller policies at the leaves.
 //! * [`build`]: the binned-SAH builder shared by the trees.
+//! * [`mesh`]: triangle meshes and their 8-wide BVHs ([`MeshBvh`]).
+//! * [`io`]: Wavefront OBJ and PLY (ASCII and binary) loaders into a [`TriMesh`] ([`load_mesh`]).
 //!
 //! ```
 //! use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray};
@@ -28,6 +30,7 @@
 pub mod build;
 pub mod dbvt;
 pub mod error;
+pub mod io;
 pub mod math;
 pub mod mesh;
 
@@ -37,6 +40,7 @@ pub use dbvt::{
     RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError,
 };
 pub use error::{DbvtError, InputError, MeshError};
+pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{BuildOptions, Hit, MeshBvh, MeshStats, SweepHit, TriMesh, TriangleTest};
 

@@ -1,0 +1,568 @@
+//! OBJ and PLY loading: exact positions and triangle order, ASCII/binary agreement, errors that
+//! name the file and the place, and no panics on corrupted input.
+
+use std::path::{Path, PathBuf};
+
+use glam::Vec3;
+use slabtree::io::{LoadError, LoadErrorKind, load_mesh, load_obj, load_ply, parse_obj, parse_ply};
+use slabtree::mesh::TriMesh;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("data").join(name)
+}
+
+fn v(x: f32, y: f32, z: f32) -> Vec3 {
+    Vec3::new(x, y, z)
+}
+
+// ------------------------------------------------------------------------------------------------
+// (a) OBJ
+
+#[test]
+fn obj_objects_quads_and_negative_indices_keep_file_order() {
+    let mesh = load_obj(data("objects.obj")).unwrap();
+    let third = "0.1".parse::<f32>().unwrap();
+    let expected_positions = [
+        v(0.0, 0.0, 0.0),
+        v(1.0, 0.0, 0.0),
+        v(1.0, 1.0, 0.0),
+        v(0.0, 1.0, 0.0),
+        v(0.0, 0.0, 1.0),
+        v(1.0, 0.0, 1.0),
+        v(0.5, 1.0, 1.0),
+        v(2.0, 0.0, 0.0),
+        v(3.0, 0.0, 0.0),
+        v(third, "-2.5e-3".parse().unwrap(), 100.0),
+        v(2.5, 1.5, 0.0),
+        v(2.0, 1.0, 0.0),
+    ];
+    // Bit-exact, as `str::parse::<f32>`.
+    let bits = |p: &[Vec3]| p.iter().map(|q| q.to_array().map(f32::to_bits)).collect::<Vec<_>>();
+    assert_eq!(bits(mesh.positions()), bits(&expected_positions));
+    assert_eq!(
+        mesh.triangles(),
+        &[
+            [0, 1, 2], // quad in `o first`
+            [0, 2, 3],
+            [4, 5, 6],  // `f -3 -2 -1` in `o second`
+            [0, 4, 1],  // `f 1 5 2` after `g part`: global indices
+            [7, 8, 9],  // pentagon of relative indices in `o third`
+            [7, 9, 10], //
+            [7, 10, 11],
+            [2, 6, 7], // last face refers back into the first two objects
+        ]
+    );
+    // `load_mesh` dispatches to the same loader.
+    assert_eq!(load_mesh(data("objects.obj")).unwrap(), mesh);
+    // And the bytes form gives the same mesh.
+    let bytes = std::fs::read(data("objects.obj")).unwrap();
+    assert_eq!(parse_obj(&bytes, "objects.obj").unwrap(), mesh);
+}
+
+#[test]
+fn obj_crlf_tabs_and_no_final_newline() {
+    let text = "v\t0 0 0\r\nv 1 0 0\r\n  v 0 1 0 1.0\r\nv 9 9 9 0.1 0.2 0.3\r\nf 1 2 3\r\nf 4 3 2";
+    let mesh = parse_obj(text.as_bytes(), "crlf.obj").unwrap();
+    assert_eq!(mesh.positions().len(), 4);
+    assert_eq!(mesh.triangles(), &[[0, 1, 2], [3, 2, 1]]);
+}
+
+#[test]
+fn obj_without_faces_is_an_empty_mesh() {
+    let mesh = parse_obj(b"# nothing but points\nv 1 2 3\np 1\n", "points.obj").unwrap();
+    assert!(mesh.is_empty());
+    assert_eq!(mesh.positions(), &[v(1.0, 2.0, 3.0)]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// (b) PLY: ASCII, binary little- and big-endian
+
+/// The house of `tests/data/house.ply`: a quad and a triangle.
+const HOUSE: [[f32; 3]; 5] = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.5, 1.5, 0.25]];
+const HOUSE_FACES: [&[i64]; 2] = [&[0, 1, 2, 3], &[3, 2, 4]];
+const HOUSE_TRIANGLES: [[u32; 3]; 3] = [[0, 1, 2], [0, 2, 3], [3, 2, 4]];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fmt {
+    Ascii,
+    Le,
+    Be,
+}
+
+impl Fmt {
+    fn name(self) -> &'static str {
+        match self {
+            Fmt::Ascii => "ascii",
+            Fmt::Le => "binary_little_endian",
+            Fmt::Be => "binary_big_endian",
+        }
+    }
+}
+
+/// Writes one value of PLY type `ty`.
+fn put(out: &mut Vec<u8>, fmt: Fmt, ty: &str, value: f64) {
+    if fmt == Fmt::Ascii {
+        let text = match ty {
+            "float" => format!("{}", value as f32),
+            "double" => format!("{value}"),
+            _ => format!("{}", value as i64),
+        };
+        if !matches!(out.last(), None | Some(b'\n')) {
+            out.push(b' ');
+        }
+        out.extend_from_slice(text.as_bytes());
+        return;
+    }
+    macro_rules! bytes {
+        ($v:expr) => {
+            if fmt == Fmt::Le {
+                out.extend_from_slice(&$v.to_le_bytes())
+            } else {
+                out.extend_from_slice(&$v.to_be_bytes())
+            }
+        };
+    }
+    match ty {
+        "char" => bytes!(value as i8),
+        "uchar" => bytes!(value as u8),
+        "short" => bytes!(value as i16),
+        "ushort" => bytes!(value as u16),
+        "int" => bytes!(value as i32),
+        "uint" => bytes!(value as u32),
+        "float" => bytes!(value as f32),
+        "double" => bytes!(value),
+        _ => panic!("type {ty}"),
+    }
+}
+
+fn end_record(out: &mut Vec<u8>, fmt: Fmt) {
+    if fmt == Fmt::Ascii {
+        out.push(b'\n');
+    }
+}
+
+/// The house as PLY in `fmt`, with extra vertex, edge and face properties to skip, and the face
+/// list written with length type `len_ty` and index type `idx_ty`.
+fn house_ply(fmt: Fmt, len_ty: &str, idx_ty: &str) -> Vec<u8> {
+    let mut out = format!(
+        "ply\nformat {} 1.0\ncomment generated by the test\nelement vertex 5\nproperty float x\nproperty double y\n\
+         property float z\nproperty uchar red\nproperty list uchar short extras\nelement edge 2\n\
+         property int vertex1\nproperty int vertex2\nelement face 2\nproperty uchar flags\n\
+         property list {len_ty} {idx_ty} vertex_indices\nproperty list ushort float texcoord\nend_header\n",
+        fmt.name()
+    )
+    .into_bytes();
+    for (i, p) in HOUSE.iter().enumerate() {
+        put(&mut out, fmt, "float", f64::from(p[0]));
+        put(&mut out, fmt, "double", f64::from(p[1]));
+        put(&mut out, fmt, "float", f64::from(p[2]));
+        put(&mut out, fmt, "uchar", (i * 40) as f64);
+        put(&mut out, fmt, "uchar", (i % 3) as f64);
+        for k in 0..i % 3 {
+            put(&mut out, fmt, "short", -(k as f64) - 1.0);
+        }
+        end_record(&mut out, fmt);
+    }
+    for e in 0..2 {
+        put(&mut out, fmt, "int", e as f64);
+        put(&mut out, fmt, "int", e as f64 + 1.0);
+        end_record(&mut out, fmt);
+    }
+    for (f, face) in HOUSE_FACES.iter().enumerate() {
+        put(&mut out, fmt, "uchar", f as f64 + 7.0);
+        put(&mut out, fmt, len_ty, face.len() as f64);
+        for &i in face.iter() {
+            put(&mut out, fmt, idx_ty, i as f64);
+        }
+        put(&mut out, fmt, "ushort", (2 * f) as f64);
+        for _ in 0..2 * f {
+            put(&mut out, fmt, "float", 0.5);
+        }
+        end_record(&mut out, fmt);
+    }
+    out
+}
+
+fn house_mesh() -> TriMesh {
+    TriMesh::new(HOUSE.iter().map(|&p| Vec3::from_array(p)).collect(), HOUSE_TRIANGLES.to_vec()).unwrap()
+}
+
+#[test]
+fn ply_fixture_matches_the_house() {
+    assert_eq!(load_ply(data("house.ply")).unwrap(), house_mesh());
+    assert_eq!(load_mesh(data("house.ply")).unwrap(), house_mesh());
+}
+
+#[test]
+fn ply_ascii_and_binary_give_the_same_mesh() {
+    let expected = house_mesh();
+    for fmt in [Fmt::Ascii, Fmt::Le, Fmt::Be] {
+        let bytes = house_ply(fmt, "uchar", "int");
+        assert_eq!(parse_ply(&bytes, "house.ply").unwrap(), expected, "format {}", fmt.name());
+    }
+}
+
+#[test]
+fn ply_every_list_length_and_index_type() {
+    let expected = house_mesh();
+    let len_types = ["uchar", "char", "ushort", "short", "uint", "int"];
+    let idx_types = ["int", "uint", "short", "ushort", "char", "uchar"];
+    for fmt in [Fmt::Ascii, Fmt::Le, Fmt::Be] {
+        for len_ty in len_types {
+            for idx_ty in idx_types {
+                let bytes = house_ply(fmt, len_ty, idx_ty);
+                let got = parse_ply(&bytes, "types.ply");
+                assert_eq!(got.unwrap(), expected, "{} list {len_ty} {idx_ty}", fmt.name());
+            }
+        }
+    }
+    // `vertex_index` is accepted as the list's name, as is the `int8`... spelling of types.
+    let text = "ply\nformat ascii 1.0\nelement vertex 3\nproperty float32 x\nproperty float32 y\nproperty float64 z\n\
+                element face 1\nproperty list uint8 int32 vertex_index\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+    assert_eq!(parse_ply(text.as_bytes(), "alt.ply").unwrap().triangles(), &[[0, 1, 2]]);
+}
+
+#[test]
+fn ply_faces_before_vertices_and_no_faces() {
+    let text = "ply\nformat ascii 1.0\nelement face 1\nproperty list uchar int vertex_indices\nelement vertex 3\n\
+                property float x\nproperty float y\nproperty float z\nend_header\n3 2 1 0\n0 0 0\n1 0 0\n0 1 0\n";
+    let mesh = parse_ply(text.as_bytes(), "order.ply").unwrap();
+    assert_eq!(mesh.triangles(), &[[2, 1, 0]]);
+    assert_eq!(mesh.positions()[1], Vec3::X);
+
+    let text = "ply\nformat binary_little_endian 1.0\nelement vertex 0\nproperty float x\nproperty float y\n\
+                property float z\nend_header\n";
+    assert!(parse_ply(text.as_bytes(), "empty.ply").unwrap().is_empty());
+}
+
+#[test]
+fn ply_integer_coordinates_and_crlf_header() {
+    let text = "ply\r\nformat ascii 1.0\r\nelement vertex 3\r\nproperty short x\r\nproperty int y\r\nproperty uchar z\r\n\
+                element face 1\r\nproperty list uchar uint vertex_indices\r\nend_header\r\n-3 70000 255\r\n0 0 0\r\n1 1 1\r\n\
+                3 0 1 2\r\n";
+    let mesh = parse_ply(text.as_bytes(), "ints.ply").unwrap();
+    assert_eq!(mesh.positions()[0], v(-3.0, 70000.0, 255.0));
+}
+
+// ------------------------------------------------------------------------------------------------
+// (c) Errors name the file and the place
+
+fn obj_err(text: &str, name: &str) -> LoadError {
+    match parse_obj(text.as_bytes(), name) {
+        Ok(m) => panic!("{name}: expected an error, got {m:?}"),
+        Err(e) => e,
+    }
+}
+
+fn ply_err(bytes: &[u8], name: &str) -> LoadError {
+    match parse_ply(bytes, name) {
+        Ok(m) => panic!("{name}: expected an error, got {m:?}"),
+        Err(e) => e,
+    }
+}
+
+/// The message starts with the file name and contains each of `parts`.
+fn says(e: &LoadError, file: &str, parts: &[&str]) {
+    let msg = e.to_string();
+    assert!(msg.starts_with(file), "`{msg}` does not start with `{file}`");
+    assert_eq!(e.file(), file);
+    for part in parts {
+        assert!(msg.contains(part), "`{msg}` does not contain `{part}`");
+    }
+}
+
+const TRI: &str = "v 0 0 0\nv 1 0 0\nv 0 1 0\n";
+
+#[test]
+fn obj_errors_name_the_line() {
+    let e = obj_err(&format!("{TRI}# comment\nv 1 0.5.5 0\nf 1 2 3\n"), "bad_float.obj");
+    says(&e, "bad_float.obj", &["line 5", "`0.5.5` is not a number"]);
+    assert!(matches!(e.kind(), LoadErrorKind::BadNumber { token } if token == "0.5.5"));
+
+    let e = obj_err(&format!("{TRI}f 1 2 3\nf 1 2 4\n"), "range.obj");
+    says(&e, "range.obj", &["line 5", "vertex index 4 is out of range (3 vertices)"]);
+    assert!(matches!(e.kind(), LoadErrorKind::IndexOutOfRange { index: 4, vertices: 3 }));
+
+    let e = obj_err(&format!("{TRI}f 1 2 -4\n"), "relative.obj");
+    says(&e, "relative.obj", &["line 4", "vertex index -4"]);
+
+    let e = obj_err(&format!("{TRI}f 1 2 3\n\nf 1 2\n"), "two.obj");
+    says(&e, "two.obj", &["line 6", "face has 2 vertices"]);
+    assert!(matches!(e.kind(), LoadErrorKind::TooFewVertices { count: 2 }));
+
+    let e = obj_err(&format!("{TRI}f 1 2 x\n"), "index.obj");
+    says(&e, "index.obj", &["line 4", "`x` is not a vertex reference"]);
+    let e = obj_err(&format!("{TRI}f 0 1 2\n"), "zero.obj");
+    says(&e, "zero.obj", &["line 4", "`0`"]);
+    let e = obj_err("v 1 2\n", "short.obj");
+    says(&e, "short.obj", &["line 1", "expected 3 vertex coordinates"]);
+    let e = obj_err(&format!("{TRI}v 1 2 1e40\n"), "inf.obj");
+    says(&e, "inf.obj", &["line 4", "`1e40` is not a finite f32"]);
+}
+
+/// A triangle as binary little-endian PLY, with the face list `3 0 1 2` replaced by `face`.
+fn tri_ply_le(face: &[u8]) -> Vec<u8> {
+    let mut out = b"ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\nproperty float y\n\
+                    property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+        .to_vec();
+    for p in [[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]] {
+        for c in p {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+    out.push(3);
+    for i in [0i32, 1, 2] {
+        out.extend_from_slice(&i.to_le_bytes());
+    }
+    out.extend_from_slice(face);
+    out
+}
+
+fn le_face(indices: &[i32]) -> Vec<u8> {
+    let mut out = vec![indices.len() as u8];
+    for i in indices {
+        out.extend_from_slice(&i.to_le_bytes());
+    }
+    out
+}
+
+#[test]
+fn ply_errors_name_the_line_or_record() {
+    // A good file, as a check on the helper.
+    assert_eq!(parse_ply(&tri_ply_le(&le_face(&[2, 1, 0])), "ok.ply").unwrap().len(), 2);
+
+    // ASCII: bad float, index out of range, two-vertex face: the line and the record.
+    let ascii = String::from_utf8(house_ply(Fmt::Ascii, "uchar", "int")).unwrap();
+    let header_lines = ascii.lines().position(|l| l == "end_header").unwrap() + 1;
+    let e = ply_err(ascii.replacen("\n1 1 0 ", "\n1 1..0 0 ", 1).as_bytes(), "bad_float.ply");
+    says(&e, "bad_float.ply", &[&format!("line {}, vertex 2", header_lines + 3), "`1..0` is not a number"]);
+    assert_eq!(e.record(), Some(("vertex", 2)));
+
+    let e = ply_err(ascii.replacen("4 0 1 2 3", "4 0 1 2 5", 1).as_bytes(), "range.ply");
+    says(
+        &e,
+        "range.ply",
+        &[&format!("line {}, face 0", header_lines + 8), "vertex index 5 is out of range (5 vertices)"],
+    );
+
+    let e = ply_err(ascii.replacen("3 3 2 4", "2 3 2", 1).as_bytes(), "two.ply");
+    says(&e, "two.ply", &[&format!("line {}, face 1", header_lines + 9), "face has 2 vertices"]);
+
+    // Binary: the record.
+    let e = ply_err(&tri_ply_le(&le_face(&[0, 1])), "two_bin.ply");
+    says(&e, "two_bin.ply", &["face 1", "face has 2 vertices"]);
+    assert_eq!((e.line(), e.record()), (None, Some(("face", 1))));
+
+    let e = ply_err(&tri_ply_le(&le_face(&[0, 1, 3])), "range_bin.ply");
+    says(&e, "range_bin.ply", &["face 1", "vertex index 3 is out of range (3 vertices)"]);
+    let e = ply_err(&tri_ply_le(&le_face(&[0, -1, 2])), "negative_bin.ply");
+    says(&e, "negative_bin.ply", &["face 1", "vertex index -1"]);
+
+    // Truncated: inside the last face, and inside a vertex.
+    let full = tri_ply_le(&le_face(&[2, 1, 0]));
+    let e = ply_err(&full[..full.len() - 3], "cut.ply");
+    says(&e, "cut.ply", &["face 1", "data ends inside this record"]);
+    assert!(matches!(e.kind(), LoadErrorKind::Truncated { needed: 13, available: 10 }), "{e}");
+    let header_len = full.windows(11).position(|w| w == b"end_header\n").unwrap() + 11;
+    let e = ply_err(&full[..header_len + 12 + 5], "cut_vertex.ply");
+    says(&e, "cut_vertex.ply", &["vertex 1", "(it needs 12 bytes, 5 are left)"]);
+
+    // Header: missing end, unknown format, unknown type, bad magic.
+    let e = ply_err(b"ply\nformat ascii 1.0\nelement vertex 0\nproperty float x\n", "no_end.ply");
+    says(&e, "no_end.ply", &["line 4", "no `end_header`"]);
+    let e = ply_err(b"ply\nformat binary_middle_endian 1.0\nend_header\n", "format.ply");
+    says(&e, "format.ply", &["line 2", "format `binary_middle_endian`"]);
+    assert!(matches!(e.kind(), LoadErrorKind::Unsupported { .. }));
+    let e = ply_err(b"ply\nformat ascii 1.0\nelement vertex 1\nproperty half x\nend_header\n", "type.ply");
+    says(&e, "type.ply", &["line 4", "property type `half`"]);
+    let e = ply_err(b"PLY\nformat ascii 1.0\nend_header\n", "magic.ply");
+    says(&e, "magic.ply", &["line 1", "not a PLY file"]);
+    let e = ply_err(
+        b"ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\nend_header\n",
+        "xyz.ply",
+    );
+    says(&e, "xyz.ply", &["line 3", "no `z` property"]);
+    let e = ply_err(b"", "empty.ply");
+    says(&e, "empty.ply", &["line 1"]);
+}
+
+#[test]
+fn file_errors_name_the_path() {
+    let missing = data("no_such_mesh.obj");
+    let e = load_mesh(&missing).unwrap_err();
+    says(&e, &missing.display().to_string(), &["cannot read the file"]);
+    assert!(matches!(e.kind(), LoadErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound));
+    assert!(std::error::Error::source(&e).is_some());
+    let e = load_ply(data("no_such_mesh.ply")).unwrap_err();
+    assert!(e.to_string().contains("no_such_mesh.ply"));
+
+    let e = load_mesh("scene/model.stl").unwrap_err();
+    says(&e, "scene/model.stl", &["unknown mesh format `.stl`"]);
+    assert!(matches!(e.kind(), LoadErrorKind::UnknownFormat { extension: Some(ext) } if ext == "stl"));
+    let e = load_mesh("scene/model").unwrap_err();
+    says(&e, "scene/model", &["no file extension"]);
+}
+
+#[test]
+fn extension_is_case_insensitive() {
+    let dir = std::env::temp_dir().join(format!("slabtree-io-loaders-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let obj = dir.join("TRI.OBJ");
+    let ply = dir.join("house.Ply");
+    std::fs::write(&obj, format!("{TRI}f 1 2 3\n")).unwrap();
+    std::fs::write(&ply, house_ply(Fmt::Be, "uchar", "int")).unwrap();
+    let got_obj = load_mesh(&obj);
+    let got_ply = load_mesh(&ply);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(got_obj.unwrap().triangles(), &[[0, 1, 2]]);
+    assert_eq!(got_ply.unwrap(), house_mesh());
+}
+
+// ------------------------------------------------------------------------------------------------
+// (d) Corrupted input never panics
+
+/// xorshift64*: a small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Bytes that make parsers take different paths.
+const INTERESTING: &[u8] = b"0123456789-+.eE /#\n\r\t vfplx\x00\xff\x7f\x80";
+const NUMBERS: &[&str] = &["0", "-1", "3", "255", "65535", "4294967295", "4294967296", "99999999999999999999", "-0"];
+
+fn mutate(base: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut b = base.to_vec();
+    let edits = 1 + rng.below(4);
+    for _ in 0..edits {
+        let len = b.len();
+        match rng.below(8) {
+            0 => b.truncate(rng.below(len + 1)),
+            1 if len > 0 => {
+                let i = rng.below(len);
+                b[i] ^= 1 << rng.below(8);
+            }
+            2 if len > 0 => {
+                let i = rng.below(len);
+                b[i] = INTERESTING[rng.below(INTERESTING.len())];
+            }
+            3 => {
+                let i = rng.below(len + 1);
+                b.insert(i, INTERESTING[rng.below(INTERESTING.len())]);
+            }
+            4 if len > 0 => {
+                let i = rng.below(len);
+                let n = rng.below(16).min(len - i);
+                b.drain(i..i + n);
+            }
+            5 if len > 0 => {
+                // Duplicate a chunk (repeated lines or records).
+                let i = rng.below(len);
+                let n = rng.below(32).min(len - i);
+                let chunk = b[i..i + n].to_vec();
+                let at = rng.below(b.len() + 1);
+                b.splice(at..at, chunk);
+            }
+            6 => {
+                // Replace a run of digits (a count, an index, a coordinate) with a chosen number.
+                let digits: Vec<usize> = (0..len).filter(|&i| b[i].is_ascii_digit()).collect();
+                if let Some(&i) = digits.get(rng.below(digits.len())) {
+                    let mut j = i;
+                    while j < b.len() && b[j].is_ascii_digit() {
+                        j += 1;
+                    }
+                    let n = NUMBERS[rng.below(NUMBERS.len())];
+                    b.splice(i..j, n.bytes());
+                }
+            }
+            _ => {
+                let i = rng.below(len + 1);
+                let n = rng.below(8);
+                let junk: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                b.splice(i..i, junk);
+            }
+        }
+    }
+    b
+}
+
+/// A loaded mesh must be internally consistent.
+fn check(result: Result<TriMesh, LoadError>, name: &str) {
+    match result {
+        Ok(mesh) => {
+            let n = mesh.positions().len();
+            assert!(mesh.triangles().iter().flatten().all(|&i| (i as usize) < n));
+            assert!(mesh.positions().iter().all(|p| p.is_finite()));
+        }
+        Err(e) => assert!(e.to_string().starts_with(name), "{e}"),
+    }
+}
+
+#[test]
+fn corrupted_obj_never_panics() {
+    let base = std::fs::read(data("objects.obj")).unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..2000 {
+        let bytes = mutate(&base, &mut rng);
+        check(parse_obj(&bytes, "fuzz.obj"), "fuzz.obj");
+    }
+    for _ in 0..300 {
+        let n = rng.below(200);
+        let bytes: Vec<u8> = (0..n).map(|_| INTERESTING[rng.below(INTERESTING.len())]).collect();
+        check(parse_obj(&bytes, "noise.obj"), "noise.obj");
+    }
+}
+
+#[test]
+fn corrupted_ply_never_panics() {
+    let bases = [
+        house_ply(Fmt::Ascii, "uchar", "int"),
+        house_ply(Fmt::Le, "uchar", "int"),
+        house_ply(Fmt::Be, "ushort", "uint"),
+        house_ply(Fmt::Le, "int", "short"),
+    ];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for base in &bases {
+        let body_start = base.windows(11).position(|w| w == b"end_header\n").unwrap() + 11;
+        let (header, body) = base.split_at(body_start);
+        for k in 0..2000 {
+            // Half the variants keep the header and corrupt only the body.
+            let bytes = if k % 2 == 0 { mutate(base, &mut rng) } else { [header, &mutate(body, &mut rng)].concat() };
+            check(parse_ply(&bytes, "fuzz.ply"), "fuzz.ply");
+        }
+    }
+    for _ in 0..300 {
+        let n = rng.below(300);
+        let mut bytes = b"ply\nformat binary_little_endian 1.0\n".to_vec();
+        bytes.extend((0..n).map(|_| rng.next() as u8));
+        check(parse_ply(&bytes, "noise.ply"), "noise.ply");
+    }
+}
+
+#[test]
+fn ply_huge_declared_counts_fail_fast() {
+    // Counts far beyond the data: no huge allocation, no long loop.
+    for fmt in ["ascii", "binary_little_endian", "binary_big_endian"] {
+        for extra in ["", "element empty 9223372036854775807\n", "element pad 9223372036854775807\nproperty char c\n"] {
+            let text = format!(
+                "ply\nformat {fmt} 1.0\n{extra}element vertex 4294967295\nproperty float x\nproperty float y\n\
+                 property float z\nproperty list uint uint junk\nelement face 4294967295\n\
+                 property list uint uint vertex_indices\nend_header\n0 0 0 4294967295 1 2"
+            );
+            let e = ply_err(text.as_bytes(), "huge.ply");
+            assert!(e.record().is_some(), "{e}");
+        }
+    }
+    let e = ply_err(b"ply\nformat ascii 1.0\nelement vertex 4294967297\nproperty float x\nend_header\n", "many.ply");
+    assert!(matches!(e.kind(), LoadErrorKind::TooManyVertices));
+}
