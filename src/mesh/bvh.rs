@@ -238,7 +238,7 @@ impl MeshBvh {
     pub fn intersect_counting(&self, ray: &Ray) -> (Option<Hit>, u32) {
         let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
         let (hit, visits) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
-        (hit.map(|(prim, h)| self.finish(prim, h)), visits)
+        (hit.map(|(prim, h)| self.finish(prim, h, ray)), visits)
     }
 
     /// [`MeshBvh::intersect`] over many rays on all of rayon's threads.
@@ -251,9 +251,18 @@ impl MeshBvh {
         rays.par_iter().with_min_len(256).map(|r| self.occluded(r)).collect()
     }
 
-    fn finish(&self, prim: u32, h: PackHit) -> Hit {
+    /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
+    /// plane: the f32 distance the traversal culls with loses precision when the hit is much
+    /// closer to the origin than the triangle's vertices are (a cancellation of about
+    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays.
+    fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
         let [a, b, c] = self.mesh.triangle(prim as usize);
-        Hit { t: h.t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
+        let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
+        let n = (b64 - a64).cross(c64 - a64);
+        let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
+        let t = (n.dot(a64 - o) / n.dot(d)) as f32;
+        let t = if t.is_finite() { t.clamp(ray.tmin, ray.tmax) } else { h.t };
+        Hit { t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
     }
 
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's

@@ -78,7 +78,8 @@ impl TriPack {
 pub(crate) struct TriRay {
     o: [f32x4; 3],
     d: [f32x4; 3],
-    /// Watertight: permutation (kx, ky, kz) and shear (Sx, Sy, Sz).
+    /// Watertight: permutation (kx, ky, kz) and shear (Sx, Sy, Sz); Sz is unused since t comes
+    /// from the plane equation.
     k: [usize; 3],
     shear: [f32x4; 3],
     pub tmin: f32,
@@ -165,15 +166,16 @@ impl TriRay {
     #[inline(always)]
     pub(crate) fn intersect_watertight(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
         let [kx, ky, kz] = self.k;
-        let [sx, sy, sz] = self.shear;
-        // Vertices relative to the origin, sheared into ray space.
+        let [sx, sy, _] = self.shear;
+        // Vertices relative to the origin, then sheared into ray space.
         let rel = |k: usize| -> [f32x4; 3] {
-            let a = [p.lanes(k, 0) - self.o[0], p.lanes(k, 1) - self.o[1], p.lanes(k, 2) - self.o[2]];
-            [a[kx] - sx * a[kz], a[ky] - sy * a[kz], a[kz]]
+            [p.lanes(k, 0) - self.o[0], p.lanes(k, 1) - self.o[1], p.lanes(k, 2) - self.o[2]]
         };
-        let [ax, ay, az] = rel(0);
-        let [bx, by, bz] = rel(1);
-        let [cx, cy, cz] = rel(2);
+        let (ra, rb, rc) = (rel(0), rel(1), rel(2));
+        let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
+        let [ax, ay] = shear(&ra);
+        let [bx, by] = shear(&rb);
+        let [cx, cy] = shear(&rc);
         let mut u = cx * by - cy * bx;
         let mut v = ax * cy - ay * cx;
         let mut w = bx * ay - by * ax;
@@ -200,20 +202,22 @@ impl TriRay {
         let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
         let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
         let det = u + v + w;
-        let t_scaled = (u * (sz * az) + v * (sz * bz)) + w * (sz * cz);
-        // Make det positive and carry its sign into T (Woop et al., the xorf of the sign bit).
-        let sign = det & f32x4::splat(-0.0);
-        let det_abs = det ^ sign;
-        let t_abs = t_scaled ^ sign;
+        // The edge functions decide inside or outside (watertight). The distance, though, is taken
+        // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
+        // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
+        // distance to the origin and lost up to 1e-3 relative on large triangles near the origin
+        // (Sponza's walls).
+        let e1 = [p.lanes(1, 0) - p.lanes(0, 0), p.lanes(1, 1) - p.lanes(0, 1), p.lanes(1, 2) - p.lanes(0, 2)];
+        let e2 = [p.lanes(2, 0) - p.lanes(0, 0), p.lanes(2, 1) - p.lanes(0, 1), p.lanes(2, 2) - p.lanes(0, 2)];
+        let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+        let den = n[0] * self.d[0] + n[1] * self.d[1] + n[2] * self.d[2];
+        let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
         let mask = p.valid()
             & !(neg & pos)
             & det.simd_ne(zero)
-            & t_abs.simd_ge(f32x4::splat(self.tmin) * det_abs)
-            & t_abs.simd_le(f32x4::splat(tmax) * det_abs);
+            & t.simd_ge(f32x4::splat(self.tmin))
+            & t.simd_le(f32x4::splat(tmax));
         let inv = f32x4::ONE / det;
-        let t = t_scaled * inv;
-        // Clamp the rare t that rounds just outside the range after the division.
-        let t = t.fast_max(f32x4::splat(self.tmin)).fast_min(f32x4::splat(tmax));
         nearest(mask, t, v * inv, w * inv)
     }
 }
