@@ -7,10 +7,15 @@
 //! queries, not only overlap tests.
 //!
 //! On the way back up, each ancestor is refitted and then offered one tree rotation (Kopta et al.,
-//! "Fast, Effective BVH Updates for Animated Scenes", 2012, as Box2D v3's `b2RotateNodes`). A
-//! rotation swaps a child with a grandchild. It is forced when the heights of the two children
-//! differ by more than one, which gives the height bound of an AVL tree (Box2D v2's `Balance`);
-//! otherwise the swap that most reduces the area of the internal child is taken, if any.
+//! "Fast, Effective BVH Updates for Animated Scenes", 2012, as Box2D v3's `b2RotateNodes`): the
+//! swap of a child with a grandchild that most reduces the area of the internal child, if any.
+//!
+//! Height is not balanced explicitly. An earlier version forced AVL rotations (Box2D v2's
+//! `Balance`) when child heights differed by more than one; those swap spatially unrelated
+//! subtrees, and the peer benchmark measured trees 3–12× worse in SAH cost than a bulk build at
+//! 100k proxies, and queries up to 20× slower than parry's. With SAH rotations alone, the SAH cost
+//! stays within about 1.5× of a bulk build and the height bounds of `tests/dbvt_height.rs` hold
+//! (100k boxes inserted in sorted order: height about 25).
 
 use glam::Vec3A;
 
@@ -110,45 +115,28 @@ impl<T> Dbvt<T> {
         }
     }
 
-    /// Offers node `a` one rotation: swap one child with a child of the other child.
-    #[allow(clippy::needless_range_loop)] // `down` indexes heights, bounds and children together
+    /// Offers node `a` one rotation: swap one child with a child of the other child, if that
+    /// reduces the area of the internal child (Box2D v3's `b2RotateNodes`).
+    #[allow(clippy::needless_range_loop)] // `down` indexes bounds and children together
     pub(super) fn rotate(&mut self, a: u32) {
         let node = self.nodes[a as usize];
-        let h = [self.height_of(node.child[0]), self.height_of(node.child[1])];
-        // (slot in `a` of the child that moves down, slot in the other child of the grandchild
-        // that moves up)
+        // (slot in `a` of the child that moves down, slot of the grandchild that moves up)
         let mut best: Option<(usize, usize)> = None;
-        if h[0] > h[1] + 1 || h[1] > h[0] + 1 {
-            // Forced: lift the taller grandchild of the taller child (an AVL single rotation).
-            let tall = if h[0] > h[1] { 0 } else { 1 };
-            let t = &self.nodes[node.child[tall].index() as usize];
-            let g = if self.height_of(t.child[0]) >= self.height_of(t.child[1]) { 0 } else { 1 };
-            best = Some((1 - tall, g));
-        } else {
-            let mut best_gain = 0.0f32;
-            for down in 0..2 {
-                let other = node.child[1 - down];
-                if other.is_leaf() {
-                    continue;
-                }
-                let o = &self.nodes[other.index() as usize];
-                let old_area = node.bounds(1 - down).half_area();
-                let moving = node.bounds(down);
-                for up in 0..2 {
-                    // After the swap, `other` holds `moving` and its child `1 - up`.
-                    let stays = o.bounds(1 - up);
-                    // Keep the height bound: both `a` and the rebuilt child stay balanced.
-                    let stays_h = self.height_of(o.child[1 - up]);
-                    let new_h = 1 + h[down].max(stays_h);
-                    let up_h = self.height_of(o.child[up]);
-                    if new_h.abs_diff(up_h) > 1 || h[down].abs_diff(stays_h) > 1 {
-                        continue;
-                    }
-                    let gain = old_area - moving.union(&stays).half_area();
-                    if gain > best_gain {
-                        best_gain = gain;
-                        best = Some((down, up));
-                    }
+        let mut best_gain = 0.0f32;
+        for down in 0..2 {
+            let other = node.child[1 - down];
+            if other.is_leaf() {
+                continue;
+            }
+            let o = &self.nodes[other.index() as usize];
+            let old_area = node.bounds(1 - down).half_area();
+            let moving = node.bounds(down);
+            for up in 0..2 {
+                // After the swap, `other` holds `moving` and its child `1 - up`.
+                let gain = old_area - moving.union(&o.bounds(1 - up)).half_area();
+                if gain > best_gain {
+                    best_gain = gain;
+                    best = Some((down, up));
                 }
             }
         }

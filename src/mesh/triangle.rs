@@ -25,6 +25,7 @@ pub(crate) struct TriPack {
     pub prim: [u32; 4],
 }
 
+// 192 bytes, three whole cache lines: measured faster than a 160-byte pack straddling four.
 const _: () = assert!(std::mem::size_of::<TriPack>() == 192);
 
 impl TriPack {
@@ -95,8 +96,18 @@ pub(crate) struct PackHit {
 }
 
 impl TriRay {
-    pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32) -> TriRay {
+    /// The shear of the watertight test is only computed when `watertight` is set.
+    pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32, watertight: bool) -> TriRay {
         let s = f32x4::splat;
+        if !watertight {
+            return TriRay {
+                o: [s(o.x), s(o.y), s(o.z)],
+                d: [s(d.x), s(d.y), s(d.z)],
+                k: [0, 1, 2],
+                shear: [s(0.0); 3],
+                tmin,
+            };
+        }
         // Woop et al. 2013, section 3: kz is the dimension where the direction is largest; swap kx
         // and ky when d[kz] < 0 to keep the winding.
         let ad = d.abs();

@@ -1,0 +1,537 @@
+//! slabtree's `Dbvt` against parry3d's `Bvh` on the same workloads, one thread, one run.
+//!
+//! Scene: N boxes of half-size uniform in `[0.1, 1]` per axis, centres uniform in a cube of side
+//! `4 * N^(1/3)`. Both trees store the same fat boxes: the tight box grown by `MARGIN` on every
+//! side (slabtree with `prediction = 0`; parry's change-detection margin, and the initial insert
+//! of parry given the fat box since its plain `insert` does not fatten). A moved box keeps its fat
+//! box while the tight box stays inside it; otherwise its fat box becomes the new tight box grown
+//! by `MARGIN`, in both libraries, so after any sequence of frames both trees hold identical fat
+//! boxes whatever their structure, and every query below has one library-independent answer.
+//!
+//! Workloads, each on both libraries:
+//! * insert all N (fat) boxes one by one, remove all, bulk build (binned SAH, serial);
+//! * FRAMES frames in which 10% of the boxes move by 0.05–0.5 in a random direction, followed by
+//!   each tree's maintenance, three ways (see `Maintenance`), in ms per frame;
+//! * on the tree after insertion and after each maintenance path: 100k closest-hit rays on the
+//!   *tight* boxes (the trees traverse fat boxes, the leaf callback tests the tight box with
+//!   `slabtree::ray_aabb2` in both libraries and clips), 100k overlap queries with boxes of
+//!   half-size 1, and all self pairs.
+//!
+//! Query answers are compared between the libraries (hit count and sum of hit distances, overlap
+//! and pair counts on fat and on tight boxes); any difference prints a `MISMATCH` line.
+//!
+//! Usage: `dbvt_vs_parry [N ...]` (default: 1000 10000 100000).
+
+use std::time::Instant;
+
+use glam::Vec3A;
+use parry3d::bounding_volume::Aabb as PAabb;
+use parry3d::math::Vector;
+use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
+use parry3d::query::Ray as PRay;
+use slabtree::{
+    Aabb, Dbvt, DbvtConfig, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2,
+};
+
+/// Fat margin, on every side, in both libraries.
+const MARGIN: f32 = 0.1;
+/// Frames of motion per maintenance path.
+const FRAMES: usize = 50;
+/// Fraction of the boxes moved per frame.
+const MOVED_FRACTION: f64 = 0.1;
+const RAYS: usize = 100_000;
+const OVERLAPS: usize = 100_000;
+/// Half-size of the overlap query boxes.
+const QUERY_HALF: f32 = 1.0;
+/// Timed repetitions of the one-shot workloads; the best is kept.
+const REPEATS: usize = 3;
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+    fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * self.unit()
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
+    }
+    fn in_cube(&mut self, half: f32) -> Vec3A {
+        Vec3A::new(self.range(-half, half), self.range(-half, half), self.range(-half, half))
+    }
+    fn direction(&mut self) -> Vec3A {
+        let z = self.range(-1.0, 1.0);
+        let phi = self.range(0.0, std::f32::consts::TAU);
+        let r = (1.0 - z * z).max(0.0).sqrt();
+        Vec3A::new(r * phi.cos(), r * phi.sin(), z)
+    }
+}
+
+fn scene_half(n: usize) -> f32 {
+    2.0 * (n as f32).cbrt()
+}
+
+fn scene(n: usize, rng: &mut Rng) -> Vec<Aabb> {
+    let half = scene_half(n);
+    (0..n)
+        .map(|_| {
+            let c = rng.in_cube(half);
+            let h = Vec3A::new(rng.range(0.1, 1.0), rng.range(0.1, 1.0), rng.range(0.1, 1.0));
+            Aabb::from_center_half_extents(c, h)
+        })
+        .collect()
+}
+
+/// One frame of motion: (box index, new tight box, displacement); distinct indices.
+type Frame = Vec<(u32, Aabb, Vec3A)>;
+
+/// FRAMES frames applied in turn to `tight`, which ends in the final state.
+fn frames(tight: &mut [Aabb], rng: &mut Rng) -> Vec<Frame> {
+    let n = tight.len();
+    let moved = ((n as f64) * MOVED_FRACTION).round() as usize;
+    let mut order: Vec<usize> = (0..n).collect();
+    (0..FRAMES)
+        .map(|_| {
+            (0..moved)
+                .map(|k| {
+                    let j = k + rng.below(n - k);
+                    order.swap(k, j);
+                    let i = order[k];
+                    let d = rng.direction() * rng.range(0.05, 0.5);
+                    let b = Aabb::new(tight[i].min + d, tight[i].max + d);
+                    tight[i] = b;
+                    (i as u32, b, d)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A slabtree ray and the same ray for parry (unit direction, `t` is a distance).
+fn rays(n: usize, rng: &mut Rng) -> Vec<(Ray, PRay)> {
+    let half = scene_half(n);
+    let radius = half * 3f32.sqrt() + 2.0;
+    (0..RAYS)
+        .map(|_| {
+            let o = rng.direction() * radius;
+            let d = (rng.in_cube(half) - o).normalize();
+            (Ray::new(o, d), PRay::new(Vector::new(o.x, o.y, o.z), Vector::new(d.x, d.y, d.z)))
+        })
+        .collect()
+}
+
+fn to_parry(b: &Aabb) -> PAabb {
+    PAabb::new(Vector::new(b.min.x, b.min.y, b.min.z), Vector::new(b.max.x, b.max.y, b.max.z))
+}
+
+/// The fat box both libraries store for a tight box.
+fn fat(b: &Aabb) -> Aabb {
+    b.expand(MARGIN)
+}
+
+fn slab_config() -> DbvtConfig {
+    // No motion prediction (parry has none) and a serial rebuild (one thread).
+    DbvtConfig { margin: MARGIN, prediction: 0.0, parallel_threshold: usize::MAX }
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Best of REPEATS runs of `f`, in ms, with the last result.
+fn best_of<R>(mut f: impl FnMut() -> R) -> (f64, R) {
+    let mut best = f64::INFINITY;
+    let mut out = None;
+    for _ in 0..REPEATS {
+        let t = Instant::now();
+        let r = std::hint::black_box(f());
+        best = best.min(ms(t));
+        out = Some(r);
+    }
+    (best, out.expect("REPEATS > 0"))
+}
+
+fn slab_insert_all(tight: &[Aabb]) -> (Dbvt<u32>, Vec<ProxyId>) {
+    let mut tree = Dbvt::with_config(slab_config());
+    let ids = tight.iter().enumerate().map(|(i, b)| tree.insert(*b, i as u32).expect("valid box")).collect();
+    (tree, ids)
+}
+
+fn parry_insert_all(tight: &[Aabb]) -> Bvh {
+    let mut bvh = Bvh::new();
+    for (i, b) in tight.iter().enumerate() {
+        bvh.insert(to_parry(&fat(b)), i as u32);
+    }
+    bvh
+}
+
+/// Answers of the query workloads, compared between the libraries.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Answers {
+    ray_hits: u64,
+    ray_t_sum: f64,
+    overlap_fat: u64,
+    overlap_tight: u64,
+    pairs_fat: u64,
+    pairs_tight: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct QueryTimes {
+    rays: f64,
+    overlaps: f64,
+    pairs: f64,
+}
+
+fn slab_queries(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
+    let mut ws = QueryWorkspace::new();
+    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| {
+        let (mut hits, mut sum) = (0u64, 0f64);
+        for (ray, _) in rays {
+            let mut best = f32::INFINITY;
+            tree.ray_cast(
+                ray,
+                &mut ws,
+                &mut |leaf: RayLeaf<'_, u32>| match ray_aabb2(ray, &tight[*leaf.data as usize]) {
+                    Some(t) if t < best => {
+                        best = t;
+                        RayControl::Clip(t)
+                    }
+                    _ => RayControl::Continue,
+                },
+            )
+            .expect("valid ray");
+            if best.is_finite() {
+                hits += 1;
+                sum += f64::from(best);
+            }
+        }
+        (hits, sum)
+    });
+    let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
+        let (mut fat_count, mut tight_count) = (0u64, 0u64);
+        for q in queries {
+            tree.overlap(q, &mut ws, &mut |_: ProxyId, &i: &u32| {
+                fat_count += 1;
+                tight_count += u64::from(tight[i as usize].overlaps(q));
+                LeafControl::Continue
+            })
+            .expect("valid box");
+        }
+        (fat_count, tight_count)
+    });
+    let (t_pairs, (pairs_fat, pairs_tight)) = best_of(|| {
+        let (mut fat_count, mut tight_count) = (0u64, 0u64);
+        tree.self_pairs(&mut ws, |_, &a, _, &b| {
+            fat_count += 1;
+            tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
+            PairControl::Continue
+        });
+        (fat_count, tight_count)
+    });
+    (
+        QueryTimes { rays: t_rays, overlaps: t_overlaps, pairs: t_pairs },
+        Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
+    )
+}
+
+fn parry_queries(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
+    let mut ws = BvhWorkspace::default();
+    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| {
+        let (mut hits, mut sum) = (0u64, 0f64);
+        for (ray, pray) in rays {
+            // The same tight-box test as on the slabtree side; parry keeps the smallest.
+            let hit = bvh.cast_ray(pray, f32::MAX, |leaf, _best| ray_aabb2(ray, &tight[leaf as usize]));
+            if let Some((_, t)) = hit {
+                hits += 1;
+                sum += f64::from(t);
+            }
+        }
+        (hits, sum)
+    });
+    let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
+    let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
+        let (mut fat_count, mut tight_count) = (0u64, 0u64);
+        for (q, pq) in queries.iter().zip(&pqueries) {
+            for i in bvh.intersect_aabb(pq) {
+                fat_count += 1;
+                tight_count += u64::from(tight[i as usize].overlaps(q));
+            }
+        }
+        (fat_count, tight_count)
+    });
+    let (t_pairs, (pairs_fat, pairs_tight)) = best_of(|| {
+        let (mut fat_count, mut tight_count) = (0u64, 0u64);
+        bvh.traverse_bvtt_single_tree::<false>(&mut ws, &mut |a, b| {
+            fat_count += 1;
+            tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
+        });
+        (fat_count, tight_count)
+    });
+    (
+        QueryTimes { rays: t_rays, overlaps: t_overlaps, pairs: t_pairs },
+        Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
+    )
+}
+
+/// The per-frame maintenance paths, each run on both libraries.
+#[derive(Clone, Copy, Debug)]
+enum Maintenance {
+    /// Reinsert a box when it leaves its fat box: slabtree `move_proxy`; parry
+    /// `reinsert_or_update_with_change_detection` (remove + SAH reinsert). No per-frame pass.
+    Reinsert,
+    /// Grow in place, then one refit: slabtree `enlarge_proxy` + `refit`; parry
+    /// `insert_or_update_partially` + `refit`.
+    InPlaceRefit,
+    /// As `InPlaceRefit`, plus incremental optimisation: slabtree `enlarge_proxy` +
+    /// `optimize_incremental(N / 100)` (which refits first); parry `insert_or_update_partially` +
+    /// `refit` + `optimize_incremental` (its documented per-step update, ~5% of leaves rebuilt).
+    InPlaceOptimize,
+}
+
+impl Maintenance {
+    const ALL: [Maintenance; 3] = [Maintenance::Reinsert, Maintenance::InPlaceRefit, Maintenance::InPlaceOptimize];
+
+    fn label(self) -> &'static str {
+        match self {
+            Maintenance::Reinsert => "reinsert (move_proxy | reinsert_or_update)",
+            Maintenance::InPlaceRefit => "in place + refit (enlarge+refit | update_partially+refit)",
+            Maintenance::InPlaceOptimize => {
+                "in place + optimize (enlarge+optimize_incremental(N/100) | update_partially+refit+optimize_incremental)"
+            }
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Maintenance::Reinsert => "after reinsert frames",
+            Maintenance::InPlaceRefit => "after in-place+refit frames",
+            Maintenance::InPlaceOptimize => "after in-place+optimize frames",
+        }
+    }
+}
+
+/// Runs all frames on a clone of the slabtree tree; returns ms/frame and the final tree.
+fn slab_frames(tree: &Dbvt<u32>, ids: &[ProxyId], frames: &[Frame], m: Maintenance) -> (f64, Dbvt<u32>) {
+    let mut tree = tree.clone();
+    let budget = (tree.len() / 100).max(1);
+    let mut total = 0.0;
+    for frame in frames {
+        let t = Instant::now();
+        match m {
+            Maintenance::Reinsert => {
+                for &(i, b, d) in frame {
+                    tree.move_proxy(ids[i as usize], b, d).expect("live id");
+                }
+            }
+            Maintenance::InPlaceRefit => {
+                for &(i, b, d) in frame {
+                    tree.enlarge_proxy(ids[i as usize], b, d).expect("live id");
+                }
+                tree.refit();
+            }
+            Maintenance::InPlaceOptimize => {
+                for &(i, b, d) in frame {
+                    tree.enlarge_proxy(ids[i as usize], b, d).expect("live id");
+                }
+                tree.optimize_incremental(budget);
+            }
+        }
+        total += ms(t);
+    }
+    (total / frames.len() as f64, tree)
+}
+
+fn parry_frames(bvh: &Bvh, frames: &[Frame], m: Maintenance) -> (f64, Bvh) {
+    let mut bvh = bvh.clone();
+    let mut ws = BvhWorkspace::default();
+    let mut total = 0.0;
+    for frame in frames {
+        let t = Instant::now();
+        match m {
+            Maintenance::Reinsert => {
+                for (i, b, _) in frame {
+                    bvh.reinsert_or_update_with_change_detection(to_parry(b), *i, MARGIN);
+                }
+            }
+            Maintenance::InPlaceRefit => {
+                for (i, b, _) in frame {
+                    bvh.insert_or_update_partially(to_parry(b), *i, MARGIN);
+                }
+                bvh.refit(&mut ws);
+            }
+            Maintenance::InPlaceOptimize => {
+                for (i, b, _) in frame {
+                    bvh.insert_or_update_partially(to_parry(b), *i, MARGIN);
+                }
+                bvh.refit(&mut ws);
+                bvh.optimize_incremental(&mut ws);
+            }
+        }
+        total += ms(t);
+    }
+    (total / frames.len() as f64, bvh)
+}
+
+struct Row {
+    n: usize,
+    workload: String,
+    slab: f64,
+    parry: f64,
+}
+
+/// Compares the answers of both libraries; prints a MISMATCH line per difference.
+fn check(n: usize, state: &str, s: &Answers, p: &Answers, mismatches: &mut usize) {
+    let mut diff = |what: &str, a: String, b: String| {
+        if a != b {
+            *mismatches += 1;
+            println!("MISMATCH N={n} [{state}] {what}: slabtree {a} vs parry3d {b}");
+        }
+    };
+    diff("ray hits", s.ray_hits.to_string(), p.ray_hits.to_string());
+    diff("sum of hit distances", format!("{:.6}", s.ray_t_sum), format!("{:.6}", p.ray_t_sum));
+    diff("overlaps (fat boxes)", s.overlap_fat.to_string(), p.overlap_fat.to_string());
+    diff("overlaps (tight boxes)", s.overlap_tight.to_string(), p.overlap_tight.to_string());
+    diff("self pairs (fat boxes)", s.pairs_fat.to_string(), p.pairs_fat.to_string());
+    diff("self pairs (tight boxes)", s.pairs_tight.to_string(), p.pairs_tight.to_string());
+}
+
+fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
+    let mut rng = Rng(0x5EED_0000 + n as u64);
+    let initial = scene(n, &mut rng);
+    let mut last = initial.clone();
+    let frames = frames(&mut last, &mut rng);
+    let rays = rays(n, &mut rng);
+    let half = scene_half(n);
+    let queries: Vec<Aabb> =
+        (0..OVERLAPS).map(|_| Aabb::from_center_half_extents(rng.in_cube(half), Vec3A::splat(QUERY_HALF))).collect();
+    let mut push = |workload: String, slab: f64, parry: f64| rows.push(Row { n, workload, slab, parry });
+
+    // Construction and teardown.
+    let (s_insert, (slab_tree, ids)) = best_of(|| slab_insert_all(&initial));
+    let (p_insert, parry_tree) = best_of(|| parry_insert_all(&initial));
+    push("insert all N (ms)".into(), s_insert, p_insert);
+    // Removal alone, each run on a fresh clone.
+    let s_remove = best_ms(|| {
+        let mut t = slab_tree.clone();
+        let t0 = Instant::now();
+        for &id in &ids {
+            t.remove(id).expect("live id");
+        }
+        ms(t0)
+    });
+    let p_remove = best_ms(|| {
+        let mut t = parry_tree.clone();
+        let t0 = Instant::now();
+        for i in 0..n as u32 {
+            t.remove(i);
+        }
+        ms(t0)
+    });
+    push("remove all N (ms)".into(), s_remove, p_remove);
+    let fat_items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
+    let (s_build, _) =
+        best_of(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
+    let parry_fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
+    let (p_build, _) = best_of(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
+    push("bulk build, binned SAH (ms)".into(), s_build, p_build);
+
+    // Frames.
+    let mut states = Vec::new();
+    for m in Maintenance::ALL {
+        let (s_ms, s_tree) = slab_frames(&slab_tree, &ids, &frames, m);
+        let (p_ms, p_tree) = parry_frames(&parry_tree, &frames, m);
+        if let Err(e) = s_tree.validate() {
+            *mismatches += 1;
+            println!("MISMATCH N={n} slabtree tree invalid after {m:?} frames: {e:?}");
+        }
+        push(format!("frame: {} (ms/frame)", m.label()), s_ms, p_ms);
+        states.push((m.short(), s_tree, p_tree));
+    }
+
+    // Queries on the inserted trees and on the trees after each maintenance path.
+    let (s_q, s_a) = slab_queries(&slab_tree, &initial, &rays, &queries);
+    let (p_q, p_a) = parry_queries(&parry_tree, &initial, &rays, &queries);
+    check(n, "after insert", &s_a, &p_a, mismatches);
+    let mut query_rows = vec![("after insert", s_q, p_q, s_a)];
+    let mut reference: Option<Answers> = None;
+    for (state, s_tree, p_tree) in &states {
+        let (s_q, s_a) = slab_queries(s_tree, &last, &rays, &queries);
+        let (p_q, p_a) = parry_queries(p_tree, &last, &rays, &queries);
+        check(n, state, &s_a, &p_a, mismatches);
+        // Every post-frame tree holds the same fat and tight boxes: one answer for all.
+        match reference {
+            None => reference = Some(s_a),
+            Some(r) => check(n, &format!("{state} vs first post-frame state"), &s_a, &r, mismatches),
+        }
+        query_rows.push((state, s_q, p_q, s_a));
+    }
+    // Tree quality: slabtree's own statistics, parry's depth.
+    let quality = |state: &str, s: &Dbvt<u32>, p: &Bvh| {
+        let st = s.stats();
+        println!(
+            "N={n} [{state}] slabtree height {} SAH cost {:.1}; parry3d depth {}",
+            st.height,
+            st.sah_cost,
+            p.subtree_depth(0)
+        );
+    };
+    quality("after insert", &slab_tree, &parry_tree);
+    for (state, s_tree, p_tree) in &states {
+        quality(state, s_tree, p_tree);
+    }
+    for (state, s_q, p_q, a) in &query_rows {
+        println!(
+            "N={n} [{state}] rays: {} hits, sum t = {:.3}; overlaps: {} fat / {} tight; self pairs: {} fat / {} tight",
+            a.ray_hits, a.ray_t_sum, a.overlap_fat, a.overlap_tight, a.pairs_fat, a.pairs_tight
+        );
+        push(format!("{RAYS} closest-hit rays on tight boxes, {state} (ms)"), s_q.rays, p_q.rays);
+        push(format!("{OVERLAPS} overlap queries, half-size {QUERY_HALF}, {state} (ms)"), s_q.overlaps, p_q.overlaps);
+        push(format!("self pairs, {state} (ms)"), s_q.pairs, p_q.pairs);
+    }
+}
+
+/// The best of REPEATS runs of `f`, each returning the ms it measured itself.
+fn best_ms(mut f: impl FnMut() -> f64) -> f64 {
+    (0..REPEATS).map(|_| f()).fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let sizes: Vec<usize> = {
+        let args: Vec<usize> =
+            std::env::args().skip(1).map(|a| a.parse().expect("arguments are box counts, e.g. 10000")).collect();
+        if args.is_empty() { vec![1_000, 10_000, 100_000] } else { args }
+    };
+    println!(
+        "slabtree Dbvt vs parry3d Bvh: one thread, margin {MARGIN}, {FRAMES} frames moving {}% of the boxes by 0.05-0.5",
+        MOVED_FRACTION * 100.0
+    );
+    let mut rows = Vec::new();
+    let mut mismatches = 0;
+    for &n in &sizes {
+        run(n, &mut rows, &mut mismatches);
+    }
+    println!();
+    println!("| N | workload | slabtree | parry3d | ratio (parry3d / slabtree) |");
+    println!("|---:|---|---:|---:|---:|");
+    for r in &rows {
+        println!("| {} | {} | {:.3} | {:.3} | {:.2} |", r.n, r.workload, r.slab, r.parry, r.parry / r.slab);
+    }
+    println!();
+    if mismatches == 0 {
+        println!("All query answers agree between slabtree and parry3d.");
+    } else {
+        println!("{mismatches} MISMATCH(ES) between slabtree and parry3d (see above).");
+        std::process::exit(1);
+    }
+}

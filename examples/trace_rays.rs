@@ -1,0 +1,54 @@
+//! Traces ray files (the shared scenes' format: 8 f32 per ray) against a mesh on one thread and
+//! prints Mrays/s per file, best of several passes.
+//!
+//! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N]`
+
+use std::time::Instant;
+
+use glam::Vec3;
+use slabtree::{BuildOptions, MeshBvh, Ray, TriangleTest, load_mesh};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let watertight = args.iter().any(|a| a == "--watertight");
+    let passes = args.iter().position(|a| a == "--passes").map_or(5, |i| args[i + 1].parse().unwrap_or(5));
+    let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
+    let mesh = load_mesh(files[0])?;
+    let test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
+    let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+    let s = bvh.stats();
+    println!(
+        "{}: {} triangles, build {:.1} ms, SAH {:.1}, {} nodes, depth {}, {:.1} B/tri",
+        files[0],
+        s.triangles,
+        s.build_time.as_secs_f64() * 1e3,
+        s.sah_cost,
+        s.nodes,
+        s.depth,
+        s.bytes_per_triangle
+    );
+    for path in &files[1..] {
+        let bytes = std::fs::read(path)?;
+        let rays: Vec<Ray> = bytes
+            .chunks_exact(32)
+            .map(|r| {
+                let f: Vec<f32> = r.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                Ray::new(Vec3::new(f[0], f[1], f[2]), Vec3::new(f[4], f[5], f[6])).with_range(f[3], f[7])
+            })
+            .collect();
+        let shadow = path.contains("shadow");
+        let mut best = f64::INFINITY;
+        let mut hits = 0;
+        for _ in 0..passes {
+            let t = Instant::now();
+            hits = if shadow {
+                rays.iter().filter(|r| bvh.occluded(r)).count()
+            } else {
+                rays.iter().filter(|r| bvh.intersect(r).is_some()).count()
+            };
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        println!("  {path}: {} rays, {hits} hits, {:.2} Mrays/s", rays.len(), rays.len() as f64 / best / 1e6);
+    }
+    Ok(())
+}
