@@ -283,7 +283,8 @@ fn bench_queries(c: &mut Criterion) {
                     tree.self_pairs(&mut ws, |_, _, _, _| {
                         pairs += 1;
                         PairControl::Continue
-                    });
+                    })
+                    .unwrap();
                     pairs
                 })
             });

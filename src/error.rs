@@ -84,6 +84,10 @@ pub enum DbvtError {
     ForeignProxy(ProxyId),
     /// The tree already holds `u32::MAX / 2` proxies or nodes.
     CapacityExceeded,
+    /// Boxes were changed with [`Dbvt::update_proxy`](crate::dbvt::Dbvt::update_proxy) and
+    /// [`Dbvt::refit`](crate::dbvt::Dbvt::refit) has not run since: queries would miss moved
+    /// proxies, so they refuse to run.
+    RefitPending,
 }
 
 impl fmt::Display for DbvtError {
@@ -93,6 +97,7 @@ impl fmt::Display for DbvtError {
             DbvtError::StaleProxy(id) => write!(f, "proxy {id:?} was removed from this tree"),
             DbvtError::ForeignProxy(id) => write!(f, "proxy {id:?} belongs to another tree"),
             DbvtError::CapacityExceeded => write!(f, "tree capacity exceeded"),
+            DbvtError::RefitPending => write!(f, "proxies were updated without a refit; call refit() before querying"),
         }
     }
 }

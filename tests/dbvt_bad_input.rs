@@ -107,7 +107,7 @@ fn empty_tree_answers_every_query() {
     let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
     assert_eq!(tree.ray_cast_closest(&ray, &mut ws).unwrap(), None);
     assert_eq!(tree.box_cast_closest(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
-    assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).leaves_visited, 0);
+    assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).unwrap().leaves_visited, 0);
     tree.rebuild();
     tree.refit();
     assert_eq!(tree.optimize_incremental(10), 0);

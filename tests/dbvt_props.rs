@@ -11,11 +11,31 @@ use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, R
 
 #[derive(Clone, Debug)]
 enum Op {
-    Insert { c: [f32; 3], h: [f32; 3] },
-    SmallMove { which: usize, d: [f32; 3], enlarge: bool },
-    Teleport { which: usize, c: [f32; 3], enlarge: bool },
-    Remove { which: usize },
-    Optimize { budget: usize },
+    Insert {
+        c: [f32; 3],
+        h: [f32; 3],
+    },
+    SmallMove {
+        which: usize,
+        d: [f32; 3],
+        enlarge: bool,
+    },
+    Teleport {
+        which: usize,
+        c: [f32; 3],
+        enlarge: bool,
+    },
+    Remove {
+        which: usize,
+    },
+    /// `update_proxy`: O(1) leaf update; queries refuse until a refit.
+    Update {
+        which: usize,
+        d: [f32; 3],
+    },
+    Optimize {
+        budget: usize,
+    },
     Rebuild,
     Refit,
 }
@@ -30,9 +50,10 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (any::<usize>(), v3(-0.4..0.4), any::<bool>()).prop_map(|(which, d, enlarge)| Op::SmallMove { which, d, enlarge }),
         2 => (any::<usize>(), v3(-20.0..20.0), any::<bool>()).prop_map(|(which, c, enlarge)| Op::Teleport { which, c, enlarge }),
         3 => any::<usize>().prop_map(|which| Op::Remove { which }),
+        3 => (any::<usize>(), v3(-0.8..0.8)).prop_map(|(which, d)| Op::Update { which, d }),
         1 => (0usize..8).prop_map(|budget| Op::Optimize { budget }),
         1 => Just(Op::Rebuild),
-        1 => Just(Op::Refit),
+        2 => Just(Op::Refit),
     ]
 }
 
@@ -73,6 +94,17 @@ fn probe() -> impl Strategy<Value = Probe> {
 
 fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
     tree.validate().unwrap_or_else(|e| panic!("invalid tree: {e}"));
+    if tree.is_refit_pending() {
+        // Every query refuses rather than answer from stale ancestors.
+        let pending = Err(slabtree::DbvtError::RefitPending);
+        let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
+        assert_eq!(tree.ray_cast_closest(&ray, ws).map(|_| ()), pending);
+        let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
+        assert_eq!(tree.box_cast_closest(&b, Vec3A::X, ws).map(|_| ()), pending);
+        assert_eq!(tree.overlap(&b, ws, &mut |_, _: &u32| slabtree::LeafControl::Continue).map(|_| ()), pending);
+        assert_eq!(tree.self_pairs(ws, |_, _, _, _| slabtree::PairControl::Continue).map(|_| ()), pending);
+        return;
+    }
     assert_eq!(tree.len(), model.len());
     for m in model {
         assert_eq!(tree.fat_aabb(m.id).unwrap(), m.fat, "stored fat box differs from the model");
@@ -175,6 +207,17 @@ fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &
             assert_eq!(tree.remove(m.id).unwrap(), m.tag);
             assert!(tree.get(m.id).is_err());
         }
+        Op::Update { which, d } => {
+            if model.is_empty() {
+                return;
+            }
+            let i = which % model.len();
+            let m = &mut model[i];
+            let d = Vec3A::from(d);
+            let tight = Aabb::new(m.tight.min + d, m.tight.max + d);
+            let expect = model_move(&cfg, m, tight, d);
+            assert_eq!(tree.update_proxy(m.id, tight, d).unwrap(), expect);
+        }
         Op::Optimize { budget } => {
             tree.optimize_incremental(budget);
         }
@@ -213,6 +256,7 @@ proptest! {
             for op in &ops {
                 apply(&mut tree, &mut model, op, &mut tag);
             }
+            tree.refit();
             let mut ws = QueryWorkspace::new();
             let mut trace = Vec::new();
             for p in &probes {
@@ -223,7 +267,7 @@ proptest! {
                 }).unwrap();
                 trace.push((stats.nodes_visited, stats.leaves_visited));
             }
-            tree.self_pairs(&mut ws, |a, _, b, _| { trace.push((a.index(), b.index())); slabtree::PairControl::Continue });
+            tree.self_pairs(&mut ws, |a, _, b, _| { trace.push((a.index(), b.index())); slabtree::PairControl::Continue }).unwrap();
             (trace, tree.stats().height, tree.stats().sah_cost.to_bits())
         };
         prop_assert_eq!(run(), run());
@@ -264,7 +308,8 @@ fn tree_pairs_match_brute_force() {
     ta.tree_pairs(&tb, &mut ws, |_, x, _, y| {
         got.push((*x, *y));
         slabtree::PairControl::Continue
-    });
+    })
+    .unwrap();
     got.sort();
     assert!(!expect.is_empty());
     assert_eq!(got, expect);

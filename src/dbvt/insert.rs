@@ -59,7 +59,13 @@ impl<T> Dbvt<T> {
         self.set_child(old_parent, old_slot, ChildRef::node(n), &sibling_bounds.union(&fat));
         self.set_child(n, 0, sibling, &sibling_bounds);
         self.set_child(n, 1, leaf, &fat);
-        self.refit_and_rotate_upward(n);
+        // The new node's bounds are already stored; offer it a rotation, then walk up from its
+        // parent, whose slot has changed.
+        if self.rotate(n) {
+            let node = &self.nodes[n as usize];
+            self.nodes[n as usize].height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
+        }
+        self.refit_upward(old_parent, true);
         Ok(())
     }
 
@@ -101,14 +107,19 @@ impl<T> Dbvt<T> {
         best
     }
 
-    /// Walks from node `n` to the root: rotates, fixes heights and stores each node's new bounds
-    /// in its parent's slot.
-    pub(super) fn refit_and_rotate_upward(&mut self, mut n: u32) {
+    /// Walks from node `n` to the root: optionally rotates, fixes heights and stores each node's
+    /// new bounds in its parent's slot. Stops early once a node's bounds and height come out
+    /// unchanged (and no rotation happened there): nothing above it can change.
+    pub(super) fn refit_upward(&mut self, mut n: u32, rotate: bool) {
         while n != NULL {
-            self.rotate(n);
+            let rotated = rotate && self.rotate(n);
             let node = &self.nodes[n as usize];
             let height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
             let bounds = node.union();
+            let unchanged = !rotated && height == node.height && self.bounds_of(ChildRef::node(n)) == bounds;
+            if unchanged {
+                return;
+            }
             self.nodes[n as usize].height = height;
             self.store_bounds(n, &bounds);
             n = self.nodes[n as usize].parent;
@@ -118,7 +129,7 @@ impl<T> Dbvt<T> {
     /// Offers node `a` one rotation: swap one child with a child of the other child, if that
     /// reduces the area of the internal child (Box2D v3's `b2RotateNodes`).
     #[allow(clippy::needless_range_loop)] // `down` indexes bounds and children together
-    pub(super) fn rotate(&mut self, a: u32) {
+    pub(super) fn rotate(&mut self, a: u32) -> bool {
         let node = self.nodes[a as usize];
         // (slot in `a` of the child that moves down, slot of the grandchild that moves up)
         let mut best: Option<(usize, usize)> = None;
@@ -142,7 +153,10 @@ impl<T> Dbvt<T> {
         }
         if let Some((down, up)) = best {
             self.swap_with_grandchild(a, down, up);
+            self.ordered = false;
+            return true;
         }
+        false
     }
 
     /// Swaps child `down` of node `a` with child `up` of `a`'s other child, then refits that

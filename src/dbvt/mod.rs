@@ -135,6 +135,13 @@ pub struct Dbvt<T> {
     tag: u32,
     /// Round-robin position of `optimize_incremental`.
     optimize_cursor: u32,
+    /// Nodes are in depth-first pre-order (every child after its parent), so `refit` can sweep
+    /// the arena backwards. Set by `rebuild` and by `refit`'s relayout; cleared by any change of
+    /// structure.
+    ordered: bool,
+    /// Some leaf boxes were changed by `update_proxy` and the ancestors not yet refitted; queries
+    /// refuse to run until `refit`.
+    refit_pending: bool,
 }
 
 impl<T> Default for Dbvt<T> {
@@ -163,6 +170,8 @@ impl<T> Dbvt<T> {
             config,
             tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
             optimize_cursor: 0,
+            ordered: true,
+            refit_pending: false,
         }
     }
 
@@ -247,6 +256,7 @@ impl<T> Dbvt<T> {
     // ----- arena management -----
 
     fn alloc_node(&mut self) -> Result<u32, DbvtError> {
+        self.ordered = false;
         if self.free_node != NULL {
             let n = self.free_node;
             self.free_node = self.nodes[n as usize].parent;
@@ -263,6 +273,7 @@ impl<T> Dbvt<T> {
     }
 
     fn free_node(&mut self, n: u32) {
+        self.ordered = false;
         self.nodes[n as usize] = Node { parent: self.free_node, ..Node::FREE };
         self.free_node = n;
         self.free_node_count += 1;

@@ -60,8 +60,8 @@ pub(crate) struct Node {
     pub height: u16,
     /// Which child slot of the parent holds this node; [`FREE_SLOT`] on the free list.
     pub slot: u8,
-    /// Set when a descendant's box grew without restructuring; `refit` tightens such nodes.
-    pub enlarged: bool,
+    /// Unused; keeps the node at exactly one cache line.
+    pub _reserved: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 64);
@@ -74,7 +74,7 @@ impl Node {
         parent: NULL,
         height: 0,
         slot: FREE_SLOT,
-        enlarged: false,
+        _reserved: 0,
     };
 
     /// The bounds stored in child slot `s`.

@@ -4,7 +4,7 @@
 
 use super::node::ChildRef;
 use super::traverse::{QueryStats, QueryWorkspace};
-use super::{Dbvt, ProxyId};
+use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::Aabb;
 
 /// What a pair policy tells the traversal after a pair.
@@ -42,17 +42,20 @@ impl<T> Dbvt<T> {
     /// let (tree, _) = Dbvt::build((0..4).map(|i| (Aabb::new(Vec3A::splat(i as f32), Vec3A::splat(i as f32 + 0.5)), i)))?;
     /// let mut ws = QueryWorkspace::new();
     /// let mut pairs = Vec::new();
-    /// tree.self_pairs(&mut ws, |_, a, _, b| { pairs.push((*a, *b)); PairControl::Continue });
+    /// tree.self_pairs(&mut ws, |_, a, _, b| { pairs.push((*a, *b)); PairControl::Continue })?;
     /// // Fat boxes (margin 0.1) of neighbours reach each other: 0.5 + 0.1 >= 1 - 0.1 fails, so none.
     /// assert!(pairs.is_empty());
     /// # Ok::<(), slabtree::DbvtError>(())
     /// ```
-    pub fn self_pairs<F>(&self, ws: &mut QueryWorkspace, mut callback: F) -> QueryStats
+    pub fn self_pairs<F>(&self, ws: &mut QueryWorkspace, mut callback: F) -> Result<QueryStats, DbvtError>
     where
         F: FnMut(ProxyId, &T, ProxyId, &T) -> PairControl,
     {
+        if self.refit_pending {
+            return Err(DbvtError::RefitPending);
+        }
         let mut stats = QueryStats::default();
-        let Some(root) = self.root else { return stats };
+        let Some(root) = self.root else { return Ok(stats) };
         let stack = &mut ws.pairs;
         stack.clear();
         stack.push(PairEntry { a: root, b: root, ab: self.root_bounds, bb: self.root_bounds });
@@ -82,17 +85,25 @@ impl<T> Dbvt<T> {
             }
             push_split(self, a, ab, self, b, bb, stack);
         }
-        stats
+        Ok(stats)
     }
 
     /// Calls `callback(a, data_a, b, data_b)` for every proxy `a` of this tree and `b` of `other`
     /// whose fat boxes overlap: Bullet's `collideTT`.
-    pub fn tree_pairs<U, F>(&self, other: &Dbvt<U>, ws: &mut QueryWorkspace, mut callback: F) -> QueryStats
+    pub fn tree_pairs<U, F>(
+        &self,
+        other: &Dbvt<U>,
+        ws: &mut QueryWorkspace,
+        mut callback: F,
+    ) -> Result<QueryStats, DbvtError>
     where
         F: FnMut(ProxyId, &T, ProxyId, &U) -> PairControl,
     {
+        if self.refit_pending || other.refit_pending {
+            return Err(DbvtError::RefitPending);
+        }
         let mut stats = QueryStats::default();
-        let (Some(ra), Some(rb)) = (self.root, other.root) else { return stats };
+        let (Some(ra), Some(rb)) = (self.root, other.root) else { return Ok(stats) };
         let stack = &mut ws.pairs;
         stack.clear();
         if self.root_bounds.overlaps(&other.root_bounds) {
@@ -111,7 +122,7 @@ impl<T> Dbvt<T> {
             }
             push_split(self, a, ab, other, b, bb, stack);
         }
-        stats
+        Ok(stats)
     }
 }
 

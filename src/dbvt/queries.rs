@@ -217,6 +217,12 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for FrustumVisitor<'_, P> {
 }
 
 impl<T> Dbvt<T> {
+    /// Queries refuse to run while [`Dbvt::update_proxy`] changes await a refit.
+    #[inline]
+    fn check_refitted(&self) -> Result<(), DbvtError> {
+        if self.refit_pending { Err(DbvtError::RefitPending) } else { Ok(()) }
+    }
+
     /// Casts a ray, closest box first, handing every proxy whose fat box the ray reaches within
     /// its current range to `policy`, which may clip the ray or stop.
     ///
@@ -246,6 +252,7 @@ impl<T> Dbvt<T> {
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
+        self.check_refitted()?;
         ray.validate()?;
         let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), ray.sign(), ray.tmin, Vec3A::ZERO);
         let scalar = ws.node_test == NodeTest::Scalar;
@@ -276,6 +283,7 @@ impl<T> Dbvt<T> {
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
+        self.check_refitted()?;
         aabb.validate()?;
         let ray = Ray::new(aabb.center(), displacement).with_range(0.0, 1.0);
         ray.validate()?;
@@ -310,6 +318,7 @@ impl<T> Dbvt<T> {
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
+        self.check_refitted()?;
         aabb.validate()?;
         let scalar = ws.node_test == NodeTest::Scalar;
         let mut v = BoxVisitor { query: *aabb, lanes: BoxLanes::new(aabb), scalar, policy };
@@ -334,6 +343,7 @@ impl<T> Dbvt<T> {
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
+        self.check_refitted()?;
         frustum.validate()?;
         let scalar = ws.node_test == NodeTest::Scalar;
         let mut v = FrustumVisitor { frustum: *frustum, lanes: FrustumLanes::new(frustum), scalar, policy };

@@ -64,6 +64,8 @@ impl<T> Dbvt<T> {
         self.root = None;
         self.root_bounds = Aabb::EMPTY;
         if built.is_empty() {
+            self.ordered = true;
+            self.refit_pending = false;
             return;
         }
         self.nodes.reserve(built.len() / 2);
@@ -84,6 +86,8 @@ impl<T> Dbvt<T> {
                 }
             }
         }
+        self.ordered = true;
+        self.refit_pending = false;
         // Heights, children before parents: reverse pre-order.
         for n in (0..self.nodes.len()).rev() {
             let c = self.nodes[n].child;

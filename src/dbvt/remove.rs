@@ -1,5 +1,5 @@
 //! Removal: the leaf's sibling takes its parent's place, and the path to the root is refitted
-//! and rebalanced (Box2D's `RemoveLeaf`).
+//! (Box2D's `RemoveLeaf`), stopping as soon as nothing changes.
 
 use super::node::{ChildRef, NULL};
 use super::{Dbvt, ProxyId};
@@ -35,7 +35,8 @@ impl<T> Dbvt<T> {
         self.free_node(parent);
         self.proxies[p as usize].parent = NULL;
         if grand != NULL {
-            self.refit_and_rotate_upward(grand);
+            // Box2D's RemoveLeaf refits without rotating; bounds only shrink here.
+            self.refit_upward(grand, false);
         }
         debug_assert!(self.root != Some(ChildRef::leaf(p)));
     }

@@ -4,10 +4,14 @@
 //!
 //! * [`Dbvt::move_proxy`] reinserts at once when the box leaves its fat box (Box2D v2's
 //!   `MoveProxy`). The tree stays as good as an incrementally built one.
-//! * [`Dbvt::enlarge_proxy`] only grows the stored boxes in place and flags the path to the root
-//!   (Box2D v3's `b2DynamicTree_EnlargeProxy`). Structure is untouched, so a frame that moves many
-//!   proxies pays one [`Dbvt::refit`] to tighten the flagged nodes, and quality is restored over
-//!   time by [`Dbvt::optimize_incremental`] or at once by [`Dbvt::rebuild`].
+//! * [`Dbvt::enlarge_proxy`] grows the stored boxes in place, up to the first ancestor that
+//!   already contains the new box (Box2D v3's `b2DynamicTree_EnlargeProxy`). Queries stay exact.
+//! * [`Dbvt::update_proxy`] stores only the leaf's box, in O(1), and one [`Dbvt::refit`] after the
+//!   batch fixes every ancestor in a backwards sweep over the depth-first arena (parry's per-frame
+//!   scheme). Queries refuse to run in between.
+//!
+//! Tree quality is restored over time by [`Dbvt::optimize_incremental`] or at once by
+//! [`Dbvt::rebuild`].
 
 use glam::Vec3A;
 
@@ -54,82 +58,161 @@ impl<T> Dbvt<T> {
     }
 
     /// Like [`Dbvt::move_proxy`], but a proxy that leaves its fat box gets its new fat box in
-    /// place: its ancestors grow to contain it and are flagged, and the structure is untouched.
-    /// Queries stay exact. Call [`Dbvt::refit`] after a batch of these to tighten the flagged
-    /// nodes. Returns `true` when the stored box changed.
+    /// place: its ancestors grow until one contains it, and the structure is untouched (Box2D v3's
+    /// `b2DynamicTree_EnlargeProxy`). Queries stay exact; bounds stay loose until
+    /// [`Dbvt::refit`]. Returns `true` when the stored box changed.
     pub fn enlarge_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
+        let (p, fat) = self.plan_move(id, &aabb, displacement)?;
+        let Some(fat) = fat else { return Ok(false) };
+        self.proxies[p as usize].fat = fat;
+        let mut c = ChildRef::leaf(p);
+        loop {
+            let (parent, slot) = self.parent_of(c);
+            let stored =
+                if parent == NULL { self.root_bounds } else { self.nodes[parent as usize].bounds(slot as usize) };
+            let grown = if c.is_leaf() { fat } else { stored.union(&fat) };
+            if !c.is_leaf() && stored.contains(&fat) {
+                return Ok(true);
+            }
+            self.set_bounds_of(parent, slot, &grown);
+            if parent == NULL {
+                return Ok(true);
+            }
+            c = ChildRef::node(parent);
+        }
+    }
+
+    /// The fastest way to move many proxies in one frame: stores the new fat box of a proxy that
+    /// left its old one and touches nothing else, in O(1). The ancestors are fixed by one
+    /// [`Dbvt::refit`] after the batch; until then queries return
+    /// [`DbvtError::RefitPending`] rather than answers that could miss moved proxies. Returns
+    /// `true` when the stored box changed.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, Dbvt, DbvtError, QueryWorkspace, Ray};
+    /// use glam::Vec3A;
+    /// let (mut tree, ids) = Dbvt::build((0..100).map(|i| (Aabb::new(Vec3A::splat(i as f32), Vec3A::splat(i as f32 + 0.5)), i)))?;
+    /// for (i, id) in ids.iter().enumerate() {
+    ///     let b = Aabb::new(Vec3A::splat(i as f32 + 1.0), Vec3A::splat(i as f32 + 1.5));
+    ///     tree.update_proxy(*id, b, Vec3A::ONE)?;
+    /// }
+    /// let mut ws = QueryWorkspace::new();
+    /// let ray = Ray::new(Vec3A::splat(-1.0), Vec3A::ONE);
+    /// assert_eq!(tree.ray_cast_closest(&ray, &mut ws), Err(DbvtError::RefitPending));
+    /// tree.refit();
+    /// assert!(tree.ray_cast_closest(&ray, &mut ws)?.is_some());
+    /// # Ok::<(), DbvtError>(())
+    /// ```
+    pub fn update_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
         let proxy = &mut self.proxies[p as usize];
         proxy.fat = fat;
-        let (mut parent, slot) = (proxy.parent, proxy.slot);
-        if parent == NULL {
-            self.root_bounds = fat;
-            return Ok(true);
-        }
-        self.nodes[parent as usize].set_bounds(slot as usize, &fat);
-        // Grow ancestors while they no longer contain the box, then flag the rest of the path
-        // (stopping at a node already flagged: its ancestors are flagged too).
-        let mut growing = true;
-        while parent != NULL {
-            let node = &mut self.nodes[parent as usize];
-            if node.enlarged && !growing {
-                break;
-            }
-            node.enlarged = true;
-            let (up, up_slot) = (node.parent, node.slot);
-            if growing {
-                let current =
-                    if up == NULL { self.root_bounds } else { self.nodes[up as usize].bounds(up_slot as usize) };
-                if current.contains(&fat) {
-                    growing = false;
-                } else {
-                    let grown = current.union(&fat);
-                    if up == NULL {
-                        self.root_bounds = grown;
-                    } else {
-                        self.nodes[up as usize].set_bounds(up_slot as usize, &grown);
-                    }
-                }
-            }
-            parent = up;
-        }
+        let (parent, slot) = (proxy.parent, proxy.slot);
+        self.set_bounds_of(parent, slot, &fat);
+        self.refit_pending = parent != NULL;
         Ok(true)
     }
 
-    /// Recomputes the bounds of every flagged node bottom-up, making them tight again after
-    /// [`Dbvt::enlarge_proxy`] calls. Structure is unchanged. Work is proportional to the number
-    /// of flagged nodes.
+    /// `true` while [`Dbvt::update_proxy`] changes await a [`Dbvt::refit`].
+    pub fn is_refit_pending(&self) -> bool {
+        self.refit_pending
+    }
+
+    /// Writes bounds into slot `slot` of `parent`, or the root bounds.
+    #[inline]
+    fn set_bounds_of(&mut self, parent: u32, slot: u8, b: &Aabb) {
+        if parent == NULL {
+            self.root_bounds = *b;
+        } else {
+            self.nodes[parent as usize].set_bounds(slot as usize, b);
+        }
+    }
+
+    /// Recomputes every internal node's bounds bottom-up, tight around its children, keeping the
+    /// structure. Call it once after a batch of [`Dbvt::update_proxy`] (required) or
+    /// [`Dbvt::enlarge_proxy`] (to tighten).
+    ///
+    /// The nodes are kept in depth-first pre-order, so this is one backwards sweep over the arena
+    /// (as parry's refit), with sequential memory access. When inserts, removals or rotations have
+    /// disturbed that order, the arena is first laid out again depth-first, which also makes
+    /// queries faster (better locality); that relayout costs one traversal.
     pub fn refit(&mut self) {
-        let Some(root) = self.root else { return };
-        if root.is_leaf() || !self.nodes[root.index() as usize].enlarged {
+        if !self.ordered {
+            self.relayout();
+        }
+        for n in (0..self.nodes.len()).rev() {
+            let node = &self.nodes[n];
+            let b = node.union();
+            let (parent, slot) = (node.parent, node.slot);
+            self.set_bounds_of(parent, slot, &b);
+        }
+        self.refit_pending = false;
+    }
+
+    /// Lays the internal nodes out again in depth-first pre-order, child 0 right after its parent,
+    /// dropping the free list.
+    fn relayout(&mut self) {
+        let Some(root) = self.root else {
+            self.nodes.clear();
+            self.free_node = NULL;
+            self.free_node_count = 0;
+            self.ordered = true;
+            return;
+        };
+        if root.is_leaf() {
+            self.nodes.clear();
+            self.free_node = NULL;
+            self.free_node_count = 0;
+            self.ordered = true;
             return;
         }
-        // Iterative post-order over flagged nodes: (node, children done?).
-        let mut stack: Vec<(u32, bool)> = Vec::with_capacity(64);
-        stack.push((root.index(), false));
-        while let Some((n, done)) = stack.pop() {
-            if done {
-                let b = self.nodes[n as usize].union();
-                self.store_bounds(n, &b);
-                self.nodes[n as usize].enlarged = false;
-                continue;
-            }
-            stack.push((n, true));
-            for c in self.nodes[n as usize].child {
-                if !c.is_leaf() && self.nodes[c.index() as usize].enlarged {
-                    stack.push((c.index(), false));
+        let live = self.nodes.len() - self.free_node_count as usize;
+        let mut order: Vec<u32> = Vec::with_capacity(live);
+        let mut new_index = vec![NULL; self.nodes.len()];
+        let mut stack = vec![root.index()];
+        while let Some(o) = stack.pop() {
+            new_index[o as usize] = order.len() as u32;
+            order.push(o);
+            let c = self.nodes[o as usize].child;
+            for k in [1, 0] {
+                if !c[k].is_leaf() {
+                    stack.push(c[k].index());
                 }
             }
         }
+        let mut nodes = Vec::with_capacity(order.len());
+        for (i, &o) in order.iter().enumerate() {
+            let mut node = self.nodes[o as usize];
+            if node.parent != NULL {
+                node.parent = new_index[node.parent as usize];
+            }
+            for k in 0..2 {
+                let c = node.child[k];
+                if c.is_leaf() {
+                    let proxy = &mut self.proxies[c.index() as usize];
+                    proxy.parent = i as u32;
+                } else {
+                    node.child[k] = ChildRef::node(new_index[c.index() as usize]);
+                }
+            }
+            nodes.push(node);
+        }
+        self.nodes = nodes;
+        self.free_node = NULL;
+        self.free_node_count = 0;
+        self.root = Some(ChildRef::node(0));
+        self.ordered = true;
     }
 
     /// Spends a budget of `budget` reinsertions improving the tree: proxies are taken round-robin
     /// in slot order (deterministic, unlike Bullet's pointer-ordered pass), removed and inserted
-    /// again with the SAH sibling search. Also tightens flagged nodes first. Returns the number of
-    /// proxies reinserted.
+    /// again with the SAH sibling search. Refits first if [`Dbvt::update_proxy`] changes are
+    /// pending. Returns the number of proxies reinserted.
     pub fn optimize_incremental(&mut self, budget: usize) -> usize {
-        self.refit();
+        if self.refit_pending {
+            self.refit();
+        }
         let n = self.proxies.len() as u32;
         if n == 0 || self.proxy_count < 3 {
             return 0;

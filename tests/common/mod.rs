@@ -130,7 +130,8 @@ pub fn tree_pairs(tree: &Dbvt<u32>, ws: &mut QueryWorkspace) -> Vec<(ProxyId, Pr
         assert!(a.index() < b.index());
         v.push((a, b));
         PairControl::Continue
-    });
+    })
+    .unwrap();
     v.sort();
     v
 }

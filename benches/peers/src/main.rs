@@ -236,7 +236,8 @@ fn slab_queries(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], queries:
             fat_count += 1;
             tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
             PairControl::Continue
-        });
+        })
+        .unwrap();
         (fat_count, tight_count)
     });
     (
@@ -290,12 +291,13 @@ enum Maintenance {
     /// Reinsert a box when it leaves its fat box: slabtree `move_proxy`; parry
     /// `reinsert_or_update_with_change_detection` (remove + SAH reinsert). No per-frame pass.
     Reinsert,
-    /// Grow in place, then one refit: slabtree `enlarge_proxy` + `refit`; parry
-    /// `insert_or_update_partially` + `refit`.
+    /// Update leaves in place, then one refit: slabtree `update_proxy` + `refit`; parry
+    /// `insert_or_update_partially` + `refit`. (The first refit after the inserts also lays the
+    /// slabtree arena out depth-first; that cost is included, amortised over the frames.)
     InPlaceRefit,
-    /// As `InPlaceRefit`, plus incremental optimisation: slabtree `enlarge_proxy` +
-    /// `optimize_incremental(N / 100)` (which refits first); parry `insert_or_update_partially` +
-    /// `refit` + `optimize_incremental` (its documented per-step update, ~5% of leaves rebuilt).
+    /// As `InPlaceRefit`, plus incremental optimisation: slabtree `update_proxy` + `refit` +
+    /// `optimize_incremental(N / 100)`; parry `insert_or_update_partially` + `refit` +
+    /// `optimize_incremental` (its documented per-step update, ~5% of leaves rebuilt).
     InPlaceOptimize,
 }
 
@@ -305,9 +307,9 @@ impl Maintenance {
     fn label(self) -> &'static str {
         match self {
             Maintenance::Reinsert => "reinsert (move_proxy | reinsert_or_update)",
-            Maintenance::InPlaceRefit => "in place + refit (enlarge+refit | update_partially+refit)",
+            Maintenance::InPlaceRefit => "in place + refit (update_proxy+refit | update_partially+refit)",
             Maintenance::InPlaceOptimize => {
-                "in place + optimize (enlarge+optimize_incremental(N/100) | update_partially+refit+optimize_incremental)"
+                "in place + optimize (update_proxy+refit+optimize_incremental(N/100) | update_partially+refit+optimize_incremental)"
             }
         }
     }
@@ -336,14 +338,15 @@ fn slab_frames(tree: &Dbvt<u32>, ids: &[ProxyId], frames: &[Frame], m: Maintenan
             }
             Maintenance::InPlaceRefit => {
                 for &(i, b, d) in frame {
-                    tree.enlarge_proxy(ids[i as usize], b, d).expect("live id");
+                    tree.update_proxy(ids[i as usize], b, d).expect("live id");
                 }
                 tree.refit();
             }
             Maintenance::InPlaceOptimize => {
                 for &(i, b, d) in frame {
-                    tree.enlarge_proxy(ids[i as usize], b, d).expect("live id");
+                    tree.update_proxy(ids[i as usize], b, d).expect("live id");
                 }
+                tree.refit();
                 tree.optimize_incremental(budget);
             }
         }
