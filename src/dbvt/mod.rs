@@ -82,14 +82,21 @@ impl Default for DbvtConfig {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Proxy<T> {
+/// The cold half of a proxy: its fat box and its place in the tree, used by updates.
+#[derive(Clone, Copy, Debug)]
+struct Proxy {
     /// The fat box, exactly as stored in the parent's slot.
     fat: Aabb,
     /// Parent node, or [`NULL`] when the proxy is the root or free. For a free proxy: next free.
     parent: u32,
     /// Slot in the parent.
     slot: u8,
+}
+
+/// The hot half of a proxy, the only part a query reads at a leaf: kept apart so that leaf
+/// visits touch 8-16 bytes instead of a 64-byte record (measured on the peer benchmark).
+#[derive(Clone, Debug)]
+struct Slot<T> {
     generation: u32,
     /// `None` while the slot is free.
     data: Option<T>,
@@ -126,7 +133,8 @@ pub struct Dbvt<T> {
     nodes: Vec<Node>,
     free_node: u32,
     free_node_count: u32,
-    proxies: Vec<Proxy<T>>,
+    proxies: Vec<Proxy>,
+    slots: Vec<Slot<T>>,
     free_proxy: u32,
     proxy_count: u32,
     root: Option<ChildRef>,
@@ -163,6 +171,7 @@ impl<T> Dbvt<T> {
             free_node: NULL,
             free_node_count: 0,
             proxies: Vec::new(),
+            slots: Vec::new(),
             free_proxy: NULL,
             proxy_count: 0,
             root: None,
@@ -198,13 +207,13 @@ impl<T> Dbvt<T> {
     /// The user data of a live proxy.
     pub fn get(&self, id: ProxyId) -> Result<&T, DbvtError> {
         let i = self.check(id)?;
-        Ok(self.proxies[i as usize].data.as_ref().expect("checked live"))
+        Ok(self.slots[i as usize].data.as_ref().expect("checked live"))
     }
 
     /// The user data of a live proxy, mutably.
     pub fn get_mut(&mut self, id: ProxyId) -> Result<&mut T, DbvtError> {
         let i = self.check(id)?;
-        Ok(self.proxies[i as usize].data.as_mut().expect("checked live"))
+        Ok(self.slots[i as usize].data.as_mut().expect("checked live"))
     }
 
     /// The fat box stored for a live proxy: the box every query tests.
@@ -220,7 +229,7 @@ impl<T> Dbvt<T> {
 
     /// Every live proxy with its data, in slot order (deterministic).
     pub fn iter(&self) -> impl Iterator<Item = (ProxyId, &T)> + '_ {
-        self.proxies.iter().enumerate().filter_map(move |(i, p)| p.data.as_ref().map(|d| (self.id_of(i as u32), d)))
+        self.slots.iter().enumerate().filter_map(move |(i, p)| p.data.as_ref().map(|d| (self.id_of(i as u32), d)))
     }
 
     /// Removes every proxy; ids issued before become stale.
@@ -237,7 +246,7 @@ impl<T> Dbvt<T> {
         if id.tree != self.tag {
             return Err(DbvtError::ForeignProxy(id));
         }
-        match self.proxies.get(id.index as usize) {
+        match self.slots.get(id.index as usize) {
             Some(p) if p.generation == id.generation && p.data.is_some() => Ok(id.index),
             _ => Err(DbvtError::StaleProxy(id)),
         }
@@ -245,7 +254,7 @@ impl<T> Dbvt<T> {
 
     #[inline]
     fn id_of(&self, index: u32) -> ProxyId {
-        ProxyId { index, generation: self.proxies[index as usize].generation, tree: self.tag }
+        ProxyId { index, generation: self.slots[index as usize].generation, tree: self.tag }
     }
 
     /// The fat box for a tight box moving by `displacement`.
@@ -287,7 +296,7 @@ impl<T> Dbvt<T> {
             p.fat = fat;
             p.parent = NULL;
             p.slot = 0;
-            p.data = Some(data);
+            self.slots[i as usize].data = Some(data);
             self.proxy_count += 1;
             return Ok(i);
         }
@@ -295,7 +304,8 @@ impl<T> Dbvt<T> {
         if i > MAX_INDEX {
             return Err(DbvtError::CapacityExceeded);
         }
-        self.proxies.push(Proxy { fat, parent: NULL, slot: 0, generation: 0, data: Some(data) });
+        self.proxies.push(Proxy { fat, parent: NULL, slot: 0 });
+        self.slots.push(Slot { generation: 0, data: Some(data) });
         self.proxy_count += 1;
         Ok(i)
     }

@@ -76,8 +76,8 @@ impl<T> Dbvt<T> {
             if a.is_leaf() && b.is_leaf() {
                 stats.leaves_visited += 1;
                 let (pa, pb) = if a.index() < b.index() { (a.index(), b.index()) } else { (b.index(), a.index()) };
-                let da = self.proxies[pa as usize].data.as_ref().expect("live leaf");
-                let db = self.proxies[pb as usize].data.as_ref().expect("live leaf");
+                let da = self.slots[pa as usize].data.as_ref().expect("live leaf");
+                let db = self.slots[pb as usize].data.as_ref().expect("live leaf");
                 if callback(self.id_of(pa), da, self.id_of(pb), db) == PairControl::Stop {
                     break;
                 }
@@ -113,8 +113,8 @@ impl<T> Dbvt<T> {
             stats.nodes_visited += 1;
             if a.is_leaf() && b.is_leaf() {
                 stats.leaves_visited += 1;
-                let da = self.proxies[a.index() as usize].data.as_ref().expect("live leaf");
-                let db = other.proxies[b.index() as usize].data.as_ref().expect("live leaf");
+                let da = self.slots[a.index() as usize].data.as_ref().expect("live leaf");
+                let db = other.slots[b.index() as usize].data.as_ref().expect("live leaf");
                 if callback(self.id_of(a.index()), da, other.id_of(b.index()), db) == PairControl::Stop {
                     break;
                 }

@@ -50,9 +50,10 @@ impl<T> Dbvt<T> {
         let mut items: Vec<BuildItem> = self
             .proxies
             .iter()
+            .zip(&self.slots)
             .enumerate()
-            .filter(|(_, p)| p.data.is_some())
-            .map(|(i, p)| BuildItem::new(p.fat, i as u32))
+            .filter(|(_, (_, s))| s.data.is_some())
+            .map(|(i, (p, _))| BuildItem::new(p.fat, i as u32))
             .collect();
         let builder =
             BinnedSah { max_leaf: 1, parallel_threshold: self.config.parallel_threshold, ..Default::default() };

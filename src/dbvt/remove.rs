@@ -10,10 +10,10 @@ impl<T> Dbvt<T> {
     pub fn remove(&mut self, id: ProxyId) -> Result<T, DbvtError> {
         let p = self.check(id)?;
         self.remove_leaf(p);
-        let proxy = &mut self.proxies[p as usize];
-        let data = proxy.data.take().expect("checked live");
-        proxy.generation = proxy.generation.wrapping_add(1);
-        proxy.parent = self.free_proxy;
+        let slot = &mut self.slots[p as usize];
+        let data = slot.data.take().expect("checked live");
+        slot.generation = slot.generation.wrapping_add(1);
+        self.proxies[p as usize].parent = self.free_proxy;
         self.free_proxy = p;
         self.proxy_count -= 1;
         Ok(data)

@@ -86,7 +86,7 @@ impl<T> Dbvt<T> {
             if c.is_leaf() {
                 stats.leaves_visited += 1;
                 let p = c.index();
-                let data = self.proxies[p as usize].data.as_ref().expect("leaf proxies are live");
+                let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
                 if !v.visit_leaf(self.id_of(p), data, key) {
                     break;
                 }

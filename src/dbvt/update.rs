@@ -223,7 +223,7 @@ impl<T> Dbvt<T> {
             let p = self.optimize_cursor % n;
             self.optimize_cursor = (p + 1) % n;
             scanned += 1;
-            if self.proxies[p as usize].data.is_none() {
+            if self.slots[p as usize].data.is_none() {
                 continue;
             }
             self.remove_leaf(p);

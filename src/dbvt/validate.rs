@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::node::{ChildRef, FREE_SLOT, NULL, Node};
-use super::{Dbvt, Proxy};
+use super::{Dbvt, Proxy, Slot};
 
 /// The first broken invariant found by [`Dbvt::validate`].
 #[derive(Clone, Debug, PartialEq)]
@@ -104,8 +104,10 @@ impl<T> Dbvt<T> {
             while let Some((c, bounds)) = stack.pop() {
                 let i = c.index();
                 if c.is_leaf() {
-                    let p = self.proxies.get(i as usize).filter(|p| p.data.is_some());
-                    let Some(p) = p else { return Err(ValidationError::Reachability { index: i, leaf: true }) };
+                    let live = self.slots.get(i as usize).is_some_and(|s| s.data.is_some());
+                    let Some(p) = self.proxies.get(i as usize).filter(|_| live) else {
+                        return Err(ValidationError::Reachability { index: i, leaf: true });
+                    };
                     if std::mem::replace(&mut seen_proxies[i as usize], true) {
                         return Err(ValidationError::Reachability { index: i, leaf: true });
                     }
@@ -149,7 +151,7 @@ impl<T> Dbvt<T> {
 
     fn checked_parent_of(&self, c: ChildRef) -> Option<(u32, u8)> {
         if c.is_leaf() {
-            self.proxies.get(c.index() as usize).map(|p: &Proxy<T>| (p.parent, p.slot))
+            self.proxies.get(c.index() as usize).map(|p: &Proxy| (p.parent, p.slot))
         } else {
             self.nodes.get(c.index() as usize).map(|n: &Node| (n.parent, n.slot))
         }
@@ -161,6 +163,9 @@ impl<T> Dbvt<T> {
 
     fn validate_free_lists(&self, seen_nodes: &[bool]) -> Result<(), ValidationError> {
         let fail = |detail: String| Err(ValidationError::FreeList { detail });
+        if self.proxies.len() != self.slots.len() {
+            return fail(format!("{} proxy links but {} proxy slots", self.proxies.len(), self.slots.len()));
+        }
         let mut count = 0u32;
         let mut n = self.free_node;
         while n != NULL {
@@ -185,8 +190,10 @@ impl<T> Dbvt<T> {
         let mut free_proxies = 0u32;
         let mut p = self.free_proxy;
         while p != NULL {
-            let Some(proxy) = self.proxies.get(p as usize) else { return fail(format!("free proxy {p} out of range")) };
-            if proxy.data.is_some() {
+            let (Some(proxy), Some(slot)) = (self.proxies.get(p as usize), self.slots.get(p as usize)) else {
+                return fail(format!("free proxy {p} out of range"));
+            };
+            if slot.data.is_some() {
                 return fail(format!("proxy {p} on the free list is live"));
             }
             free_proxies += 1;
@@ -231,7 +238,8 @@ impl<T> Dbvt<T> {
             height,
             sah_cost,
             memory_bytes: self.nodes.capacity() * std::mem::size_of::<Node>()
-                + self.proxies.capacity() * std::mem::size_of::<Proxy<T>>(),
+                + self.proxies.capacity() * std::mem::size_of::<Proxy>()
+                + self.slots.capacity() * std::mem::size_of::<Slot<T>>(),
         }
     }
 }
