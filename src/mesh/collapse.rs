@@ -71,12 +71,9 @@ pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u3
     if build.is_empty() {
         return out;
     }
-    // The root is always a wide node, even over a single leaf, so traversal has one entry point.
-    let root_children = match build[0] {
-        BuildNode::Inner { .. } => vec![0u32],
-        BuildNode::Leaf { .. } => vec![0u32],
-    };
-    emit(build, items, tri, root_children, &mut out, 1);
+    // The root is always a wide node, even over a single leaf, so traversal has one entry point;
+    // `emit` opens a single internal child first.
+    emit(build, items, tri, vec![0], &mut out, 1);
     out
 }
 

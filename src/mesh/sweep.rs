@@ -43,15 +43,21 @@ pub(crate) fn sweep_box_triangle(center: Vec3, half: Vec3, d: Vec3, tri: &[Vec3;
             k += 1;
         }
     }
+    // Squared length scale of the triangle, to recognise degenerate axes: an edge parallel to a
+    // box axis gives a zero cross product (units of length), a degenerate triangle a zero normal
+    // (units of area). Such axes separate nothing the other axes do not, so they are skipped.
     let scale =
         (edges[0].length_squared() + edges[1].length_squared() + edges[2].length_squared()).max(f32::MIN_POSITIVE);
     let mut enter = f32::NEG_INFINITY;
     let mut exit = f32::INFINITY;
     let mut normal = Vec3::ZERO;
-    for l in axes {
-        // Axes from parallel edges (or a degenerate triangle's normal) are near zero and separate
-        // nothing that the other axes do not; skip them.
-        if l.length_squared() <= 1e-12 * scale * scale.min(1.0) && l != Vec3::X && l != Vec3::Y && l != Vec3::Z {
+    for (k, l) in axes.into_iter().enumerate() {
+        let degenerate = match k {
+            0..=2 => false,
+            3 => l.length_squared() <= 1e-12 * scale * scale,
+            _ => l.length_squared() <= 1e-12 * scale,
+        };
+        if degenerate {
             continue;
         }
         let (pa, pb, pc) = (l.dot(a), l.dot(b), l.dot(c));
