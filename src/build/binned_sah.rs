@@ -96,22 +96,34 @@ struct Bin {
     count: u32,
 }
 
+/// A chosen split: the left part's size and both parts' geometry bounds, which the bins already
+/// hold, so no child scans its items for them. (Carrying centroid bounds per bin as well cost
+/// more instructions than the scan it saves: 503M against 460M for the bunny, by callgrind.)
+struct Split {
+    mid: usize,
+    left: Aabb,
+    right: Aabb,
+}
+
+fn bounds_of(items: &[BuildItem]) -> Aabb {
+    items.iter().fold(Aabb::EMPTY, |b, it| b.union(&it.bounds))
+}
+
 impl BinnedSah {
     /// Builds over `items`, which are reordered so that every leaf covers a contiguous range.
     /// Returns no nodes for no items.
     pub fn build(&self, items: &mut [BuildItem]) -> Vec<BuildNode> {
         let mut out = Vec::with_capacity(2 * items.len() / self.max_leaf.max(1) + 1);
         if !items.is_empty() {
-            self.build_into(items, 0, 0, &mut out);
+            self.build_into(items, 0, 0, bounds_of(items), &mut out);
         }
         out
     }
 
-    fn build_into(&self, items: &mut [BuildItem], first: u32, depth: u32, out: &mut Vec<BuildNode>) {
-        let bounds = items.iter().fold(Aabb::EMPTY, |b, it| b.union(&it.bounds));
+    fn build_into(&self, items: &mut [BuildItem], first: u32, depth: u32, bounds: Aabb, out: &mut Vec<BuildNode>) {
         let n = items.len();
         let split = if n <= 1 { None } else { self.choose_split(items, &bounds, depth) };
-        let Some(mid) = split else {
+        let Some(Split { mid, left: lb, right: rb }) = split else {
             out.push(BuildNode::Leaf { bounds, first, count: n as u32 });
             return;
         };
@@ -124,12 +136,12 @@ impl BinnedSah {
             let (lv, rv) = rayon::join(
                 || {
                     let mut v = Vec::new();
-                    self.build_into(left, first, depth + 1, &mut v);
+                    self.build_into(left, first, depth + 1, lb, &mut v);
                     v
                 },
                 || {
                     let mut v = Vec::new();
-                    self.build_into(right, right_first, depth + 1, &mut v);
+                    self.build_into(right, right_first, depth + 1, rb, &mut v);
                     v
                 },
             );
@@ -139,16 +151,15 @@ impl BinnedSah {
             append_shifted(out, rv);
         } else {
             left_index = out.len() as u32;
-            self.build_into(left, first, depth + 1, out);
+            self.build_into(left, first, depth + 1, lb, out);
             right_index = out.len() as u32;
-            self.build_into(right, right_first, depth + 1, out);
+            self.build_into(right, right_first, depth + 1, rb, out);
         }
         out[me] = BuildNode::Inner { bounds, left: left_index, right: right_index };
     }
 
-    /// Picks a split and partitions `items`; returns the size of the left part, or `None` for a
-    /// leaf.
-    fn choose_split(&self, items: &mut [BuildItem], bounds: &Aabb, depth: u32) -> Option<usize> {
+    /// Picks a split and partitions `items`; returns the split, or `None` for a leaf.
+    fn choose_split(&self, items: &mut [BuildItem], bounds: &Aabb, depth: u32) -> Option<Split> {
         let n = items.len();
         let cb = items.iter().fold(Aabb::EMPTY, |b, it| b.grow(it.centroid));
         let extent = cb.max - cb.min;
@@ -177,8 +188,9 @@ impl BinnedSah {
                     continue;
                 }
                 let b = (rel[a] as usize).min(bins - 1);
-                table[a][b].bounds = table[a][b].bounds.union(&it.bounds);
-                table[a][b].count += 1;
+                let bin = &mut table[a][b];
+                bin.bounds = bin.bounds.union(&it.bounds);
+                bin.count += 1;
             }
         }
         let block = self.block.max(1) as u32;
@@ -229,15 +241,19 @@ impl BinnedSah {
                 mid += 1;
             }
         }
-        if mid == 0 || mid == n { Some(median_split(items, axis)) } else { Some(mid) }
+        if mid == 0 || mid == n {
+            return Some(median_split(items, axis));
+        }
+        let side = |r: std::ops::Range<usize>| table[a][r].iter().fold(Aabb::EMPTY, |b, bin| b.union(&bin.bounds));
+        Some(Split { mid, left: side(0..boundary), right: side(boundary..bins) })
     }
 }
 
 /// Object-median split along `axis` (ties broken by index, so the result is deterministic).
-fn median_split(items: &mut [BuildItem], axis: usize) -> usize {
+fn median_split(items: &mut [BuildItem], axis: usize) -> Split {
     let mid = items.len() / 2;
     items.select_nth_unstable_by(mid, |a, b| a.centroid[axis].total_cmp(&b.centroid[axis]).then(a.index.cmp(&b.index)));
-    mid
+    Split { mid, left: bounds_of(&items[..mid]), right: bounds_of(&items[mid..]) }
 }
 
 fn append_shifted(out: &mut Vec<BuildNode>, sub: Vec<BuildNode>) {
