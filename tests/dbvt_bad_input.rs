@@ -117,3 +117,29 @@ fn empty_tree_answers_every_query() {
     assert!(built.is_empty() && ids.is_empty());
     built.validate().unwrap();
 }
+
+#[test]
+fn a_bad_entry_leaves_a_batch_update_unapplied() {
+    let (mut tree, ids) = sample_tree();
+    let (_, foreign) = sample_tree();
+    let before: Vec<Aabb> = ids.iter().map(|id| tree.fat_aabb(*id).unwrap()).collect();
+    let far = |i: usize| Aabb::from_center_half_extents(Vec3A::splat(100.0 + i as f32), Vec3A::splat(0.4));
+    let mut moves: Vec<_> = ids.iter().enumerate().map(|(i, id)| (*id, far(i), Vec3A::X)).collect();
+    for bad in [
+        (ids[3], Aabb::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::ONE), Vec3A::X),
+        (ids[3], far(3), Vec3A::new(0.0, f32::INFINITY, 0.0)),
+        (foreign[3], far(3), Vec3A::X),
+    ] {
+        moves[40] = bad;
+        assert!(tree.update_proxies(&moves).is_err());
+        assert!(!tree.is_refit_pending());
+        let after: Vec<Aabb> = ids.iter().map(|id| tree.fat_aabb(*id).unwrap()).collect();
+        assert_eq!(before, after, "a refused batch changed the tree");
+        tree.validate().unwrap();
+    }
+    moves[40] = (ids[40], far(40), Vec3A::X);
+    assert_eq!(tree.update_proxies(&moves).unwrap(), 50);
+    tree.refit();
+    tree.validate().unwrap();
+    assert!(tree.fat_aabb(ids[7]).unwrap().contains(&far(7)));
+}

@@ -63,6 +63,23 @@ pub(crate) trait Visitor<T> {
 }
 
 impl<T> Dbvt<T> {
+    #[inline(always)]
+    fn prefetch(&self, c: ChildRef) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let ptr = if c.is_leaf() {
+                self.slots.as_ptr().wrapping_add(c.index() as usize) as *const i8
+            } else {
+                self.nodes.as_ptr().wrapping_add(c.index() as usize) as *const i8
+            };
+            // SAFETY: prefetching is a hint; it never faults, even on an invalid address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = c;
+    }
+
     /// The traversal loop. Depth-first with an explicit stack; with `V::ORDERED`, the nearer
     /// child is taken first and the farther one pushed with its key, so entries beyond a clipped
     /// ray are culled when popped.
@@ -101,7 +118,11 @@ impl<T> Dbvt<T> {
                 2 => next = Some((node.child[1], keys[1])),
                 _ => {
                     let near = usize::from(V::ORDERED && keys[1] < keys[0]);
-                    stack.push((node.child[1 - near], keys[1 - near]));
+                    let far = node.child[1 - near];
+                    // The far child waits on the stack: start loading it now (its node line, or
+                    // the proxy slot a leaf visit reads).
+                    self.prefetch(far);
+                    stack.push((far, keys[1 - near]));
                     next = Some((node.child[near], keys[near]));
                 }
             }

@@ -114,6 +114,77 @@ impl<T> Dbvt<T> {
         Ok(true)
     }
 
+    /// [`Dbvt::update_proxy`] for a whole batch, the usual shape of a physics step: returns how
+    /// many stored boxes changed. The batch is checked first (ids, boxes, displacements) and
+    /// nothing is changed if any entry is bad, so an error leaves the tree as it was.
+    ///
+    /// Each update touches three scattered cache lines (the proxy's slot, its link and its parent
+    /// node). The checking pass already loads the first two and prefetches the links; the writing
+    /// pass prefetches parent nodes a few entries ahead, so the misses overlap instead of queueing.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, Dbvt};
+    /// use glam::Vec3A;
+    /// let (mut tree, ids) = Dbvt::build((0..10).map(|i| (Aabb::new(Vec3A::splat(i as f32), Vec3A::splat(i as f32 + 0.5)), i)))?;
+    /// let moves: Vec<_> = ids.iter().map(|&id| {
+    ///     let b = tree.fat_aabb(id).unwrap();
+    ///     (id, Aabb::new(b.min + Vec3A::X * 3.0, b.max + Vec3A::X * 3.0), Vec3A::X * 3.0)
+    /// }).collect();
+    /// assert_eq!(tree.update_proxies(&moves)?, 10);
+    /// tree.refit();
+    /// tree.validate().unwrap();
+    /// # Ok::<(), slabtree::DbvtError>(())
+    /// ```
+    pub fn update_proxies(&mut self, moves: &[(ProxyId, Aabb, Vec3A)]) -> Result<usize, DbvtError> {
+        for (id, aabb, d) in moves {
+            let p = self.check(*id)?;
+            self.prefetch_link(p);
+            aabb.validate()?;
+            if !d.is_finite() {
+                return Err(InputError::NonFiniteDisplacement.into());
+            }
+            self.fatten(aabb, *d).validate()?;
+        }
+        const AHEAD: usize = 8;
+        let mut changed = 0;
+        for (i, (id, aabb, d)) in moves.iter().enumerate() {
+            if let Some((ahead, _, _)) = moves.get(i + AHEAD) {
+                let parent = self.proxies[ahead.index as usize].parent;
+                if parent != NULL {
+                    self.prefetch_node(parent);
+                }
+            }
+            changed += usize::from(self.update_proxy(*id, *aabb, *d)?);
+        }
+        Ok(changed)
+    }
+
+    #[inline(always)]
+    fn prefetch_link(&self, p: u32) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint; it never faults.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                self.proxies.as_ptr().wrapping_add(p as usize) as *const i8,
+            )
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
+
+    #[inline(always)]
+    fn prefetch_node(&self, n: u32) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint; it never faults.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                self.nodes.as_ptr().wrapping_add(n as usize) as *const i8,
+            )
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = n;
+    }
+
     /// `true` while [`Dbvt::update_proxy`] changes await a [`Dbvt::refit`].
     pub fn is_refit_pending(&self) -> bool {
         self.refit_pending
