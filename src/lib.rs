@@ -9,6 +9,8 @@
 //!   pair queries, with SIMD node tests and caller policies at the leaves.
 //! * [`build`]: the binned-SAH builder shared by the trees.
 //! * [`mesh`]: triangle meshes and their 8-wide BVHs ([`MeshBvh`]).
+//! * [`d2`]: 2D collision on the same math core: Box2D-Lite box manifolds, Box2D v3 polygon
+//!   manifolds, GJK distance, time of impact and ray casts, bit-exact with Box2D.
 //! * [`io`]: Wavefront OBJ and PLY (ASCII and binary) loaders into a [`TriMesh`] ([`load_mesh`]).
 //!
 //! ```
@@ -28,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod build;
+pub mod d2;
 pub mod dbvt;
 pub mod error;
 pub mod io;
