@@ -1,0 +1,118 @@
+//! Progress bars (on a terminal only), number formatting and the worker-thread setup shared by the
+//! commands.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use slabtree::{BuildOptions, MeshBvh, TriangleTest};
+
+use super::args::{BvhArgs, TestArg};
+use super::error::{CliError, CliResult};
+use super::scene::Scene;
+
+/// `true` when progress should be drawn: standard error is a terminal.
+fn interactive() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// A progress bar of `len` steps with a message, drawn on standard error when it is a terminal
+/// and hidden otherwise.
+pub fn bar(len: u64, message: &str) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(Some(len), target());
+    pb.set_style(
+        ProgressStyle::with_template("{msg} [{wide_bar}] {percent:>3}% (eta {eta})")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    pb.set_message(message.to_owned());
+    pb
+}
+
+fn target() -> ProgressDrawTarget {
+    if interactive() { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() }
+}
+
+/// Runs `f` with a spinner and `message` on a terminal, clearing it afterwards.
+pub fn spin<T>(message: &str, f: impl FnOnce() -> T) -> T {
+    let pb = ProgressBar::with_draw_target(None, target());
+    pb.set_style(ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("the template is valid"));
+    pb.set_message(message.to_owned());
+    if interactive() {
+        pb.enable_steady_tick(Duration::from_millis(100));
+    }
+    let out = f();
+    pb.finish_and_clear();
+    out
+}
+
+/// Sets the number of rayon worker threads (the default is one per core) and returns how many
+/// there are.
+pub fn init_threads(threads: Option<u32>) -> CliResult<usize> {
+    if let Some(n) = threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n as usize)
+            .build_global()
+            .map_err(|e| CliError::new(format!("cannot start {n} worker threads: {e}")))?;
+    }
+    Ok(rayon::current_num_threads())
+}
+
+/// The library's triangle test for the command-line choice.
+pub fn triangle_test(t: TestArg) -> TriangleTest {
+    match t {
+        TestArg::Watertight => TriangleTest::Watertight,
+        TestArg::MollerTrumbore => TriangleTest::MollerTrumbore,
+    }
+}
+
+/// Builds the BVH of a scene with a spinner; returns it and the build's wall time.
+pub fn build(scene: &Scene, args: &BvhArgs) -> (MeshBvh, Duration) {
+    let options = BuildOptions { triangle_test: triangle_test(args.triangle_test), ..Default::default() };
+    let start = Instant::now();
+    let bvh = spin(&format!("building the BVH of {} triangles", count(scene.mesh.len())), || {
+        MeshBvh::build(&scene.mesh, &options)
+    });
+    (bvh, start.elapsed())
+}
+
+/// `1234567` as `1,234,567`.
+pub fn count(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration in milliseconds, e.g. `12.3 ms`.
+pub fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Millions of rays per second.
+pub fn mrays(rays: usize, d: Duration) -> f64 {
+    rays as f64 / d.as_secs_f64().max(1e-12) / 1e6
+}
+
+/// `threads` as `1 thread` or `2 threads`.
+pub fn threads(n: usize) -> String {
+    if n == 1 { "1 thread".into() } else { format!("{n} threads") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1_234_567), "1,234,567");
+    }
+}
