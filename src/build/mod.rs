@@ -1,5 +1,7 @@
 //! Top-down BVH construction shared by the dynamic tree's rebuild and (later) the mesh BVHs.
 
 mod binned_sah;
+mod rotate;
 
 pub use binned_sah::{BinnedSah, BuildItem, BuildNode};
+pub use rotate::rotate_passes;
