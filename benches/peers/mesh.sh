@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds and runs the mesh ray-query comparison: slabtree's MeshBvh against Embree 3, obvhs,
+# parry3d and the bvh crate, on the shared scenes and ray files, in release mode.
+#
+#   benches/peers/mesh.sh                        # scenes from $SLABTREE_SCENES, else /work/shared/scenes
+#   benches/peers/mesh.sh /path/to/scenes        # another scenes folder (meshes + rays/)
+#   benches/peers/mesh.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza
+#
+# Environment: MESH_PASSES (interleaved timed rounds, default 7), MESH_BUDGET_S, MESH_FTZ,
+# MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree.rs.
+#
+# The `embree` crate links the system Embree 3 (Debian's libembree-dev); it is installed here when
+# missing, since a fresh machine does not have it. The script runs from the repository root so that
+# cargo picks up .cargo/config.toml (target-cpu=native), exactly as the main crate's builds do.
+# Timings are only meaningful on an otherwise idle machine.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+if [ -z "${EMBREE_DIR:-}" ] && ! dpkg-query -W -f='${Status}' libembree-dev 2>/dev/null | grep -q "install ok installed"; then
+    echo "mesh.sh: installing libembree-dev (Embree 3) with apt-get" >&2
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libembree-dev
+fi
+
+exec cargo run --release --manifest-path benches/peers/Cargo.toml --bin mesh_vs_embree -- "$@"
