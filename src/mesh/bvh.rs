@@ -114,11 +114,11 @@ pub struct MeshStats {
 /// ```
 #[derive(Clone, Debug)]
 pub struct MeshBvh {
-    nodes: Vec<Node8>,
-    packs: Vec<TriPack>,
-    mesh: TriMesh,
-    options: BuildOptions,
-    bounds: Aabb,
+    pub(crate) nodes: Vec<Node8>,
+    pub(crate) packs: Vec<TriPack>,
+    pub(crate) mesh: TriMesh,
+    pub(crate) options: BuildOptions,
+    pub(crate) bounds: Aabb,
     depth: u32,
     build_time: Duration,
 }

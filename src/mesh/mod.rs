@@ -5,9 +5,9 @@
 //!   swept-box queries.
 
 mod bvh;
-mod collapse;
+pub(crate) mod collapse;
 mod sweep;
-mod triangle;
+pub(crate) mod triangle;
 
 pub use bvh::{BuildOptions, Hit, MeshBvh, MeshStats, TriangleTest};
 pub use sweep::SweepHit;
