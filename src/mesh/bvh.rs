@@ -25,8 +25,9 @@ use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
 /// Which ray–triangle test a mesh uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TriangleTest {
-    /// Möller–Trumbore: fastest; a ray exactly through a shared edge may slip between the two
-    /// triangles.
+    /// Möller–Trumbore: fastest; a ray passing within f32 rounding of a shared edge (about 1e-5 in
+    /// barycentric terms on small, distant triangles) may slip between the two triangles and hit
+    /// what lies behind.
     #[default]
     MollerTrumbore,
     /// Woop–Benthin–Wald watertight test: no ray passes between triangles that share an edge or a
