@@ -74,8 +74,12 @@ impl TriMesh {
     }
 
     /// The three corners of triangle `i`.
+    #[inline]
     pub fn triangle(&self, i: usize) -> [Vec3; 3] {
-        self.triangles[i].map(|v| self.positions[v as usize])
+        // Written out: `array::map` was not inlined here and cost 7% of a bunny build and trace.
+        let [a, b, c] = self.triangles[i];
+        let p = &self.positions;
+        [p[a as usize], p[b as usize], p[c as usize]]
     }
 
     /// The bounds of all vertices used by triangles, or `None` for an empty mesh.

@@ -97,6 +97,7 @@ pub(crate) struct PackHit {
 
 impl TriRay {
     /// The shear of the watertight test is only computed when `watertight` is set.
+    #[inline(always)]
     pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32, watertight: bool) -> TriRay {
         let s = f32x4::splat;
         if !watertight {
