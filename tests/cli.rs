@@ -306,7 +306,7 @@ fn triangle_gltf(buffer_uri: Option<&str>, byte_length: usize) -> String {
 /// A binary glTF: header, JSON chunk, BIN chunk.
 fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
     let mut j = json.as_bytes().to_vec();
-    while j.len() % 4 != 0 {
+    while !j.len().is_multiple_of(4) {
         j.push(b' ');
     }
     let total = 12 + 8 + j.len() + 8 + bin.len();

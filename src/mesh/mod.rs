@@ -6,6 +6,7 @@
 
 mod bvh;
 pub(crate) mod collapse;
+mod packet;
 mod sweep;
 pub(crate) mod triangle;
 

@@ -69,6 +69,7 @@ impl Packet {
     /// The slab test of one child (lane `l` of `node`) against all 8 rays: entry distances and
     /// the mask of rays that hit it within `[tmin, tmax]`.
     #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // `a` indexes the bounds and four per-axis arrays together
     fn test_child(&self, b: &[[[f32; 8]; 3]; 2], l: usize, tmax: f32x8) -> (f32x8, u32) {
         let pad = f32x8::splat(FAR_PAD);
         let mut near = self.tmin;

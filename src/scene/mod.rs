@@ -1,0 +1,355 @@
+//! A two-level scene: instances of shared [`MeshBvh`]es under affine transforms, kept in a
+//! [`Dbvt`] by their world-space boxes. The picking, visibility and collision layer of a
+//! renderer or a game, on top of the dynamic tree (top level) and the mesh BVH (bottom level),
+//! as Embree's and OptiX's instancing.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | instances, ids, add / remove / moves |
+//! | `error.rs` | [`SceneError`] |
+//! | `query.rs` | pick, occlusion, their batches and 8-ray packets, frustum and overlap |
+//! | `sweep.rs` | the swept box against the triangles of every instance (oriented-box SAT) |
+//!
+//! Rays are taken into an instance's space with the inverse transform and *not* renormalised,
+//! so a hit's `t` is the same in both spaces and instances clip one another directly.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use glam::{Affine3A, Vec3, Vec3A};
+//! use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+//! use slabtree::scene::Scene;
+//! let quad = TriMesh::new(
+//!     vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(1.0, 1.0, 0.0), Vec3::new(-1.0, 1.0, 0.0)],
+//!     vec![[0, 1, 2], [0, 2, 3]],
+//! )?;
+//! let mesh = Arc::new(MeshBvh::build(&quad, &BuildOptions::default()));
+//! let mut scene = Scene::new();
+//! let near = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -2.0)), 7)?;
+//! let _far = scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 8)?;
+//! let pick = scene.pick(&Ray::new(Vec3A::ZERO, -Vec3A::Z)).unwrap();
+//! assert_eq!((pick.instance, pick.user_id, pick.t), (near, 7, 2.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod query;
+mod sweep;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use glam::{Affine3A, Mat3A, Vec3A};
+
+use crate::dbvt::{Dbvt, DbvtConfig, ProxyId};
+use crate::math::Aabb;
+use crate::mesh::MeshBvh;
+
+pub use error::SceneError;
+pub use query::ScenePick;
+pub use sweep::SceneSweepHit;
+
+/// The user data the scene stores in its [`Dbvt`]: the slot of the instance in the scene's table
+/// and a copy of its filter mask, so that filtered and frustum queries never touch the table for
+/// instances they skip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstanceSlot {
+    /// Index into the scene's instance table.
+    pub index: u32,
+    /// The generation of the slot (for building the instance's id without the table).
+    pub generation: u32,
+    /// The instance's filter mask.
+    pub mask: u32,
+}
+
+/// A handle to an instance in a [`Scene`]: generational, so an id kept after its instance was
+/// removed is refused with [`SceneError::StaleInstance`], and tagged with its scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstanceId {
+    index: u32,
+    generation: u32,
+    scene: u32,
+}
+
+impl InstanceId {
+    /// The slot index: dense, stable while the instance lives, reused after removal.
+    pub fn index(self) -> u32 {
+        self.index
+    }
+}
+
+/// One instance: a shared mesh under an affine transform.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    mesh: Arc<MeshBvh>,
+    transform: Affine3A,
+    inverse: Affine3A,
+    /// Inverse transpose of the linear part, for normals.
+    normal_matrix: Mat3A,
+    user_id: u64,
+    mask: u32,
+    proxy: ProxyId,
+    world: Aabb,
+}
+
+impl Instance {
+    /// The mesh.
+    pub fn mesh(&self) -> &Arc<MeshBvh> {
+        &self.mesh
+    }
+    /// Instance space to world space.
+    pub fn transform(&self) -> &Affine3A {
+        &self.transform
+    }
+    /// World space to instance space.
+    pub fn inverse(&self) -> &Affine3A {
+        &self.inverse
+    }
+    /// The caller's id.
+    pub fn user_id(&self) -> u64 {
+        self.user_id
+    }
+    /// The filter mask: a query with mask `m` considers the instance when `mask & m != 0`.
+    pub fn mask(&self) -> u32 {
+        self.mask
+    }
+    /// The tight world-space box (the tree stores a fat one around it).
+    pub fn world_aabb(&self) -> Aabb {
+        self.world
+    }
+}
+
+struct Slot {
+    generation: u32,
+    inst: Option<Instance>,
+}
+
+static NEXT_SCENE_TAG: AtomicU32 = AtomicU32::new(1);
+
+/// Instances of triangle meshes, for picking, occlusion, frustum culling, overlap and swept-box
+/// queries. See the [module docs](self).
+pub struct Scene {
+    tree: Dbvt<InstanceSlot>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    count: usize,
+    tag: u32,
+}
+
+impl Default for Scene {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Checks a transform and returns its inverse and normal matrix.
+fn invert(t: &Affine3A) -> Result<(Affine3A, Mat3A), SceneError> {
+    let finite = t.matrix3.is_finite() && t.translation.is_finite();
+    let det = t.matrix3.determinant();
+    if !finite || det == 0.0 || !det.is_finite() {
+        return Err(SceneError::InvalidTransform);
+    }
+    let inv = t.inverse();
+    if !(inv.matrix3.is_finite() && inv.translation.is_finite()) {
+        return Err(SceneError::InvalidTransform);
+    }
+    Ok((inv, inv.matrix3.transpose()))
+}
+
+/// The world box of `local` under `t` (Arvo 1990: centre transformed, half-extents by |M|),
+/// padded by a relative 2^-20 so that f32 rounding never makes it smaller than the exact box.
+pub(crate) fn transform_aabb(t: &Affine3A, local: &Aabb) -> Aabb {
+    let c = t.transform_point3a(local.center());
+    let h = local.half_extents();
+    let m = t.matrix3;
+    let abs = Mat3A::from_cols(m.x_axis.abs(), m.y_axis.abs(), m.z_axis.abs());
+    let e = abs * h;
+    let pad = (c.abs() + e) * (1.0 / 1_048_576.0) + Vec3A::splat(f32::MIN_POSITIVE);
+    Aabb::new(c - e - pad, c + e + pad)
+}
+
+impl Scene {
+    /// An empty scene with the default tree tuning.
+    pub fn new() -> Scene {
+        Self::with_config(DbvtConfig::default())
+    }
+
+    /// An empty scene whose instance tree uses `config` (fat margin, motion prediction).
+    pub fn with_config(config: DbvtConfig) -> Scene {
+        Scene {
+            tree: Dbvt::with_config(config),
+            slots: Vec::new(),
+            free: Vec::new(),
+            count: 0,
+            tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// Number of instances.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// `true` when there is no instance.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The instance tree (world boxes), for statistics and validation.
+    pub fn tree(&self) -> &Dbvt<InstanceSlot> {
+        &self.tree
+    }
+
+    /// Adds an instance of `mesh` under `transform`, with mask `u32::MAX` (seen by every query).
+    pub fn add(&mut self, mesh: Arc<MeshBvh>, transform: Affine3A, user_id: u64) -> Result<InstanceId, SceneError> {
+        self.add_masked(mesh, transform, user_id, u32::MAX)
+    }
+
+    /// Adds an instance with a filter mask (see [`Instance::mask`]).
+    pub fn add_masked(
+        &mut self,
+        mesh: Arc<MeshBvh>,
+        transform: Affine3A,
+        user_id: u64,
+        mask: u32,
+    ) -> Result<InstanceId, SceneError> {
+        let (inverse, normal_matrix) = invert(&transform)?;
+        let local = mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
+        let world = transform_aabb(&transform, &local);
+        world.validate()?;
+        let index = match self.free.last() {
+            Some(&i) => i,
+            None => self.slots.len() as u32,
+        };
+        let generation = self.slots.get(index as usize).map_or(0, |s| s.generation);
+        let proxy = self.tree.insert(world, InstanceSlot { index, generation, mask })?;
+        if self.free.pop().is_none() {
+            self.slots.push(Slot { generation: 0, inst: None });
+        }
+        let slot = &mut self.slots[index as usize];
+        slot.inst = Some(Instance { mesh, transform, inverse, normal_matrix, user_id, mask, proxy, world });
+        self.count += 1;
+        Ok(InstanceId { index, generation: slot.generation, scene: self.tag })
+    }
+
+    fn check(&self, id: InstanceId) -> Result<usize, SceneError> {
+        if id.scene != self.tag {
+            return Err(SceneError::ForeignInstance(id));
+        }
+        match self.slots.get(id.index as usize) {
+            Some(s) if s.generation == id.generation && s.inst.is_some() => Ok(id.index as usize),
+            _ => Err(SceneError::StaleInstance(id)),
+        }
+    }
+
+    pub(crate) fn id_of(&self, index: u32) -> InstanceId {
+        InstanceId { index, generation: self.slots[index as usize].generation, scene: self.tag }
+    }
+
+    #[inline]
+    pub(crate) fn id_from(&self, s: &InstanceSlot) -> InstanceId {
+        InstanceId { index: s.index, generation: s.generation, scene: self.tag }
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self, index: u32) -> &Instance {
+        self.slots[index as usize].inst.as_ref().expect("the tree only holds live instances")
+    }
+
+    /// The instance `id` names.
+    pub fn get(&self, id: InstanceId) -> Result<&Instance, SceneError> {
+        let i = self.check(id)?;
+        Ok(self.slots[i].inst.as_ref().expect("checked live"))
+    }
+
+    /// `true` when `id` names a live instance of this scene.
+    pub fn contains(&self, id: InstanceId) -> bool {
+        self.check(id).is_ok()
+    }
+
+    /// Every instance, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (InstanceId, &Instance)> + '_ {
+        self.slots.iter().enumerate().filter_map(move |(i, s)| s.inst.as_ref().map(|x| (self.id_of(i as u32), x)))
+    }
+
+    /// Removes an instance and returns its user id; `id` becomes stale.
+    pub fn remove(&mut self, id: InstanceId) -> Result<u64, SceneError> {
+        let i = self.check(id)?;
+        let proxy = self.slots[i].inst.as_ref().expect("checked live").proxy;
+        self.tree.remove(proxy)?;
+        let slot = &mut self.slots[i];
+        let inst = slot.inst.take().expect("checked live");
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(i as u32);
+        self.count -= 1;
+        Ok(inst.user_id)
+    }
+
+    /// Changes an instance's filter mask.
+    pub fn set_mask(&mut self, id: InstanceId, mask: u32) -> Result<(), SceneError> {
+        let i = self.check(id)?;
+        let inst = self.slots[i].inst.as_mut().expect("checked live");
+        inst.mask = mask;
+        self.tree.get_mut(inst.proxy)?.mask = mask;
+        Ok(())
+    }
+
+    /// Moves an instance: a fat-margin move of its world box, free while the new box stays inside
+    /// the fat one, a reinsertion otherwise. Returns `true` when the tree changed. A NaN, infinite
+    /// or singular transform is refused with [`SceneError::InvalidTransform`].
+    pub fn set_transform(&mut self, id: InstanceId, transform: Affine3A) -> Result<bool, SceneError> {
+        let i = self.check(id)?;
+        let (inverse, normal_matrix) = invert(&transform)?;
+        let inst = self.slots[i].inst.as_ref().expect("checked live");
+        let local = inst.mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
+        let world = transform_aabb(&transform, &local);
+        world.validate()?;
+        let d = world.center() - inst.world.center();
+        let changed = self.tree.move_proxy(inst.proxy, world, d)?;
+        let inst = self.slots[i].inst.as_mut().expect("checked live");
+        inst.transform = transform;
+        inst.inverse = inverse;
+        inst.normal_matrix = normal_matrix;
+        inst.world = world;
+        Ok(changed)
+    }
+
+    /// Moves many instances in one pass, the usual shape of a frame: each world box is stored in
+    /// O(1) (no reinsertion) and one linear refit fixes the tree afterwards
+    /// ([`Dbvt::update_proxies`] and [`Dbvt::refit`]). Every entry is checked first; on error
+    /// nothing changes. Returns how many stored boxes changed. Follow with
+    /// [`Scene::optimize`] now and then to keep the tree's quality.
+    pub fn set_transforms(&mut self, moves: &[(InstanceId, Affine3A)]) -> Result<usize, SceneError> {
+        let mut plan = Vec::with_capacity(moves.len());
+        let mut tree_moves = Vec::with_capacity(moves.len());
+        for &(id, transform) in moves {
+            let i = self.check(id)?;
+            let (inverse, normal_matrix) = invert(&transform)?;
+            let inst = self.slots[i].inst.as_ref().expect("checked live");
+            let local = inst.mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
+            let world = transform_aabb(&transform, &local);
+            world.validate()?;
+            tree_moves.push((inst.proxy, world, world.center() - inst.world.center()));
+            plan.push((i, transform, inverse, normal_matrix, world));
+        }
+        let changed = self.tree.update_proxies(&tree_moves)?;
+        self.tree.refit();
+        for (i, transform, inverse, normal_matrix, world) in plan {
+            let inst = self.slots[i].inst.as_mut().expect("checked live");
+            inst.transform = transform;
+            inst.inverse = inverse;
+            inst.normal_matrix = normal_matrix;
+            inst.world = world;
+        }
+        Ok(changed)
+    }
+
+    /// Incremental optimisation of the instance tree (see [`Dbvt::optimize_incremental`]).
+    pub fn optimize(&mut self, budget: usize) -> usize {
+        self.tree.optimize_incremental(budget)
+    }
+
+    /// Rebuilds the instance tree with binned SAH.
+    pub fn rebuild(&mut self) {
+        self.tree.rebuild();
+    }
+}

@@ -1,0 +1,279 @@
+//! Scene queries: pick (closest hit), occlusion, their rayon batches and 8-ray packets, frustum
+//! culling and box overlap.
+
+use std::cell::RefCell;
+
+use glam::{Vec3, Vec3A};
+use rayon::prelude::*;
+
+use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
+use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
+use crate::math::{Aabb, Frustum, Ray};
+
+thread_local! {
+    /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
+    static WS: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::new());
+}
+
+/// Runs `f` with this thread's workspace (or a fresh one on re-entry).
+pub(crate) fn with_ws<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
+    WS.with(|ws| match ws.try_borrow_mut() {
+        Ok(mut ws) => f(&mut ws),
+        Err(_) => f(&mut QueryWorkspace::new()),
+    })
+}
+
+/// The closest hit of a ray in a scene.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScenePick {
+    /// The instance hit.
+    pub instance: InstanceId,
+    /// Its user id.
+    pub user_id: u64,
+    /// The triangle, in the mesh's input order.
+    pub triangle: u32,
+    /// Ray parameter of the hit (the same in world and instance space).
+    pub t: f32,
+    /// Barycentric weight of the triangle's second vertex.
+    pub u: f32,
+    /// Barycentric weight of the third vertex.
+    pub v: f32,
+    /// Unit geometric normal in world space (instance normal times the inverse transpose).
+    pub normal: Vec3,
+}
+
+/// The ray in an instance's space, with `t` unchanged (direction not renormalised).
+#[inline]
+pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
+    let o = inst.inverse.transform_point3a(ray.origin());
+    let d = inst.inverse.transform_vector3a(ray.dir());
+    Ray::new(o, d).with_range(ray.tmin, tmax)
+}
+
+impl Scene {
+    fn make_pick(&self, slot: u32, h: crate::mesh::Hit) -> ScenePick {
+        let inst = self.slot(slot);
+        let n = (inst.normal_matrix * Vec3A::from(h.normal)).normalize_or_zero();
+        ScenePick {
+            instance: self.id_of(slot),
+            user_id: inst.user_id,
+            triangle: h.triangle,
+            t: h.t,
+            u: h.u,
+            v: h.v,
+            normal: n.into(),
+        }
+    }
+
+    /// The closest hit over all instances, or `None` (also for an invalid ray).
+    pub fn pick(&self, ray: &Ray) -> Option<ScenePick> {
+        self.pick_masked(ray, u32::MAX)
+    }
+
+    /// [`Scene::pick`] over the instances whose mask shares a bit with `mask`.
+    pub fn pick_masked(&self, ray: &Ray, mask: u32) -> Option<ScenePick> {
+        let mut best: Option<(u32, crate::mesh::Hit)> = None;
+        let r = with_ws(|ws| {
+            self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+                if leaf.data.mask & mask == 0 {
+                    return RayControl::Continue;
+                }
+                let inst = self.slot(leaf.data.index);
+                match inst.mesh.intersect(&local_ray(inst, ray, leaf.tmax)) {
+                    Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
+                        best = Some((leaf.data.index, h));
+                        RayControl::Clip(h.t)
+                    }
+                    _ => RayControl::Continue,
+                }
+            })
+        });
+        r.ok()?;
+        best.map(|(s, h)| self.make_pick(s, h))
+    }
+
+    /// `true` when any instance's triangle is hit within the ray's range.
+    pub fn occluded(&self, ray: &Ray) -> bool {
+        self.occluded_masked(ray, u32::MAX)
+    }
+
+    /// [`Scene::occluded`] over the instances whose mask shares a bit with `mask` (for example,
+    /// shadow rays ignoring instances that cast no shadow).
+    pub fn occluded_masked(&self, ray: &Ray, mask: u32) -> bool {
+        let mut hit = false;
+        let _ = with_ws(|ws| {
+            self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+                if leaf.data.mask & mask == 0 {
+                    return RayControl::Continue;
+                }
+                let inst = self.slot(leaf.data.index);
+                if inst.mesh.occluded(&local_ray(inst, ray, ray.tmax)) {
+                    hit = true;
+                    return RayControl::Stop;
+                }
+                RayControl::Continue
+            })
+        });
+        hit
+    }
+
+    /// [`Scene::pick_masked`] over many rays on rayon's threads.
+    pub fn pick_batch(&self, rays: &[Ray], mask: u32) -> Vec<Option<ScenePick>> {
+        rays.par_iter().with_min_len(64).map(|r| self.pick_masked(r, mask)).collect()
+    }
+
+    /// [`Scene::occluded_masked`] over many rays on rayon's threads.
+    pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Vec<bool> {
+        rays.par_iter().with_min_len(64).map(|r| self.occluded_masked(r, mask)).collect()
+    }
+
+    /// Instances whose fat world box reaches each ray within its range, with the entry distance
+    /// (NaN for the rays that do not reach it, so that `entry <= tmax` is false).
+    fn candidates8(&self, rays: &[Ray; 8], mask: u32) -> Vec<(u32, [f32; 8])> {
+        let mut cands: Vec<(u32, [f32; 8])> = Vec::new();
+        let mut index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        with_ws(|ws| {
+            for (r, ray) in rays.iter().enumerate() {
+                let _ = self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+                    if leaf.data.mask & mask != 0 {
+                        let k = *index.entry(leaf.data.index).or_insert_with(|| {
+                            cands.push((leaf.data.index, [f32::NAN; 8]));
+                            cands.len() - 1
+                        });
+                        cands[k].1[r] = leaf.t;
+                    }
+                    RayControl::Continue
+                });
+            }
+        });
+        cands.sort_by(|a, b| {
+            let ka = a.1.iter().copied().fold(f32::INFINITY, f32::min);
+            let kb = b.1.iter().copied().fold(f32::INFINITY, f32::min);
+            ka.total_cmp(&kb)
+        });
+        cands
+    }
+
+    /// [`Scene::pick_masked`] for 8 coherent rays: instances are found once for the packet and
+    /// each is traversed with [`MeshBvh::intersect8`](crate::MeshBvh::intersect8). Every result
+    /// equals `pick_masked` of the same ray (a ray whose two nearest hits on different instances
+    /// come within rounding of each other is answered by `pick_masked` itself).
+    pub fn pick8(&self, rays: &[Ray; 8], mask: u32) -> [Option<ScenePick>; 8] {
+        let mut best: [Option<(u32, crate::mesh::Hit)>; 8] = [None; 8];
+        let mut redo = 0u32;
+        for (slot, entry) in self.candidates8(rays, mask) {
+            let inst = self.slot(slot);
+            let mut any = false;
+            let local: [Ray; 8] = std::array::from_fn(|r| {
+                let tmax = best[r].map_or(rays[r].tmax, |b| b.1.t);
+                if entry[r] <= tmax {
+                    any = true;
+                    local_ray(inst, &rays[r], tmax)
+                } else {
+                    // An empty range: the ray does not take part.
+                    Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+                }
+            });
+            if !any {
+                continue;
+            }
+            let hits = inst.mesh.intersect8(&local);
+            for r in 0..8 {
+                if let Some(h) = hits[r] {
+                    match best[r] {
+                        Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
+                        Some(b) if h.t >= b.1.t => {}
+                        _ => best[r] = Some((slot, h)),
+                    }
+                }
+            }
+        }
+        std::array::from_fn(|r| {
+            if redo & (1 << r) != 0 {
+                self.pick_masked(&rays[r], mask)
+            } else {
+                best[r].map(|(s, h)| self.make_pick(s, h))
+            }
+        })
+    }
+
+    /// [`Scene::occluded_masked`] for 8 coherent rays, with
+    /// [`MeshBvh::occluded8`](crate::MeshBvh::occluded8) per instance; equals the single-ray
+    /// answer for every ray.
+    pub fn occluded8(&self, rays: &[Ray; 8], mask: u32) -> [bool; 8] {
+        let mut out = [false; 8];
+        for (slot, entry) in self.candidates8(rays, mask) {
+            let inst = self.slot(slot);
+            let mut any = false;
+            let local: [Ray; 8] = std::array::from_fn(|r| {
+                if !out[r] && entry[r] <= rays[r].tmax {
+                    any = true;
+                    local_ray(inst, &rays[r], rays[r].tmax)
+                } else {
+                    Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+                }
+            });
+            if !any {
+                continue;
+            }
+            let occ = inst.mesh.occluded8(&local);
+            for r in 0..8 {
+                out[r] |= occ[r];
+            }
+            if out.iter().all(|&o| o) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Instances whose (fat) world box is not certainly outside the frustum: conservative, as
+    /// [`Frustum::may_contain`].
+    pub fn visible(&self, frustum: &Frustum) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
+        self.visible_masked(frustum, u32::MAX)
+    }
+
+    /// [`Scene::visible`] over the instances whose mask shares a bit with `mask`.
+    pub fn visible_masked(
+        &self,
+        frustum: &Frustum,
+        mask: u32,
+    ) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
+        let mut out: Vec<InstanceId> = Vec::new();
+        with_ws(|ws| {
+            self.tree.frustum(frustum, ws, &mut |_: ProxyId, s: &InstanceSlot| {
+                if s.mask & mask != 0 {
+                    out.push(self.id_from(s));
+                }
+                LeafControl::Continue
+            })
+        })?;
+        Ok(out.into_iter())
+    }
+
+    /// Instances whose tight world box overlaps `aabb` (touching counts).
+    pub fn overlap(&self, aabb: &Aabb) -> Result<Vec<InstanceId>, SceneError> {
+        self.overlap_masked(aabb, u32::MAX)
+    }
+
+    /// [`Scene::overlap`] over the instances whose mask shares a bit with `mask`.
+    pub fn overlap_masked(&self, aabb: &Aabb, mask: u32) -> Result<Vec<InstanceId>, SceneError> {
+        let mut out = Vec::new();
+        with_ws(|ws| {
+            self.tree.overlap(aabb, ws, &mut |_: ProxyId, s: &InstanceSlot| {
+                if s.mask & mask != 0 && self.slot(s.index).world.overlaps(aabb) {
+                    out.push(self.id_of(s.index));
+                }
+                LeafControl::Continue
+            })
+        })?;
+        Ok(out)
+    }
+}
+
+/// Two distances within rounding of each other: which instance the single-ray path keeps then
+/// depends on the order it meets them, so the packet path defers to it.
+#[inline]
+fn near_tie(a: f32, b: f32) -> bool {
+    (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + f32::MIN_POSITIVE
+}

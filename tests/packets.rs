@@ -1,0 +1,201 @@
+//! 8-ray packets (`MeshBvh::intersect8`, `occluded8`) against the single-ray path: every result
+//! must be exactly equal (same triangle, same bits of t, u, v), on coherent tiles, incoherent
+//! rays, clipped ranges, invalid rays, and rays aimed at shared edges and vertices (exact ties).
+
+use glam::{Vec3, Vec3A};
+use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn range(&mut self, a: f32, b: f32) -> f32 {
+        a + (b - a) * self.unit()
+    }
+    fn vec(&mut self, a: f32, b: f32) -> Vec3 {
+        Vec3::new(self.range(a, b), self.range(a, b), self.range(a, b))
+    }
+}
+
+fn sphere(n: u32, r: f32) -> TriMesh {
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for i in 0..=n {
+        for j in 0..=2 * n {
+            let th = std::f32::consts::PI * i as f32 / n as f32;
+            let ph = std::f32::consts::PI * j as f32 / n as f32;
+            p.push(Vec3::new(th.sin() * ph.cos(), th.cos(), th.sin() * ph.sin()) * r);
+        }
+    }
+    let w = 2 * n + 1;
+    for i in 0..n {
+        for j in 0..2 * n {
+            let a = i * w + j;
+            t.push([a, a + w, a + 1]);
+            t.push([a + 1, a + w, a + w + 1]);
+        }
+    }
+    TriMesh::new(p, t).unwrap()
+}
+
+fn soup(rng: &mut Rng, n: usize) -> TriMesh {
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for i in 0..n as u32 {
+        let c = rng.vec(-5.0, 5.0);
+        for _ in 0..3 {
+            p.push(c + rng.vec(-0.6, 0.6));
+        }
+        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    TriMesh::new(p, t).unwrap()
+}
+
+/// A flat grid of unit squares in z = 0: rays through its vertices and edges meet exact ties.
+fn grid(n: u32) -> TriMesh {
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for y in 0..=n {
+        for x in 0..=n {
+            p.push(Vec3::new(x as f32, y as f32, 0.0));
+        }
+    }
+    for y in 0..n {
+        for x in 0..n {
+            let a = y * (n + 1) + x;
+            t.push([a, a + 1, a + n + 2]);
+            t.push([a, a + n + 2, a + n + 1]);
+        }
+    }
+    TriMesh::new(p, t).unwrap()
+}
+
+fn bits(h: &Option<slabtree::Hit>) -> Option<(u32, u32, u32, u32)> {
+    h.map(|h| (h.triangle, h.t.to_bits(), h.u.to_bits(), h.v.to_bits()))
+}
+
+fn check(bvh: &MeshBvh, rays: &[Ray]) -> (usize, usize) {
+    let mut hits = 0;
+    let mut occ = 0;
+    for chunk in rays.chunks_exact(8) {
+        let pk: [Ray; 8] = chunk.try_into().unwrap();
+        let h8 = bvh.intersect8(&pk);
+        let o8 = bvh.occluded8(&pk);
+        for r in 0..8 {
+            let h1 = bvh.intersect(&pk[r]);
+            assert_eq!(bits(&h8[r]), bits(&h1), "ray {:?}", pk[r]);
+            assert_eq!(h8[r].map(|h| h.normal), h1.map(|h| h.normal));
+            assert_eq!(o8[r], bvh.occluded(&pk[r]), "ray {:?}", pk[r]);
+            hits += h1.is_some() as usize;
+            occ += o8[r] as usize;
+        }
+    }
+    (hits, occ)
+}
+
+/// Primary rays of a pinhole camera in 4x2 tiles, 8 rays per packet.
+fn tiles(eye: Vec3, target: Vec3, w: u32, h: u32, fov: f32) -> Vec<Ray> {
+    let f = (target - eye).normalize();
+    let r = f.cross(Vec3::Y).normalize();
+    let u = r.cross(f);
+    let s = (fov * 0.5).tan();
+    let mut out = Vec::new();
+    for ty in (0..h).step_by(2) {
+        for tx in (0..w).step_by(4) {
+            for dy in 0..2 {
+                for dx in 0..4 {
+                    let px = ((tx + dx) as f32 + 0.5) / w as f32 * 2.0 - 1.0;
+                    let py = ((ty + dy) as f32 + 0.5) / h as f32 * 2.0 - 1.0;
+                    out.push(Ray::new(Vec3A::from(eye), Vec3A::from(f + r * px * s + u * py * s)));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn options(test: TriangleTest) -> BuildOptions {
+    BuildOptions { triangle_test: test, ..Default::default() }
+}
+
+#[test]
+fn coherent_tiles_equal_single_rays() {
+    let mut rng = Rng(1);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        for mesh in [sphere(40, 2.0), soup(&mut rng, 3000)] {
+            let bvh = MeshBvh::build(&mesh, &options(test));
+            let rays = tiles(Vec3::new(0.3, 0.7, 9.0), Vec3::ZERO, 64, 48, 1.0);
+            let (hits, occ) = check(&bvh, &rays);
+            assert!(hits > 100 && occ == hits, "{hits} {occ}");
+        }
+    }
+}
+
+#[test]
+fn incoherent_and_clipped_rays_equal_single_rays() {
+    let mut rng = Rng(2);
+    let mesh = soup(&mut rng, 2000);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &options(test));
+        let mut rays = Vec::new();
+        for i in 0..4000 {
+            let o = rng.vec(-8.0, 8.0);
+            let d = rng.vec(-1.0, 1.0);
+            let mut ray = Ray::new(Vec3A::from(o), Vec3A::from(d));
+            if i % 3 == 0 {
+                ray = ray.with_range(rng.range(0.0, 2.0), rng.range(2.0, 10.0));
+            }
+            if i % 97 == 0 {
+                ray = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X);
+            }
+            if i % 89 == 0 {
+                ray = ray.with_range(3.0, 1.0);
+            }
+            if i % 7 == 0 {
+                // Axis-parallel directions (zero components, infinite inverse).
+                ray = Ray::new(Vec3A::from(o), Vec3A::new(0.0, 0.0, -1.0));
+            }
+            rays.push(ray);
+        }
+        let (hits, _) = check(&bvh, &rays);
+        assert!(hits > 500, "{hits}");
+    }
+}
+
+#[test]
+fn ties_on_shared_edges_and_vertices_equal_single_rays() {
+    let mesh = grid(16);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &options(test));
+        let mut rays = Vec::new();
+        for y in 0..32 {
+            for x in 0..32 {
+                // Every half-unit: vertices, edge midpoints and square centres (diagonals).
+                let p = Vec3A::new(x as f32 * 0.5, y as f32 * 0.5, 0.0);
+                rays.push(Ray::new(p + Vec3A::new(0.0, 0.0, 3.0), -Vec3A::Z));
+                rays.push(Ray::new(p + Vec3A::new(0.25, -0.5, 2.0), Vec3A::new(-0.125, 0.25, -1.0)));
+            }
+        }
+        let (hits, _) = check(&bvh, &rays);
+        assert!(hits > 1500, "{hits}");
+    }
+}
+
+#[test]
+fn empty_mesh_and_all_dead_packets() {
+    let empty = MeshBvh::build(&TriMesh::new(vec![], vec![]).unwrap(), &BuildOptions::default());
+    let rays = [Ray::new(Vec3A::ZERO, Vec3A::X); 8];
+    assert_eq!(empty.intersect8(&rays), [None; 8]);
+    assert_eq!(empty.occluded8(&rays), [false; 8]);
+    let bvh = MeshBvh::build(&sphere(8, 1.0), &BuildOptions::default());
+    let away = [Ray::new(Vec3A::new(5.0, 5.0, 5.0), Vec3A::X); 8];
+    assert_eq!(bvh.intersect8(&away), [None; 8]);
+}
