@@ -332,7 +332,9 @@ impl Scene {
             plan.push((i, transform, inverse, normal_matrix, world));
         }
         let changed = self.tree.update_proxies(&tree_moves)?;
-        self.tree.refit();
+        if self.tree.is_refit_pending() {
+            self.tree.refit();
+        }
         for (i, transform, inverse, normal_matrix, world) in plan {
             let inst = self.slots[i].inst.as_mut().expect("checked live");
             inst.transform = transform;
