@@ -23,17 +23,33 @@ use super::scene::{DEFAULT_ALBEDO, Scene};
 /// Deepest node hierarchy accepted; deeper is taken as a cycle.
 const MAX_DEPTH: usize = 256;
 
+/// `Gltf::from_slice`, with a panic inside it turned into `None`. gltf-json 1.4 indexes its own
+/// arrays while validating and panics on some malformed documents (a primitive whose POSITION
+/// names a missing accessor; found by fuzzing, `tests/regressions.rs`). The panic hook is silenced
+/// for the call so that nothing reaches stderr; loading happens before any other thread exists.
+fn parse_contained(bytes: &[u8]) -> Option<gltf::Result<gltf::Gltf>> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(|| gltf::Gltf::from_slice(bytes));
+    std::panic::set_hook(hook);
+    result.ok()
+}
+
 /// Loads a `.gltf` or `.glb` file.
 pub fn load(path: &Path) -> CliResult<Scene> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| CliError::io(path, "read", &e))?;
-    let gltf = gltf::Gltf::from_slice(&bytes).map_err(|e| match e {
-        gltf::Error::Validation(problems) => {
-            let list: Vec<String> = problems.iter().map(|(path, what)| format!("{path}: {what}")).collect();
-            CliError::new(format!("{name}: invalid glTF: {}", list.join("; ")))
-        }
-        e => CliError::new(format!("{name}: invalid glTF: {e}")),
-    })?;
+    let gltf = parse_contained(&bytes)
+        .ok_or_else(|| {
+            CliError::new(format!("{name}: invalid glTF: the document refers to objects it does not contain"))
+        })?
+        .map_err(|e| match e {
+            gltf::Error::Validation(problems) => {
+                let list: Vec<String> = problems.iter().map(|(path, what)| format!("{path}: {what}")).collect();
+                CliError::new(format!("{name}: invalid glTF: {}", list.join("; ")))
+            }
+            e => CliError::new(format!("{name}: invalid glTF: {e}")),
+        })?;
     let dir = path.parent().unwrap_or(Path::new(""));
     let buffers = load_buffers(&gltf.document, gltf.blob.as_deref(), dir).map_err(|e| e.in_file(&name))?;
     let mut out = Collector::default();

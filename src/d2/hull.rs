@@ -39,9 +39,19 @@ impl Hull {
 }
 
 /// Quickhull recursion: the hull of `ps` to the right of the edge `p1 → p2`, without the ends.
-fn recurse_hull(p1: Vec2, p2: Vec2, ps: &[Vec2]) -> Hull {
+///
+/// Each level adds one hull point, so a hull of at most `MAX_POLYGON_VERTICES` points never
+/// recurses deeper than that. With extreme coordinates (around 1e17), rounding can make a point
+/// look farther than 2·slop from an edge through itself, and Box2D's `b2RecurseHull` then recurses
+/// forever; past the depth limit `failed` is set and the caller reports no hull (a fuzzing
+/// finding, `tests/regressions.rs`).
+fn recurse_hull(p1: Vec2, p2: Vec2, ps: &[Vec2], depth: usize, failed: &mut bool) -> Hull {
     let mut hull = Hull::default();
-    if ps.is_empty() {
+    if ps.is_empty() || *failed {
+        return hull;
+    }
+    if depth > MAX_POLYGON_VERTICES {
+        *failed = true;
         return hull;
     }
 
@@ -78,8 +88,8 @@ fn recurse_hull(p1: Vec2, p2: Vec2, ps: &[Vec2]) -> Hull {
     let best_point = ps[best_index];
 
     // compute hull to the right of p1-bestPoint, then of bestPoint-p2, and stitch them
-    let hull1 = recurse_hull(p1, best_point, &right_points[..right_count]);
-    let hull2 = recurse_hull(best_point, p2, &right_points[..right_count]);
+    let hull1 = recurse_hull(p1, best_point, &right_points[..right_count], depth + 1, failed);
+    let hull2 = recurse_hull(best_point, p2, &right_points[..right_count], depth + 1, failed);
     for &p in hull1.points() {
         hull.push(p);
     }
@@ -186,8 +196,12 @@ pub fn compute_hull(points: &[Vec2]) -> Hull {
     }
 
     // compute hulls on right and left
-    let hull1 = recurse_hull(p1, p2, &right_points[..right_count]);
-    let hull2 = recurse_hull(p2, p1, &left_points[..left_count]);
+    let mut failed = false;
+    let hull1 = recurse_hull(p1, p2, &right_points[..right_count], 1, &mut failed);
+    let hull2 = recurse_hull(p2, p1, &left_points[..left_count], 1, &mut failed);
+    if failed {
+        return Hull::default();
+    }
 
     if hull1.count == 0 && hull2.count == 0 {
         // all points collinear

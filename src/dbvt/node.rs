@@ -161,7 +161,8 @@ impl RayLanes {
             near = tn.fast_max(near);
             far = tf.fast_min(far);
         }
-        let mask = near.simd_le(far).to_bitmask() & 3;
+        // As `SlabInterval::is_hit`: entered within range, at a finite distance.
+        let mask = (near.simd_le(far) & near.simd_lt(f32x4::splat(f32::INFINITY))).to_bitmask() & 3;
         let n = near.to_array();
         (mask, [n[0], n[1]])
     }

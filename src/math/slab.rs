@@ -54,10 +54,12 @@ pub struct SlabInterval {
 }
 
 impl SlabInterval {
-    /// `true` when the ray touches the box within its range.
+    /// `true` when the ray touches the box within its range. The entry must be finite: an
+    /// interval `[inf, inf]` (a zero-length ray beside the box, or a direction so small that the
+    /// box lies beyond f32's range of t) is not a hit.
     #[inline(always)]
     pub fn is_hit(&self) -> bool {
-        self.near <= self.far
+        self.near <= self.far && self.near < f32::INFINITY
     }
 }
 

@@ -387,7 +387,8 @@ impl MeshBvh {
                         near = tn.fast_max(near);
                         far = tf.fast_min(far);
                     }
-                    let mut mask = near.simd_le(far).to_bitmask();
+                    // As `SlabInterval::is_hit`: entered within range, at a finite distance.
+                    let mut mask = (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask();
                     if mask != 0 {
                         let d = near.to_array();
                         if mask & (mask - 1) == 0 {

@@ -85,7 +85,7 @@ impl Packet {
             near = tn.fast_max(near);
             far = tf.fast_min(far);
         }
-        (near, near.simd_le(far).to_bitmask())
+        (near, (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask())
     }
 }
 

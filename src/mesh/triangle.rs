@@ -170,7 +170,8 @@ impl TriRay {
             & v.simd_ge(zero)
             & (u + v).simd_le(f32x4::ONE)
             & t.simd_ge(f32x4::splat(self.tmin))
-            & t.simd_le(f32x4::splat(tmax));
+            & t.simd_le(f32x4::splat(tmax))
+            & t.simd_lt(f32x4::splat(f32::INFINITY));
         nearest(mask, t, u, v)
     }
 
@@ -228,7 +229,9 @@ impl TriRay {
             & !(neg & pos)
             & det.simd_ne(zero)
             & t.simd_ge(f32x4::splat(self.tmin))
-            & t.simd_le(f32x4::splat(tmax));
+            & t.simd_le(f32x4::splat(tmax))
+            // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
+            & t.simd_lt(f32x4::splat(f32::INFINITY));
         let inv = f32x4::ONE / det;
         nearest(mask, t, v * inv, w * inv)
     }

@@ -1,0 +1,421 @@
+//! The bad-input matrix of README.md, one test per row: every bad input tried, and what happens.
+//! Nothing panics; the tree, mesh or file state is unchanged after an error.
+
+use glam::{Mat4, Vec2, Vec3, Vec3A};
+use slabtree::d2::{
+    DistanceInput, OrientedBox, Polygon, Rot, SimplexCache, Sweep, ToiInput, Transform, collide_boxes,
+    collide_polygons, compute_hull, shape_distance, time_of_impact,
+};
+use slabtree::io::{parse_obj, parse_ply};
+use slabtree::{
+    Aabb, BuildOptions, Dbvt, DbvtError, Frustum, InputError, LeafControl, LoadErrorKind, MeshBvh, MeshError,
+    QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest, load_mesh,
+};
+
+fn tree() -> (Dbvt<u32>, Vec<slabtree::ProxyId>) {
+    Dbvt::build((0..50).map(|i| (Aabb::from_center_half_extents(Vec3A::splat(i as f32 * 2.0), Vec3A::splat(0.5)), i)))
+        .unwrap()
+}
+
+fn square(test: TriangleTest) -> MeshBvh {
+    let mesh =
+        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::new(1.0, 1.0, 0.0), Vec3::Y], vec![[0, 1, 2], [0, 2, 3]]).unwrap();
+    MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() })
+}
+
+const NAN: f32 = f32::NAN;
+const INF: f32 = f32::INFINITY;
+
+fn bad_boxes() -> Vec<Aabb> {
+    vec![
+        Aabb::new(Vec3A::new(NAN, 0.0, 0.0), Vec3A::ONE),
+        Aabb::new(Vec3A::ZERO, Vec3A::new(1.0, NAN, 1.0)),
+        Aabb::new(Vec3A::new(-INF, 0.0, 0.0), Vec3A::ONE),
+        Aabb::new(Vec3A::ZERO, Vec3A::splat(INF)),
+        Aabb::new(Vec3A::ONE, Vec3A::ZERO), // inverted
+        Aabb::EMPTY,
+    ]
+}
+
+fn snapshot(t: &Dbvt<u32>) -> Vec<(slabtree::ProxyId, u32, Aabb)> {
+    t.iter().map(|(id, d)| (id, *d, t.fat_aabb(id).unwrap())).collect()
+}
+
+/// Row: NaN, infinite or inverted AABBs: insert, build, move, enlarge, update, overlap, box cast.
+#[test]
+fn nan_infinite_inverted_aabbs_are_typed_errors() {
+    let (mut t, ids) = tree();
+    let before = snapshot(&t);
+    let mut ws = QueryWorkspace::new();
+    for b in bad_boxes() {
+        assert!(matches!(t.insert(b, 99), Err(DbvtError::Input(_))), "{b:?}");
+        assert!(matches!(t.move_proxy(ids[0], b, Vec3A::ZERO), Err(DbvtError::Input(_))));
+        assert!(matches!(t.enlarge_proxy(ids[0], b, Vec3A::ZERO), Err(DbvtError::Input(_))));
+        assert!(matches!(t.update_proxies(&[(ids[1], b, Vec3A::ZERO)]), Err(DbvtError::Input(_))));
+        assert!(matches!(t.overlap(&b, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
+        assert!(matches!(t.box_cast_closest(&b, Vec3A::X, &mut ws), Err(DbvtError::Input(_))));
+        assert!(matches!(Dbvt::build([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 0), (b, 1)]), Err(DbvtError::Input(_))));
+        assert!(square(TriangleTest::Watertight).sweep_box(&b, Vec3A::X).is_none());
+    }
+    for p in [Vec3A::new(NAN, 0.0, 0.0), Vec3A::splat(INF)] {
+        assert!(matches!(t.point(p, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
+    }
+    assert_eq!(snapshot(&t), before);
+    t.validate().unwrap();
+}
+
+/// Row: huge but finite boxes (±f32::MAX) are accepted, and queries still work.
+#[test]
+fn huge_finite_boxes_are_accepted_and_queried() {
+    let (mut t, _) = tree();
+    let huge = t.insert(Aabb::new(Vec3A::splat(-f32::MAX), Vec3A::splat(f32::MAX)), 1000).unwrap();
+    let far = t.insert(Aabb::new(Vec3A::splat(3e38), Vec3A::splat(3.2e38)), 1001).unwrap();
+    t.validate().unwrap();
+    let mut ws = QueryWorkspace::new();
+    let mut seen = Vec::new();
+    t.ray_cast(&Ray::new(Vec3A::splat(-10.0), Vec3A::ONE), &mut ws, &mut |l: RayLeaf<'_, u32>| {
+        seen.push(l.id);
+        RayControl::Continue
+    })
+    .unwrap();
+    assert!(seen.contains(&huge) && seen.contains(&far));
+    t.rebuild();
+    t.optimize_incremental(100);
+    t.validate().unwrap();
+    assert_eq!(t.len(), 52);
+}
+
+/// Row: NaN or infinite displacements.
+#[test]
+fn nan_infinite_displacements_are_refused() {
+    let (mut t, ids) = tree();
+    let before = snapshot(&t);
+    let mut ws = QueryWorkspace::new();
+    let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
+    for d in [Vec3A::new(NAN, 0.0, 0.0), Vec3A::new(0.0, INF, 0.0), Vec3A::splat(-INF)] {
+        assert_eq!(t.move_proxy(ids[0], b, d), Err(DbvtError::Input(InputError::NonFiniteDisplacement)));
+        assert!(t.enlarge_proxy(ids[0], b, d).is_err());
+        assert!(t.update_proxies(&[(ids[0], b, d)]).is_err());
+        assert!(t.box_cast_closest(&b, d, &mut ws).is_err());
+        assert!(square(TriangleTest::MollerTrumbore).sweep_box(&b, d).is_none());
+    }
+    // Finite, but so large that the fat box overflows to infinity: refused too.
+    assert!(t.move_proxy(ids[0], b, Vec3A::splat(3e38)).is_err());
+    assert_eq!(snapshot(&t), before);
+    t.validate().unwrap();
+}
+
+fn bad_rays() -> Vec<Ray> {
+    vec![
+        Ray::new(Vec3A::new(NAN, 0.0, 0.0), Vec3A::X),
+        Ray::new(Vec3A::ZERO, Vec3A::new(0.0, NAN, 1.0)),
+        Ray::new(Vec3A::splat(INF), Vec3A::X),
+        Ray::new(Vec3A::ZERO, Vec3A::new(-INF, 1.0, 0.0)),
+        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(NAN, 1.0),
+        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(0.0, NAN),
+        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(-INF, 1.0),
+        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(2.0, 1.0), // tmin > tmax
+        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(INF, INF),
+    ]
+}
+
+/// Row: NaN or infinite rays, NaN ranges, `tmin > tmax`: the tree refuses them with a typed
+/// error; the mesh reports no hit.
+#[test]
+fn nan_infinite_rays_and_bad_ranges() {
+    let (t, _) = tree();
+    let mut ws = QueryWorkspace::new();
+    for bvh in [square(TriangleTest::MollerTrumbore), square(TriangleTest::Watertight)] {
+        for r in bad_rays() {
+            assert!(r.validate().is_err(), "{r:?}");
+            assert!(matches!(t.ray_cast_closest(&r, &mut ws), Err(DbvtError::Input(_))), "{r:?}");
+            assert!(bvh.intersect(&r).is_none(), "{r:?}");
+            assert!(!bvh.occluded(&r), "{r:?}");
+            assert_eq!(bvh.intersect_batch(&[r]), vec![None]);
+        }
+    }
+}
+
+/// Row: zero-length rays (direction 0) are point queries on the tree (boxes containing the
+/// origin) and hit no triangle; `tmin == tmax` is a valid one-point range.
+#[test]
+fn zero_length_rays_and_empty_ranges() {
+    let (t, _) = tree();
+    let mut ws = QueryWorkspace::new();
+    let inside = Ray::new(Vec3A::splat(2.0), Vec3A::ZERO);
+    assert!(inside.validate().is_ok());
+    let hit = t.ray_cast_closest(&inside, &mut ws).unwrap().expect("the box around (2,2,2) contains the origin");
+    assert_eq!(t.get(hit.id).unwrap(), &1);
+    // Outside every box: nothing, whichever side the boxes are on (an unbounded zero ray beside a
+    // box on the positive side once reported it at t = inf; see tests/regressions.rs).
+    let outside = Ray::new(Vec3A::splat(200.0), Vec3A::ZERO);
+    assert_eq!(t.ray_cast_closest(&outside, &mut ws).unwrap(), None);
+    let below = Ray::new(Vec3A::splat(-200.0), Vec3A::ZERO);
+    assert_eq!(t.ray_cast_closest(&below, &mut ws).unwrap(), None);
+    let bounded = Ray::new(Vec3A::splat(1.0), Vec3A::ZERO).with_range(0.0, 1e30);
+    assert_eq!(t.ray_cast_closest(&bounded, &mut ws).unwrap(), None);
+    for bvh in [square(TriangleTest::MollerTrumbore), square(TriangleTest::Watertight)] {
+        // A zero ray sitting exactly on the square.
+        let on = Ray::new(Vec3A::new(0.5, 0.25, 0.0), Vec3A::ZERO);
+        assert!(bvh.intersect(&on).is_none());
+        assert!(!bvh.occluded(&on));
+        // tmin == tmax exactly at the hit: hit at t = 1.
+        let exact = Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z).with_range(1.0, 1.0);
+        assert_eq!(bvh.intersect(&exact).map(|h| h.t), Some(1.0));
+        // A segment ending short of the square: no hit.
+        let short = Ray::segment(Vec3A::new(0.5, 0.25, 1.0), Vec3A::new(0.5, 0.25, 0.5));
+        assert!(bvh.intersect(&short).is_none());
+        // Denormal direction components.
+        let den = Ray::new(Vec3A::new(0.5, 0.25, 1.0), Vec3A::new(1e-40, -1e-42, -1.0));
+        assert!(bvh.intersect(&den).is_some());
+    }
+}
+
+/// Row: NaN or infinite transforms: a NaN frustum plane is a typed error; a NaN view-projection
+/// matrix gives such planes; non-finite mesh positions (a deforming mesh, a node transform) are
+/// refused on refit.
+#[test]
+fn nan_infinite_transforms() {
+    let (t, _) = tree();
+    let mut ws = QueryWorkspace::new();
+    for m in [Mat4::from_cols_array(&[NAN; 16]), Mat4::from_scale(Vec3::new(INF, 1.0, 1.0))] {
+        let f = Frustum::from_view_projection(m);
+        assert!(matches!(f.validate(), Err(InputError::NonFinitePlane { .. })));
+        assert!(matches!(t.frustum(&f, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
+    }
+    let mut bvh = square(TriangleTest::Watertight);
+    let bad = vec![Vec3::ZERO, Vec3::X, Vec3::new(NAN, 1.0, 0.0), Vec3::Y];
+    assert_eq!(bvh.refit(&bad), Err(MeshError::NonFiniteVertex { vertex: 2 }));
+    assert_eq!(bvh.refit(&[Vec3::ZERO]), Err(MeshError::VertexCountMismatch { expected: 4, got: 1 }));
+    assert!(
+        bvh.intersect(&Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z)).is_some(),
+        "a failed refit changed the mesh"
+    );
+    let mut mesh = bvh.mesh().clone();
+    assert!(mesh.set_positions(vec![Vec3::splat(INF); 4]).is_err());
+    // Translating every vertex by a transform that overflows: refused by TriMesh::new.
+    let moved: Vec<Vec3> = mesh.positions().iter().map(|p| *p * f32::MAX * 4.0).collect();
+    assert!(matches!(TriMesh::new(moved, mesh.triangles().to_vec()), Err(MeshError::NonFiniteVertex { .. })));
+}
+
+/// Row: NaN transforms and shapes in 2D: no panic (the answer is unspecified, as in Box2D).
+#[test]
+fn nan_transforms_in_2d_do_not_panic() {
+    let a = Polygon::make_box(1.0, 1.0);
+    let nan_xf = Transform::new(Vec2::new(NAN, 0.0), Rot { c: NAN, s: 0.0 });
+    let _ = collide_polygons(&a, &a, nan_xf);
+    let mut cache = SimplexCache::default();
+    let _ = shape_distance(
+        &DistanceInput { proxy_a: a.proxy(), proxy_b: a.proxy(), transform: nan_xf, use_radii: true },
+        &mut cache,
+    );
+    let _ = time_of_impact(&ToiInput {
+        proxy_a: a.proxy(),
+        proxy_b: a.proxy(),
+        sweep_a: Sweep::fixed(Transform::IDENTITY),
+        sweep_b: Sweep {
+            local_center: Vec2::ZERO,
+            c1: Vec2::splat(INF),
+            c2: Vec2::new(NAN, 1.0),
+            q1: Rot::IDENTITY,
+            q2: Rot::from_angle(NAN),
+        },
+        max_fraction: 1.0,
+    });
+    let _ = collide_boxes(
+        &OrientedBox::new(Vec2::ZERO, Vec2::ONE, NAN),
+        &OrientedBox::new(Vec2::splat(INF), Vec2::ONE, 0.0),
+    );
+    // A hull of NaN or coincident points fails (count < 3) and makes no polygon.
+    assert!(Polygon::from_hull(&compute_hull(&[Vec2::splat(NAN); 4]), 0.0).is_none());
+    assert!(Polygon::from_hull(&compute_hull(&[Vec2::ONE; 5]), 0.0).is_none());
+}
+
+/// Row: empty trees answer every query with nothing, and every maintenance call is a no-op.
+#[test]
+fn empty_tree() {
+    let mut t: Dbvt<u32> = Dbvt::new();
+    let mut ws = QueryWorkspace::new();
+    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::X), &mut ws).unwrap(), None);
+    assert_eq!(t.box_cast_closest(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
+    let mut n = 0;
+    t.overlap(&Aabb::new(Vec3A::splat(-1e30), Vec3A::splat(1e30)), &mut ws, &mut |_, _: &u32| {
+        n += 1;
+        LeafControl::Continue
+    })
+    .unwrap();
+    t.self_pairs(&mut ws, |_, _: &u32, _, _: &u32| {
+        n += 1;
+        slabtree::PairControl::Continue
+    })
+    .unwrap();
+    assert_eq!(n, 0);
+    t.refit();
+    t.rebuild();
+    assert_eq!(t.optimize_incremental(100), 0);
+    assert_eq!(t.update_proxies(&[]).unwrap(), 0);
+    t.validate().unwrap();
+    assert_eq!(t.root_bounds(), None);
+    let (b, ids) = Dbvt::<u32>::build(std::iter::empty()).unwrap();
+    assert!(b.is_empty() && ids.is_empty());
+    b.validate().unwrap();
+    // Emptied by removals, then reused.
+    let (mut t, ids) = tree();
+    for id in ids {
+        t.remove(id).unwrap();
+    }
+    t.validate().unwrap();
+    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::splat(-1.0), Vec3A::ONE), &mut ws).unwrap(), None);
+    t.insert(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 7).unwrap();
+    t.validate().unwrap();
+}
+
+/// Row: empty meshes (no triangles; no vertices at all; only unused vertices).
+#[test]
+fn empty_meshes() {
+    for mesh in [
+        TriMesh::new(vec![], vec![]).unwrap(),
+        TriMesh::new(vec![Vec3::ONE, Vec3::splat(NAN)], vec![]).unwrap(),
+        parse_obj(b"", "empty.obj").unwrap(),
+        parse_obj(b"# only a comment\nv 1 2 3\n", "v.obj").unwrap(),
+    ] {
+        assert!(mesh.is_empty());
+        assert_eq!(mesh.bounds(), None);
+        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+            let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+            let r = Ray::new(Vec3A::ZERO, Vec3A::X);
+            assert!(bvh.intersect(&r).is_none() && !bvh.occluded(&r));
+            assert!(bvh.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X).is_none());
+            assert_eq!(bvh.bounds(), None);
+            assert_eq!(bvh.stats().triangles, 0);
+        }
+    }
+}
+
+/// Row: stale ids (removed, removed twice, slot reused) and ids from another tree.
+#[test]
+fn stale_and_foreign_ids() {
+    let (mut t, ids) = tree();
+    let (mut other, _) = tree();
+    let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
+    t.remove(ids[3]).unwrap();
+    let reused = t.insert(b, 500).unwrap();
+    assert_eq!(reused.index(), ids[3].index(), "the slot is reused");
+    for e in [
+        t.remove(ids[3]).map(|_| ()),
+        t.get(ids[3]).map(|_| ()),
+        t.fat_aabb(ids[3]).map(|_| ()),
+        t.move_proxy(ids[3], b, Vec3A::ZERO).map(|_| ()),
+        t.enlarge_proxy(ids[3], b, Vec3A::ZERO).map(|_| ()),
+        t.update_proxies(&[(ids[3], b, Vec3A::ZERO)]).map(|_| ()),
+    ] {
+        assert_eq!(e, Err(DbvtError::StaleProxy(ids[3])));
+    }
+    assert_eq!(t.get(reused), Ok(&500));
+    assert_eq!(other.remove(ids[0]), Err(DbvtError::ForeignProxy(ids[0])));
+    assert_eq!(other.get(reused), Err(DbvtError::ForeignProxy(reused)));
+    t.validate().unwrap();
+    other.validate().unwrap();
+    assert_eq!(t.len(), 50);
+}
+
+/// Row: update_proxies without refit: queries refuse with RefitPending instead of missing.
+#[test]
+fn queries_while_a_refit_is_pending() {
+    let (mut t, ids) = tree();
+    let mut ws = QueryWorkspace::new();
+    t.update_proxies(&[(ids[0], Aabb::new(Vec3A::splat(500.0), Vec3A::splat(501.0)), Vec3A::ZERO)]).unwrap();
+    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws), Err(DbvtError::RefitPending));
+    assert!(t.self_pairs(&mut ws, |_, _: &u32, _, _: &u32| slabtree::PairControl::Continue).is_err());
+    t.validate().unwrap();
+    t.refit();
+    assert!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws).unwrap().is_some());
+}
+
+fn variant(bytes: &[u8], ply: bool) -> String {
+    let r = if ply { parse_ply(bytes, "f.ply") } else { parse_obj(bytes, "f.obj") };
+    let e = r.expect_err("should be refused");
+    let s = format!("{:?}", e.kind());
+    s.split([' ', '(', '{']).next().unwrap().to_string()
+}
+
+/// Row: malformed files (OBJ, PLY, unknown extension, missing file): a LoadError naming the file
+/// and the line or record.
+#[test]
+fn malformed_files() {
+    for (bytes, want) in [
+        (&b"v 0 0\n"[..], "MissingValue"),
+        (b"v 0 zero 0\n", "BadNumber"),
+        (b"v 0 0 1e39\n", "NonFiniteCoordinate"),
+        (b"v 0 0 nan\n", "NonFiniteCoordinate"),
+        (b"v 0 0 0\nv 1 0 0\nf 1 2\n", "TooFewVertices"),
+        (b"v 0 0 0\nf 1 x 1\n", "BadIndex"),
+        (b"v 0 0 0\nf 1/2/3/4 1 1\n", "BadIndex"),
+        (b"\xff\xfe\x00garbage\nf 1 2 3\n", "IndexOutOfRange"),
+    ] {
+        assert_eq!(variant(bytes, false), want, "{:?}", String::from_utf8_lossy(bytes));
+    }
+    let header = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n";
+    let mut truncated = header.as_bytes().to_vec();
+    truncated.extend([0u8; 20]);
+    let e = parse_ply(&truncated, "t.ply").unwrap_err();
+    assert!(e.to_string().starts_with("t.ply"), "{e}");
+    assert!(e.record().is_some(), "a binary error names the record: {e}");
+    for bad in [
+        &b"not a ply\n"[..],
+        b"ply\nformat ascii 2.0\nend_header\n",
+        b"ply\nformat ascii 1.0\nelement vertex -1\nend_header\n",
+        b"ply\n",
+    ] {
+        let e = parse_ply(bad, "h.ply").unwrap_err();
+        assert!(e.to_string().starts_with("h.ply"), "{e}");
+    }
+    assert!(matches!(load_mesh("scene.fbx").unwrap_err().kind(), LoadErrorKind::UnknownFormat { .. }));
+    assert!(matches!(load_mesh("/nonexistent/x.obj").unwrap_err().kind(), LoadErrorKind::Io(_)));
+    assert!(matches!(load_mesh(std::env::temp_dir()).unwrap_err().kind(), LoadErrorKind::UnknownFormat { .. }));
+}
+
+/// Row: indices out of range: TriMesh::new, OBJ (0, beyond the end, too negative) and PLY.
+#[test]
+fn indices_out_of_range() {
+    assert_eq!(
+        TriMesh::new(vec![Vec3::ZERO; 3], vec![[0, 1, 3]]),
+        Err(MeshError::IndexOutOfRange { triangle: 0, index: 3, vertices: 3 })
+    );
+    assert!(TriMesh::new(vec![], vec![[0, 0, 0]]).is_err());
+    assert!(TriMesh::new(vec![Vec3::ZERO; 3], vec![[u32::MAX, 0, 1]]).is_err());
+    assert_eq!(variant(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 4\n", false), "IndexOutOfRange");
+    assert_eq!(variant(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf 0 1 2\n", false), "BadIndex");
+    assert_eq!(variant(b"v 0 0 0\nv 1 0 0\nv 0 1 0\nf -1 -2 -4\n", false), "IndexOutOfRange");
+    assert_eq!(variant(b"v 0 0 0\nf 1 1 99999999999999999999\n", false), "BadIndex");
+    let ply = b"ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n3 0 1 3\n";
+    assert_eq!(variant(ply, true), "IndexOutOfRange");
+    let neg = String::from_utf8_lossy(ply).replace("3 0 1 3", "3 0 1 -1");
+    assert_eq!(variant(neg.as_bytes(), true), "IndexOutOfRange");
+}
+
+/// Row: zero-area triangles (a point, a segment, collinear) are kept, never hit, and give no NaN.
+#[test]
+fn zero_area_triangles() {
+    let p = vec![Vec3::ZERO, Vec3::ONE, Vec3::splat(2.0), Vec3::X, Vec3::Y];
+    let t = vec![[0, 0, 0], [0, 1, 1], [0, 1, 2], [0, 3, 4]];
+    let mesh = TriMesh::new(p, t).unwrap();
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        // Rays straight through the degenerate ones (along the diagonal, through the point).
+        for r in [
+            Ray::new(Vec3A::splat(-1.0), Vec3A::ONE),
+            Ray::new(Vec3A::new(0.5, 0.5, -1.0), Vec3A::Z),
+            Ray::new(Vec3A::new(1.0, 1.0, 5.0), -Vec3A::Z),
+            Ray::new(Vec3A::new(1.0, 0.0, 1.0), Vec3A::new(0.0, 1.0, -1.0)),
+        ] {
+            if let Some(h) = bvh.intersect(&r) {
+                assert_eq!(h.triangle, 3, "hit a degenerate triangle with {r:?}: {h:?}");
+                assert!(h.t.is_finite() && h.u.is_finite() && h.v.is_finite() && h.normal.is_finite());
+            }
+        }
+        let h = bvh.intersect(&Ray::new(Vec3A::new(0.25, 0.25, 1.0), -Vec3A::Z)).unwrap();
+        assert_eq!(h.triangle, 3);
+        let _ = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::splat(1.0), Vec3A::splat(0.1)), Vec3A::X);
+    }
+}

@@ -1,0 +1,159 @@
+//! Trees and meshes are `Send + Sync`, and many threads querying one of them at once get exactly
+//! the single-threaded answers.
+
+use std::sync::Arc;
+
+use glam::{Vec3, Vec3A};
+use slabtree::{
+    Aabb, BuildOptions, Dbvt, LeafControl, MeshBvh, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh,
+    TriangleTest,
+};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+/// Compile-time: the shared structures may cross and be shared between threads.
+#[test]
+fn trees_meshes_and_errors_are_send_and_sync() {
+    assert_send_sync::<Dbvt<u64>>();
+    assert_send_sync::<Dbvt<Arc<String>>>();
+    assert_send_sync::<MeshBvh>();
+    assert_send_sync::<TriMesh>();
+    assert_send_sync::<QueryWorkspace>();
+    assert_send_sync::<ProxyId>();
+    assert_send_sync::<slabtree::DbvtError>();
+    assert_send_sync::<slabtree::MeshError>();
+    assert_send_sync::<slabtree::LoadError>();
+}
+
+struct Rng(u64);
+impl Rng {
+    fn f(&mut self) -> f32 {
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+    fn v(&mut self) -> Vec3A {
+        Vec3A::new(self.f(), self.f(), self.f())
+    }
+}
+
+type Answer = (Option<(ProxyId, u32)>, Vec<ProxyId>, Vec<ProxyId>);
+
+fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
+    let mut r = Rng(i);
+    let ray = Ray::new(r.v() * 100.0, r.v() - Vec3A::splat(0.5));
+    let closest = tree.ray_cast_closest(&ray, ws).unwrap().map(|h| (h.id, h.t.to_bits()));
+    let mut all = Vec::new();
+    tree.ray_cast(&ray, ws, &mut |l: RayLeaf<'_, u32>| {
+        all.push(l.id);
+        RayControl::Continue
+    })
+    .unwrap();
+    let mut over = Vec::new();
+    tree.overlap(&Aabb::from_center_half_extents(r.v() * 100.0, Vec3A::splat(4.0)), ws, &mut |id, _: &u32| {
+        over.push(id);
+        LeafControl::Continue
+    })
+    .unwrap();
+    all.sort();
+    over.sort();
+    (closest, all, over)
+}
+
+#[test]
+fn many_threads_query_one_tree() {
+    let mut r = Rng(1);
+    let boxes: Vec<(Aabb, u32)> =
+        (0..20_000).map(|i| (Aabb::from_center_half_extents(r.v() * 100.0, r.v() + Vec3A::splat(0.05)), i)).collect();
+    let (tree, _) = Dbvt::build(boxes).unwrap();
+    const Q: u64 = 4000;
+    let mut ws = QueryWorkspace::new();
+    let single: Vec<Answer> = (0..Q).map(|i| query_tree(&tree, i, &mut ws)).collect();
+    let tree = Arc::new(tree);
+    let single = Arc::new(single);
+    let threads = 8;
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (tree, single) = (Arc::clone(&tree), Arc::clone(&single));
+            std::thread::spawn(move || {
+                let mut ws = QueryWorkspace::new();
+                let mut mismatches = 0;
+                // Each thread walks the queries in a different order, so they overlap in time.
+                for k in 0..Q {
+                    let i = (k * (2 * t + 1) + t * 97) % Q;
+                    if query_tree(&tree, i, &mut ws) != single[i as usize] {
+                        mismatches += 1;
+                    }
+                }
+                mismatches
+            })
+        })
+        .collect();
+    let mismatches: u32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(mismatches, 0);
+    // And scoped threads borrowing the tree directly, with rayon's pool at the same time.
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                let mut ws = QueryWorkspace::new();
+                for i in 0..Q / 4 {
+                    assert_eq!(query_tree(&tree, i, &mut ws), single[i as usize]);
+                }
+            });
+        }
+        use rayon::prelude::*;
+        let ok = (0..Q)
+            .into_par_iter()
+            .map_init(QueryWorkspace::new, |ws, i| query_tree(&tree, i, ws) == single[i as usize])
+            .all(|b| b);
+        assert!(ok);
+    });
+}
+
+#[test]
+fn many_threads_query_one_mesh() {
+    let (nu, nv) = (96u32, 48u32);
+    let mut p = Vec::new();
+    for i in 0..nu {
+        for j in 0..nv {
+            let (u, v) = (i as f32 / nu as f32 * std::f32::consts::TAU, j as f32 / nv as f32 * std::f32::consts::TAU);
+            p.push(Vec3::new((2.0 + 0.7 * v.cos()) * u.cos(), 0.7 * v.sin(), (2.0 + 0.7 * v.cos()) * u.sin()));
+        }
+    }
+    let idx = |i: u32, j: u32| (i % nu) * nv + (j % nv);
+    let mut t = Vec::new();
+    for i in 0..nu {
+        for j in 0..nv {
+            t.push([idx(i, j), idx(i + 1, j), idx(i + 1, j + 1)]);
+            t.push([idx(i, j), idx(i + 1, j + 1), idx(i, j + 1)]);
+        }
+    }
+    let mesh = TriMesh::new(p, t).unwrap();
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        let mut r = Rng(9);
+        let rays: Vec<Ray> =
+            (0..20_000).map(|_| Ray::new((r.v() - Vec3A::splat(0.5)) * 8.0, r.v() - Vec3A::splat(0.5))).collect();
+        let single: Vec<_> = rays.iter().map(|ray| (bvh.intersect(ray), bvh.occluded(ray))).collect();
+        assert!(single.iter().filter(|s| s.0.is_some()).count() > 1000, "too few hits to mean anything");
+        std::thread::scope(|s| {
+            for t in 0..8usize {
+                let (bvh, rays, single) = (&bvh, &rays, &single);
+                s.spawn(move || {
+                    for k in 0..rays.len() {
+                        let i = (k * (2 * t + 1) + t * 131) % rays.len();
+                        assert_eq!((bvh.intersect(&rays[i]), bvh.occluded(&rays[i])), single[i]);
+                    }
+                });
+            }
+        });
+        // The batch entry points on rayon agree too.
+        let batch = bvh.intersect_batch(&rays);
+        let occ = bvh.occluded_batch(&rays);
+        for i in 0..rays.len() {
+            assert_eq!((batch[i], occ[i]), single[i]);
+        }
+    }
+}
