@@ -23,6 +23,59 @@ fn trees_meshes_and_errors_are_send_and_sync() {
     assert_send_sync::<slabtree::DbvtError>();
     assert_send_sync::<slabtree::MeshError>();
     assert_send_sync::<slabtree::LoadError>();
+    assert_send_sync::<slabtree::Scene>();
+    assert_send_sync::<slabtree::InstanceId>();
+    assert_send_sync::<slabtree::SceneError>();
+}
+
+/// Many threads pick and test occlusion on one scene of shared meshes at once; every answer
+/// equals the single-threaded one.
+#[test]
+fn many_threads_query_one_scene() {
+    use glam::{Affine3A, Quat};
+    let quad = TriMesh::new(
+        vec![
+            Vec3::new(-1.0, -1.0, 0.0),
+            Vec3::new(1.0, -1.0, 0.0),
+            Vec3::new(1.0, 1.0, 0.0),
+            Vec3::new(-1.0, 1.0, 0.0),
+        ],
+        vec![[0, 1, 2], [0, 2, 3]],
+    )
+    .unwrap();
+    let shared = Arc::new(MeshBvh::build(&quad, &BuildOptions::default()));
+    let mut scene = slabtree::Scene::new();
+    let mut rng = Rng(99);
+    for k in 0..400u64 {
+        let at = Vec3::new(rng.f() * 40.0 - 20.0, rng.f() * 40.0 - 20.0, rng.f() * 40.0 - 20.0);
+        let q = Quat::from_rotation_y(rng.f() * 6.0) * Quat::from_rotation_x(rng.f() * 6.0);
+        scene
+            .add(shared.clone(), Affine3A::from_scale_rotation_translation(Vec3::splat(1.0 + rng.f()), q, at), k)
+            .unwrap();
+    }
+    let rays: Vec<Ray> = (0..4000)
+        .map(|_| {
+            let o = Vec3::new(rng.f() - 0.5, rng.f() - 0.5, rng.f() - 0.5).normalize_or(Vec3::X) * 60.0;
+            let target = Vec3::new(rng.f() * 30.0 - 15.0, rng.f() * 30.0 - 15.0, rng.f() * 30.0 - 15.0);
+            Ray::new(o, target - o)
+        })
+        .collect();
+    let answer = |r: &Ray| (scene.pick(r).map(|p| (p.user_id, p.triangle, p.t.to_bits())), scene.occluded(r));
+    let single: Vec<_> = rays.iter().map(answer).collect();
+    assert!(single.iter().filter(|a| a.0.is_some()).count() > 100, "too few hits to test anything");
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|k| {
+                let (rays, answer) = (&rays, &answer);
+                s.spawn(move || rays.iter().skip(k).step_by(3).map(|r| (answer(r), r)).collect::<Vec<_>>())
+            })
+            .collect();
+        for (k, h) in handles.into_iter().enumerate() {
+            for (i, (got, _)) in h.join().unwrap().into_iter().enumerate() {
+                assert_eq!(got, single[k + 3 * i], "thread {k}, ray {}", k + 3 * i);
+            }
+        }
+    });
 }
 
 struct Rng(u64);
