@@ -93,3 +93,54 @@ fn gltf_position_accessor_out_of_range_is_an_error_not_a_panic() {
     assert!(!stderr.contains("internal error"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// Found by the `ray_query` fuzz target: a triangle with coordinates near f32::MAX overflows the
+/// watertight edge functions to NaN, which passed the inside test and gave a hit with NaN
+/// barycentrics. Hits must have finite barycentrics (or not be hits).
+#[test]
+fn overflowing_triangle_gives_no_nan_hit() {
+    use glam::Vec3;
+    use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
+    let tri = vec![Vec3::splat(0.75), Vec3::new(1e30, -3.4028235e38, 1e-40), Vec3::new(2.52026e-35, 0.75, 0.75)];
+    let mesh = TriMesh::new(tri, vec![[0, 1, 2]]).unwrap();
+    let ray = Ray::new(Vec3A::splat(0.75), Vec3A::new(0.02491809, 3.1e-44, 0.0));
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        if let Some(h) = bvh.intersect(&ray) {
+            assert!(h.u.is_finite() && h.v.is_finite() && h.t.is_finite(), "{test:?}: {h:?}");
+        }
+        assert_eq!(bvh.intersect(&ray).is_some(), bvh.occluded(&ray));
+    }
+}
+
+/// Found by the `d2_toi_manifold` fuzz target: with extreme coordinates, rounding made the
+/// quickhull stitch more than 8 points and index past the hull's array. Random point sets with
+/// 1e17-scale, denormal and duplicated coordinates must give a valid hull or none, never a panic.
+#[test]
+fn hull_of_extreme_points_never_overflows() {
+    let mut s = 0x9E3779B97F4A7C15u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let pick = |r: u64| -> f32 {
+        match r % 8 {
+            0 => 9.97e17,
+            1 => -816.3,
+            2 => 5.76e17,
+            3 => f32::from_bits(230),
+            4 => 0.0,
+            5 => 6.5e-37,
+            6 => ((r >> 8) % 2000) as f32 * 0.01 - 10.0,
+            _ => -9.97e17 * ((r >> 16) % 3) as f32,
+        }
+    };
+    for _ in 0..200_000 {
+        let n = 3 + (next() % 6) as usize;
+        let pts: Vec<Vec2> = (0..n).map(|_| Vec2::new(pick(next()), pick(next()))).collect();
+        let hull = slabtree::d2::compute_hull(&pts);
+        assert!(hull.count == 0 || (3..=8).contains(&hull.count), "{pts:?} -> {}", hull.count);
+    }
+}

@@ -32,9 +32,16 @@ impl Hull {
         &self.points[..self.count]
     }
 
-    fn push(&mut self, p: Vec2) {
+    /// Appends a point; `false` when the hull is already full (only degenerate, rounding-ridden
+    /// input gets there: a fuzzing finding).
+    #[must_use]
+    fn push(&mut self, p: Vec2) -> bool {
+        if self.count == MAX_POLYGON_VERTICES {
+            return false;
+        }
         self.points[self.count] = p;
         self.count += 1;
+        true
     }
 }
 
@@ -90,12 +97,11 @@ fn recurse_hull(p1: Vec2, p2: Vec2, ps: &[Vec2], depth: usize, failed: &mut bool
     // compute hull to the right of p1-bestPoint, then of bestPoint-p2, and stitch them
     let hull1 = recurse_hull(p1, best_point, &right_points[..right_count], depth + 1, failed);
     let hull2 = recurse_hull(best_point, p2, &right_points[..right_count], depth + 1, failed);
-    for &p in hull1.points() {
-        hull.push(p);
-    }
-    hull.push(best_point);
-    for &p in hull2.points() {
-        hull.push(p);
+    for &p in hull1.points().iter().chain([&best_point]).chain(hull2.points()) {
+        if !hull.push(p) {
+            *failed = true;
+            return Hull::default();
+        }
     }
     hull
 }
@@ -209,13 +215,10 @@ pub fn compute_hull(points: &[Vec2]) -> Hull {
     }
 
     // stitch hulls together, preserving CCW winding order
-    hull.push(p1);
-    for &p in hull1.points() {
-        hull.push(p);
-    }
-    hull.push(p2);
-    for &p in hull2.points() {
-        hull.push(p);
+    for &p in [&p1].into_iter().chain(hull1.points()).chain([&p2]).chain(hull2.points()) {
+        if !hull.push(p) {
+            return Hull::default();
+        }
     }
 
     // merge collinear

@@ -233,7 +233,12 @@ impl TriRay {
             // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
             & t.simd_lt(f32x4::splat(f32::INFINITY));
         let inv = f32x4::ONE / det;
-        nearest(mask, t, v * inv, w * inv)
+        let (bu, bv) = (v * inv, w * inv);
+        // Edge functions of a triangle with coordinates near f32::MAX overflow to inf and NaN, and
+        // a NaN passes "not on both sides" (every comparison is false): demand finite
+        // barycentrics (a fuzzing finding, tests/regressions.rs).
+        let mask = mask & bu.is_finite() & bv.is_finite();
+        nearest(mask, t, bu, bv)
     }
 }
 
