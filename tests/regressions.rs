@@ -144,3 +144,24 @@ fn hull_of_extreme_points_never_overflows() {
         assert!(hull.count == 0 || (3..=8).contains(&hull.count), "{pts:?} -> {}", hull.count);
     }
 }
+
+/// Found by the `ray_query` fuzz target: a finite box spanning +-3e38 has infinite half-extents;
+/// sweeping it grew empty child slots' planes into NaN and the traversal indexed an empty slot.
+/// Such a sweep must touch nothing (mesh) or be refused (tree), never panic.
+#[test]
+fn sweeping_a_box_with_overflowing_extents_does_not_panic() {
+    use glam::Vec3;
+    use slabtree::{BuildOptions, MeshBvh, TriMesh};
+    let mesh =
+        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z, Vec3::ONE], vec![[0, 1, 2], [1, 3, 4]]).unwrap();
+    let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let huge = Aabb::new(Vec3A::splat(-3.0e38), Vec3A::splat(3.0e38));
+    assert!(huge.validate().is_ok());
+    for d in [Vec3A::X, Vec3A::ZERO, Vec3A::new(-1.0, 2.0, 0.5)] {
+        assert_eq!(bvh.sweep_box(&huge, d), None);
+    }
+    let (tree, _) =
+        Dbvt::build((0..50).map(|i| (Aabb::new(Vec3A::splat(i as f32), Vec3A::splat(i as f32 + 1.0)), i))).unwrap();
+    let mut ws = QueryWorkspace::new();
+    assert!(tree.box_cast_closest(&huge, Vec3A::X, &mut ws).is_err());
+}

@@ -10,6 +10,7 @@ use glam::Vec3A;
 use super::node::{BoxLanes, FrustumLanes, Node, RayLanes};
 use super::traverse::{NodeTest, QueryStats, QueryWorkspace, Visitor};
 use super::{Dbvt, DbvtError, ProxyId};
+use crate::error::InputError;
 use crate::math::{Aabb, Frustum, Ray, slab_interval};
 
 /// A leaf reached by a ray cast or a box cast.
@@ -288,6 +289,11 @@ impl<T> Dbvt<T> {
         let ray = Ray::new(aabb.center(), displacement).with_range(0.0, 1.0);
         ray.validate()?;
         let inflate = aabb.half_extents();
+        // A finite box can still have infinite half-extents (min -3e38, max 3e38); node planes
+        // grown by them would become NaN and constrain nothing.
+        if !inflate.is_finite() {
+            return Err(InputError::NonFiniteAabb { min: aabb.min.into(), max: aabb.max.into() }.into());
+        }
         let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), ray.sign(), ray.tmin, inflate);
         let scalar = ws.node_test == NodeTest::Scalar;
         let mut v = RayVisitor::<P, true> { lanes, ray, inflate, scalar, policy };

@@ -315,10 +315,12 @@ impl MeshBvh {
     /// # Ok::<(), slabtree::MeshError>(())
     /// ```
     pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Option<SweepHit> {
-        if aabb.validate().is_err() || !displacement.is_finite() {
+        let (center, half) = box_parts(aabb);
+        // A finite box can still have infinite half-extents (min -3e38, max 3e38), and infinite
+        // offsets turn empty child slots' planes into NaN: such a box sweeps nothing.
+        if aabb.validate().is_err() || !displacement.is_finite() || !(center.is_finite() && half.is_finite()) {
             return None;
         }
-        let (center, half) = box_parts(aabb);
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
         let mut leaf = SweepLeaf { mesh: &self.mesh, center: center.into(), half: half.into(), d: displacement.into() };
         let (hit, _) = self.traverse::<false, true, _>(&ray, half, &mut leaf);
@@ -362,7 +364,17 @@ impl MeshBvh {
             let (c, dist) = cur;
             if dist <= tmax {
                 if c & LEAF != 0 {
-                    let p = &self.packs[(c & !LEAF) as usize];
+                    // An empty slot carries LEAF too; no input should make it reach here (its box
+                    // is empty), but a checked lookup keeps even a NaN plane from panicking.
+                    let Some(p) = self.packs.get((c & !LEAF) as usize) else {
+                        if sp == 0 {
+                            break;
+                        }
+                        sp -= 1;
+                        // SAFETY: every entry below `sp` was written before `sp` passed it.
+                        cur = unsafe { stack[sp].assume_init() };
+                        continue;
+                    };
                     if let Some((prim, t, h)) = leaf.test(p, tmax) {
                         best = Some((prim, h));
                         if ANY {
