@@ -314,3 +314,58 @@ fn tree_pairs_match_brute_force() {
     assert!(!expect.is_empty());
     assert_eq!(got, expect);
 }
+
+/// `refit` after a few structural changes takes the post-order path (no relayout); after many it
+/// lays the arena out again. Both must leave exact bounds: checked with validate() and brute force.
+#[test]
+fn refit_after_few_and_many_structural_changes() {
+    let cfg = DbvtConfig::default();
+    let mut s = 7u64;
+    let mut f = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let boxes: Vec<Aabb> = (0..2000)
+        .map(|_| Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * 60.0, Vec3A::splat(0.2 + f())))
+        .collect();
+    let (mut tree, ids) = Dbvt::build_with_config(boxes.iter().copied().zip(0u32..), cfg).unwrap();
+    let mut model: Vec<ModelProxy> = ids
+        .iter()
+        .zip(&boxes)
+        .enumerate()
+        .map(|(i, (&id, b))| ModelProxy { id, tight: *b, fat: fatten(&cfg, b, Vec3A::ZERO), tag: i as u32 })
+        .collect();
+    let mut ws = QueryWorkspace::new();
+    for reinserts in [3usize, 5, 400] {
+        // A few (or many) reinsertions disturb the depth-first layout...
+        for m in model.iter_mut().take(reinserts) {
+            let d = Vec3A::new(30.0, -20.0, 10.0);
+            let tight = Aabb::new(m.tight.min + d, m.tight.max + d);
+            model_move(&cfg, m, tight, d);
+            tree.move_proxy(m.id, tight, d).unwrap();
+        }
+        // ...then a batch of in-place updates needs a refit.
+        let moves: Vec<_> = model
+            .iter_mut()
+            .skip(500)
+            .step_by(7)
+            .map(|m| {
+                let d = Vec3A::new(f() - 0.5, f() - 0.5, f() - 0.5) * 3.0;
+                let tight = Aabb::new(m.tight.min + d, m.tight.max + d);
+                model_move(&cfg, m, tight, d);
+                (m.id, tight, d)
+            })
+            .collect();
+        tree.update_proxies(&moves).unwrap();
+        tree.refit();
+        tree.validate().unwrap();
+        for k in 0..30 {
+            let ray = Ray::new(Vec3A::new(-10.0, k as f32 * 2.0, 30.0), Vec3A::new(1.0, 0.1, -0.05));
+            assert_eq!(tree_ray_all(&tree, &ray, &mut ws), brute_ray(&model, &ray));
+            let q = Aabb::from_center_half_extents(Vec3A::new(k as f32 * 2.0, 30.0, 30.0), Vec3A::splat(6.0));
+            assert_eq!(tree_overlap(&tree, &q, &mut ws), brute_overlap(&model, &q));
+        }
+    }
+}

@@ -154,6 +154,7 @@ impl<T> Dbvt<T> {
         if let Some((down, up)) = best {
             self.swap_with_grandchild(a, down, up);
             self.ordered = false;
+            self.disorder = self.disorder.saturating_add(1);
             return true;
         }
         false

@@ -147,6 +147,9 @@ pub struct Dbvt<T> {
     /// the arena backwards. Set by `rebuild` and by `refit`'s relayout; cleared by any change of
     /// structure.
     ordered: bool,
+    /// Structural changes (node allocations, frees, rotations) since the arena was last laid
+    /// out depth-first; `refit` lays it out again only when these are many.
+    disorder: u32,
     /// Some leaf boxes were changed by `update_proxy` and the ancestors not yet refitted; queries
     /// refuse to run until `refit`.
     refit_pending: bool,
@@ -180,6 +183,7 @@ impl<T> Dbvt<T> {
             tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
             optimize_cursor: 0,
             ordered: true,
+            disorder: 0,
             refit_pending: false,
         }
     }
@@ -266,6 +270,7 @@ impl<T> Dbvt<T> {
 
     fn alloc_node(&mut self) -> Result<u32, DbvtError> {
         self.ordered = false;
+        self.disorder = self.disorder.saturating_add(1);
         if self.free_node != NULL {
             let n = self.free_node;
             self.free_node = self.nodes[n as usize].parent;
@@ -283,6 +288,7 @@ impl<T> Dbvt<T> {
 
     fn free_node(&mut self, n: u32) {
         self.ordered = false;
+        self.disorder = self.disorder.saturating_add(1);
         self.nodes[n as usize] = Node { parent: self.free_node, ..Node::FREE };
         self.free_node = n;
         self.free_node_count += 1;

@@ -66,6 +66,7 @@ impl<T> Dbvt<T> {
         self.root_bounds = Aabb::EMPTY;
         if built.is_empty() {
             self.ordered = true;
+            self.disorder = 0;
             self.refit_pending = false;
             return;
         }
@@ -88,6 +89,7 @@ impl<T> Dbvt<T> {
             }
         }
         self.ordered = true;
+        self.disorder = 0;
         self.refit_pending = false;
         // Heights, children before parents: reverse pre-order.
         for n in (0..self.nodes.len()).rev() {

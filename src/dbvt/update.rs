@@ -210,6 +210,14 @@ impl<T> Dbvt<T> {
     /// queries faster (better locality); that relayout costs one traversal.
     pub fn refit(&mut self) {
         if !self.ordered {
+            // A few changes (an incremental optimisation, some reinsertions): refit by a
+            // post-order walk, which allocates nothing and leaves the proxies alone. Many
+            // changes: lay the arena out again, which pays off in every later query and refit.
+            if (self.disorder as usize) * 16 < self.nodes.len() {
+                self.refit_post_order();
+                self.refit_pending = false;
+                return;
+            }
             self.relayout();
         }
         for n in (0..self.nodes.len()).rev() {
@@ -221,6 +229,32 @@ impl<T> Dbvt<T> {
         self.refit_pending = false;
     }
 
+    /// Refits every internal node, children before parents, by an explicit post-order walk: valid
+    /// in any arena order.
+    fn refit_post_order(&mut self) {
+        let Some(root) = self.root else { return };
+        if root.is_leaf() {
+            return;
+        }
+        let mut stack: Vec<(u32, bool)> = Vec::with_capacity(64);
+        stack.push((root.index(), false));
+        while let Some((n, children_done)) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if children_done {
+                let b = node.union();
+                let (parent, slot) = (node.parent, node.slot);
+                self.set_bounds_of(parent, slot, &b);
+                continue;
+            }
+            stack.push((n, true));
+            for c in node.child {
+                if !c.is_leaf() {
+                    stack.push((c.index(), false));
+                }
+            }
+        }
+    }
+
     /// Lays the internal nodes out again in depth-first pre-order, child 0 right after its parent,
     /// dropping the free list.
     fn relayout(&mut self) {
@@ -229,6 +263,7 @@ impl<T> Dbvt<T> {
             self.free_node = NULL;
             self.free_node_count = 0;
             self.ordered = true;
+            self.disorder = 0;
             return;
         };
         if root.is_leaf() {
@@ -236,6 +271,7 @@ impl<T> Dbvt<T> {
             self.free_node = NULL;
             self.free_node_count = 0;
             self.ordered = true;
+            self.disorder = 0;
             return;
         }
         let live = self.nodes.len() - self.free_node_count as usize;
@@ -274,6 +310,7 @@ impl<T> Dbvt<T> {
         self.free_node_count = 0;
         self.root = Some(ChildRef::node(0));
         self.ordered = true;
+        self.disorder = 0;
     }
 
     /// Spends a budget of `budget` reinsertions improving the tree: proxies are taken round-robin
