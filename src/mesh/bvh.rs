@@ -266,7 +266,7 @@ impl MeshBvh {
     /// plane: the f32 distance the traversal culls with loses precision when the hit is much
     /// closer to the origin than the triangle's vertices are (a cancellation of about
     /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays.
-    fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
+    pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
         let [a, b, c] = self.mesh.triangle(prim as usize);
         let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
         let n = (b64 - a64).cross(c64 - a64);
@@ -366,16 +366,9 @@ impl MeshBvh {
                 if c & LEAF != 0 {
                     // An empty slot carries LEAF too; no input should make it reach here (its box
                     // is empty), but a checked lookup keeps even a NaN plane from panicking.
-                    let Some(p) = self.packs.get((c & !LEAF) as usize) else {
-                        if sp == 0 {
-                            break;
-                        }
-                        sp -= 1;
-                        // SAFETY: every entry below `sp` was written before `sp` passed it.
-                        cur = unsafe { stack[sp].assume_init() };
-                        continue;
-                    };
-                    if let Some((prim, t, h)) = leaf.test(p, tmax) {
+                    if let Some(p) = self.packs.get((c & !LEAF) as usize)
+                        && let Some((prim, t, h)) = leaf.test(p, tmax)
+                    {
                         best = Some((prim, h));
                         if ANY {
                             break;

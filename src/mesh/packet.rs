@@ -101,7 +101,7 @@ impl MeshBvh {
             if ties & (1 << r) != 0 {
                 out[r] = self.intersect(&rays[r]);
             } else if let Some((prim, h)) = best[r] {
-                out[r] = Some(refine(&self.mesh, prim, h, &rays[r]));
+                out[r] = Some(self.finish(prim, h, &rays[r]));
             }
         }
         out
@@ -260,16 +260,4 @@ impl MeshBvh {
             }
         }
     }
-}
-
-/// The public hit, refined exactly as the single-ray path's `finish` does (same operations, so
-/// the same bits): `t` recomputed once in f64 from the triangle's plane.
-fn refine(mesh: &super::TriMesh, prim: u32, h: PackHit, ray: &Ray) -> Hit {
-    let [a, b, c] = mesh.triangle(prim as usize);
-    let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
-    let n = (b64 - a64).cross(c64 - a64);
-    let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
-    let t = (n.dot(a64 - o) / n.dot(d)) as f32;
-    let t = if t.is_finite() { t.clamp(ray.tmin, ray.tmax) } else { h.t };
-    Hit { t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
 }

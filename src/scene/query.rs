@@ -130,22 +130,29 @@ impl Scene {
     /// Instances whose fat world box reaches each ray within its range, with the entry distance
     /// (NaN for the rays that do not reach it, so that `entry <= tmax` is false).
     fn candidates8(&self, rays: &[Ray; 8], mask: u32) -> Vec<(u32, [f32; 8])> {
-        let mut cands: Vec<(u32, [f32; 8])> = Vec::new();
-        let mut index: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        // (instance slot, ray, entry) for every box each ray reaches, grouped by slot after a sort:
+        // one vector rather than a hash map per packet.
+        let mut reached: Vec<(u32, usize, f32)> = Vec::new();
         with_ws(|ws| {
             for (r, ray) in rays.iter().enumerate() {
                 let _ = self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
                     if leaf.data.mask & mask != 0 {
-                        let k = *index.entry(leaf.data.index).or_insert_with(|| {
-                            cands.push((leaf.data.index, [f32::NAN; 8]));
-                            cands.len() - 1
-                        });
-                        cands[k].1[r] = leaf.t;
+                        reached.push((leaf.data.index, r, leaf.t));
                     }
                     RayControl::Continue
                 });
             }
         });
+        reached.sort_unstable_by_key(|&(slot, r, _)| (slot, r));
+        let mut cands: Vec<(u32, [f32; 8])> = Vec::new();
+        for (slot, r, t) in reached {
+            if cands.last().is_none_or(|c| c.0 != slot) {
+                cands.push((slot, [f32::NAN; 8]));
+            }
+            if let Some(c) = cands.last_mut() {
+                c.1[r] = t;
+            }
+        }
         cands.sort_by(|a, b| {
             let ka = a.1.iter().copied().fold(f32::INFINITY, f32::min);
             let kb = b.1.iter().copied().fold(f32::INFINITY, f32::min);
