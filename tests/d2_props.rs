@@ -112,6 +112,13 @@ fn box_pair() -> impl Strategy<Value = (OrientedBox, OrientedBox)> {
     })
 }
 
+/// Pairs from [`box_pair`] that penetrate by at least 1e-3 on every face axis. About a third of
+/// `box_pair`'s output is separated; filtering here (a local reject, budget 65536) rather than with
+/// `prop_assume!` (a global reject, budget 1024) keeps 2000 cases from exhausting the budget.
+fn penetrating_box_pair() -> impl Strategy<Value = (OrientedBox, OrientedBox)> {
+    box_pair().prop_filter("boxes do not penetrate", |(a, b)| face_separations(a, b).iter().all(|x| x.0 < -1e-3))
+}
+
 /// Boxes (plain or offset and rotated) and hulls of 3 to 8 points, sometimes rounded.
 fn polygon() -> impl Strategy<Value = Polygon> {
     let radius = prop_oneof![Just(0.0f32), 0.01f32..0.3];
@@ -179,9 +186,8 @@ proptest! {
     /// Swapping A and B negates the normal and gives the same points (with flipped features),
     /// whenever the reference face is not a near-tie of the hysteresis.
     #[test]
-    fn box_swap_symmetry((a, b) in box_pair()) {
+    fn box_swap_symmetry((a, b) in penetrating_box_pair()) {
         let f = face_separations(&a, &b);
-        prop_assume!(f.iter().all(|x| x.0 < -1e-3));
         let Some(axis) = decisive_axis(&f, 1e-3) else { return Ok(()) };
         // The normal's sign is decided by the sign of the centre offset on that axis.
         let dp = d(b.center) - d(a.center);
