@@ -213,19 +213,40 @@ impl FrustumLanes {
         out
     }
 
-    /// 2-bit mask of the children not outside any plane. Same arithmetic order as
-    /// [`crate::math::Plane::signed_distance`].
+    /// Tests both children against the planes in `active` (a 6-bit plane mask; the parent is
+    /// inside all the others). Returns a 2-bit mask of the children outside no active plane, and,
+    /// for each child, the active planes it is not entirely inside (its own `active` mask: 0
+    /// means the child lies wholly inside the frustum and its subtree needs no more tests).
+    ///
+    /// This is plane masking (Bittner, Wonka and Wimmer 2001; Assarsson and Möller 2000). A child
+    /// box lies inside its parent's, and round-to-nearest arithmetic is monotone, so skipping a
+    /// plane the parent is inside never changes an answer: the result equals testing every plane
+    /// at every node with [`crate::math::Frustum::may_contain`]. Lanes 0–1 hold each child's
+    /// p-vertex (farthest along the normal), lanes 2–3 its n-vertex, in the same arithmetic order
+    /// as [`crate::math::Plane::signed_distance`].
     #[inline(always)]
-    pub(crate) fn test_pair(&self, node: &Node) -> u32 {
+    pub(crate) fn test_pair(&self, node: &Node, active: u32) -> (u32, [u32; 2]) {
         let zero = f32x4::splat(0.0);
-        let mut inside = zero.simd_le(zero);
+        let mut outside = 0u32;
+        let mut partial = [0u32; 2];
         for i in 0..6 {
-            let sd = self.normal[i][0] * node.pair(self.side[i][0], 0)
-                + self.normal[i][1] * node.pair(self.side[i][1], 1)
-                + self.normal[i][2] * node.pair(self.side[i][2], 2)
+            if active & (1 << i) == 0 {
+                continue;
+            }
+            let lanes = |a: usize| {
+                let s = self.side[i][a];
+                let (p, n) = (node.planes[s][a], node.planes[1 - s][a]);
+                f32x4::new([p[0], p[1], n[0], n[1]])
+            };
+            let sd = self.normal[i][0] * lanes(0) + self.normal[i][1] * lanes(1) + self.normal[i][2] * lanes(2)
                 + self.d[i];
-            inside &= sd.simd_ge(zero);
+            // Outside: the p-vertex is strictly below the plane. Inside: the n-vertex is on or
+            // above it. A NaN distance is neither, so the box is kept and tested again below.
+            outside |= sd.simd_lt(zero).to_bitmask() & 3;
+            let not_inside = !sd.simd_ge(zero).to_bitmask();
+            partial[0] |= ((not_inside >> 2) & 1) << i;
+            partial[1] |= ((not_inside >> 3) & 1) << i;
         }
-        inside.to_bitmask() & 3
+        (!outside & 3, partial)
     }
 }

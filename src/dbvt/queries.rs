@@ -119,7 +119,7 @@ impl<T, P: RayPolicy<T>, const INFLATE: bool> Visitor<T> for RayVisitor<'_, P, I
     }
 
     #[inline(always)]
-    fn test_children(&mut self, node: &Node) -> (u32, [f32; 2]) {
+    fn test_children(&mut self, node: &Node, _: f32) -> (u32, [f32; 2]) {
         if self.scalar {
             let mut mask = 0;
             let mut keys = [0.0; 2];
@@ -170,7 +170,7 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for BoxVisitor<'_, P> {
         bounds.overlaps(&self.query).then_some(0.0)
     }
     #[inline(always)]
-    fn test_children(&mut self, node: &Node) -> (u32, [f32; 2]) {
+    fn test_children(&mut self, node: &Node, _: f32) -> (u32, [f32; 2]) {
         let mask = if self.scalar {
             (node.bounds(0).overlaps(&self.query) as u32) | ((node.bounds(1).overlaps(&self.query) as u32) << 1)
         } else {
@@ -186,7 +186,9 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for BoxVisitor<'_, P> {
     }
 }
 
-/// Frustum culling: plane tests with the p-vertex of each box.
+/// Frustum culling: plane tests with the p-vertex of each box, with plane masking. An entry's
+/// key is the 6-bit mask (as an exact small `f32`) of the planes its box is not known to be
+/// inside; a subtree wholly inside the frustum is walked without a test.
 struct FrustumVisitor<'p, P> {
     frustum: Frustum,
     lanes: FrustumLanes,
@@ -194,20 +196,50 @@ struct FrustumVisitor<'p, P> {
     policy: &'p mut P,
 }
 
+/// Every plane active: the root's key.
+const ALL_PLANES: u32 = 0b11_1111;
+
+impl<P> FrustumVisitor<'_, P> {
+    /// The scalar reference for [`FrustumLanes::test_pair`]: whether `b` is kept, and the active
+    /// planes `b` is not entirely inside.
+    fn scalar_test(&self, b: &Aabb, active: u32) -> (bool, u32) {
+        let mut partial = 0;
+        for (i, plane) in self.frustum.planes.iter().enumerate() {
+            if active & (1 << i) == 0 {
+                continue;
+            }
+            if plane.box_outside(b) {
+                return (false, 0);
+            }
+            let n_vertex = Vec3A::select(plane.normal.cmpge(Vec3A::ZERO), b.min, b.max);
+            if !(plane.signed_distance(n_vertex) >= 0.0) {
+                partial |= 1 << i;
+            }
+        }
+        (true, partial)
+    }
+}
+
 impl<T, P: LeafPolicy<T>> Visitor<T> for FrustumVisitor<'_, P> {
     const ORDERED: bool = false;
     fn enter_root(&mut self, bounds: &Aabb) -> Option<f32> {
-        self.frustum.may_contain(bounds).then_some(0.0)
+        let (keep, active) = self.scalar_test(bounds, ALL_PLANES);
+        keep.then_some(active as f32)
     }
     #[inline(always)]
-    fn test_children(&mut self, node: &Node) -> (u32, [f32; 2]) {
-        let mask = if self.scalar {
-            (self.frustum.may_contain(&node.bounds(0)) as u32)
-                | ((self.frustum.may_contain(&node.bounds(1)) as u32) << 1)
+    fn test_children(&mut self, node: &Node, key: f32) -> (u32, [f32; 2]) {
+        let active = key as u32;
+        if active == 0 {
+            return (3, [0.0; 2]);
+        }
+        let (mask, partial) = if self.scalar {
+            let (k0, p0) = self.scalar_test(&node.bounds(0), active);
+            let (k1, p1) = self.scalar_test(&node.bounds(1), active);
+            (k0 as u32 | (k1 as u32) << 1, [p0, p1])
         } else {
-            self.lanes.test_pair(node)
+            self.lanes.test_pair(node, active)
         };
-        (mask, [0.0; 2])
+        (mask, [partial[0] as f32, partial[1] as f32])
     }
     fn visit_leaf(&mut self, id: ProxyId, data: &T, _: f32) -> bool {
         self.policy.visit(id, data) == LeafControl::Continue

@@ -54,8 +54,10 @@ pub(crate) trait Visitor<T> {
     const ORDERED: bool;
     /// Tests the root's bounds; `Some(key)` to enter.
     fn enter_root(&mut self, bounds: &Aabb) -> Option<f32>;
-    /// Tests both children of a node: a 2-bit mask of those to visit, and their keys.
-    fn test_children(&mut self, node: &Node) -> (u32, [f32; 2]);
+    /// Tests both children of a node whose own entry had `key`: a 2-bit mask of those to visit,
+    /// and their keys. (Unordered visitors may use the key to carry state down the tree, as the
+    /// frustum's active plane mask.)
+    fn test_children(&mut self, node: &Node, key: f32) -> (u32, [f32; 2]);
     /// Hands a leaf to the policy; `false` stops the traversal.
     fn visit_leaf(&mut self, id: super::ProxyId, data: &T, key: f32) -> bool;
     /// Whether an entry with this key still needs visiting (a ray's clipped `tmax`).
@@ -111,7 +113,7 @@ impl<T> Dbvt<T> {
             }
             stats.nodes_visited += 1;
             let node = &self.nodes[c.index() as usize];
-            let (mask, keys) = v.test_children(node);
+            let (mask, keys) = v.test_children(node, key);
             match mask {
                 0 => {}
                 1 => next = Some((node.child[0], keys[0])),
