@@ -238,8 +238,8 @@ impl FrustumLanes {
                 let (p, n) = (node.planes[s][a], node.planes[1 - s][a]);
                 f32x4::new([p[0], p[1], n[0], n[1]])
             };
-            let sd = self.normal[i][0] * lanes(0) + self.normal[i][1] * lanes(1) + self.normal[i][2] * lanes(2)
-                + self.d[i];
+            let sd =
+                self.normal[i][0] * lanes(0) + self.normal[i][1] * lanes(1) + self.normal[i][2] * lanes(2) + self.d[i];
             // Outside: the p-vertex is strictly below the plane. Inside: the n-vertex is on or
             // above it. A NaN distance is neither, so the box is kept and tested again below.
             outside |= sd.simd_lt(zero).to_bitmask() & 3;
