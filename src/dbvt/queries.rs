@@ -212,7 +212,8 @@ impl<P> FrustumVisitor<'_, P> {
                 return (false, 0);
             }
             let n_vertex = Vec3A::select(plane.normal.cmpge(Vec3A::ZERO), b.min, b.max);
-            if !(plane.signed_distance(n_vertex) >= 0.0) {
+            // Not inside unless the n-vertex is on or above the plane (a NaN is not inside).
+            if plane.signed_distance(n_vertex).partial_cmp(&0.0).is_none_or(|o| o.is_lt()) {
                 partial |= 1 << i;
             }
         }
