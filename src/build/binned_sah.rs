@@ -176,10 +176,34 @@ impl BinnedSah {
             }
             return Some(median_split(items, axis));
         }
+        if n <= EXACT_BELOW {
+            return self.exact_split(items, bounds);
+        }
         let bins = self.bins.clamp(2, MAX_BINS);
+        // The bin table is initialised for every node, so size it to the bins in use: with the
+        // default 16 bins, a 64-bin table made zeroing it the main cost of small nodes (measured
+        // on the dynamic tree's treelet rebuilds).
+        if bins <= 16 {
+            self.binned_split::<16>(items, bounds, &cb, axis, bins)
+        } else {
+            self.binned_split::<MAX_BINS>(items, bounds, &cb, axis, bins)
+        }
+    }
+
+    /// The binned SAH split over `bins` (at most `B`) bins per axis.
+    fn binned_split<const B: usize>(
+        &self,
+        items: &mut [BuildItem],
+        bounds: &Aabb,
+        cb: &Aabb,
+        axis: usize,
+        bins: usize,
+    ) -> Option<Split> {
+        let n = items.len();
+        let extent = cb.max - cb.min;
         let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
         let empty = Bin { bounds: Aabb::EMPTY, count: 0 };
-        let mut table = [[empty; MAX_BINS]; 3];
+        let mut table = [[empty; B]; 3];
         let scale = Vec3A::splat(bins as f32) / extent.max(Vec3A::splat(f32::MIN_POSITIVE));
         for it in items.iter() {
             let rel = (it.centroid - cb.min) * scale;
@@ -195,8 +219,8 @@ impl BinnedSah {
         }
         let block = self.block.max(1) as u32;
         let blocks = |c: u32| c.div_ceil(block) as f32;
-        let mut right_area = [0.0f32; MAX_BINS];
-        let mut right_count = [0u32; MAX_BINS];
+        let mut right_area = [0.0f32; B];
+        let mut right_count = [0u32; B];
         for (a, bins_a) in table.iter().enumerate() {
             if extent[a] <= 0.0 {
                 continue;
@@ -248,6 +272,53 @@ impl BinnedSah {
         Some(Split { mid, left: side(0..boundary), right: side(boundary..bins) })
     }
 }
+
+impl BinnedSah {
+    /// Full-sweep SAH for a handful of items: every boundary of the centroid order on every axis
+    /// (as Wald 2007 does below his binning threshold). Cheaper than a bin table at this size and
+    /// exact. Ties in centroid order are broken by index, so the result is deterministic.
+    fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
+        let n = items.len();
+        let block = self.block.max(1) as u32;
+        let blocks = |c: usize| (c as u32).div_ceil(block) as f32;
+        let order = |a: usize| {
+            move |x: &BuildItem, y: &BuildItem| x.centroid[a].total_cmp(&y.centroid[a]).then(x.index.cmp(&y.index))
+        };
+        let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
+        let mut right_area = [0.0f32; EXACT_BELOW + 1];
+        for a in 0..3 {
+            items.sort_unstable_by(order(a));
+            let mut acc = Aabb::EMPTY;
+            for i in (1..n).rev() {
+                acc = acc.union(&items[i].bounds);
+                right_area[i] = acc.half_area();
+            }
+            let mut acc = Aabb::EMPTY;
+            for i in 1..n {
+                acc = acc.union(&items[i - 1].bounds);
+                let cost = acc.half_area() * blocks(i) + right_area[i] * blocks(n - i);
+                if cost < best.0 {
+                    best = (cost, a, i);
+                }
+            }
+        }
+        let area = bounds.half_area();
+        let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
+        if n <= self.max_leaf && split_cost >= blocks(n) {
+            return None;
+        }
+        let (_, a, mid) = best;
+        if a != 2 {
+            items.sort_unstable_by(order(a));
+        }
+        // A NaN-free but degenerate sweep (all costs infinite) still splits at the middle.
+        let mid = if best.0.is_finite() { mid } else { n / 2 };
+        Some(Split { mid, left: bounds_of(&items[..mid]), right: bounds_of(&items[mid..]) })
+    }
+}
+
+/// Nodes of at most this many items are split by [`BinnedSah::exact_split`].
+const EXACT_BELOW: usize = 12;
 
 /// Object-median split along `axis` (ties broken by index, so the result is deterministic).
 fn median_split(items: &mut [BuildItem], axis: usize) -> Split {

@@ -8,7 +8,8 @@
 //! | `node.rs` | node layout and the SIMD tests of a node's two children |
 //! | `insert.rs` | SAH sibling search, insertion, and the rotations on the way up |
 //! | `remove.rs` | removal |
-//! | `update.rs` | moves with fat margins, enlargement, refit and incremental optimisation |
+//! | `update.rs` | moves with fat margins, enlargement and refit |
+//! | `optimize.rs` | incremental optimisation: in-place treelet rebuilds and top rebuilds |
 //! | `rebuild.rs` | full binned-SAH rebuild and bulk build |
 //! | `traverse.rs` | the one traversal loop, its workspace and statistics |
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
@@ -17,6 +18,7 @@
 
 mod insert;
 pub(crate) mod node;
+mod optimize;
 mod pairs;
 mod queries;
 mod rebuild;
@@ -141,8 +143,12 @@ pub struct Dbvt<T> {
     root_bounds: Aabb,
     config: DbvtConfig,
     tag: u32,
-    /// Round-robin position of `optimize_incremental`.
+    /// Round-robin position of `optimize_incremental`: a leaf ordinal in depth-first order.
     optimize_cursor: u32,
+    /// The previous arena, kept by `relayout` to copy into next time without fresh allocation.
+    spare_nodes: Vec<Node>,
+    /// Calls of `optimize_incremental`, which rebuilds the top of the tree every few calls.
+    optimize_calls: u32,
     /// Nodes are in depth-first pre-order (every child after its parent), so `refit` can sweep
     /// the arena backwards. Set by `rebuild` and by `refit`'s relayout; cleared by any change of
     /// structure.
@@ -182,6 +188,8 @@ impl<T> Dbvt<T> {
             config,
             tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
             optimize_cursor: 0,
+            optimize_calls: 0,
+            spare_nodes: Vec::new(),
             ordered: true,
             disorder: 0,
             refit_pending: false,

@@ -36,6 +36,16 @@ impl ChildRef {
     pub(crate) fn is_leaf(self) -> bool {
         self.0 & LEAF_BIT != 0
     }
+    /// The raw bits (index and leaf flag), for carrying a reference through a builder's item.
+    #[inline(always)]
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+    /// The reference whose [`ChildRef::raw`] bits are `raw`.
+    #[inline(always)]
+    pub(crate) fn from_raw(raw: u32) -> ChildRef {
+        ChildRef(raw)
+    }
     /// The node or proxy index.
     #[inline(always)]
     pub(crate) fn index(self) -> u32 {

@@ -2,7 +2,7 @@
 
 use super::node::{ChildRef, NULL, Node};
 use super::{Dbvt, DbvtConfig, ProxyId};
-use crate::build::{BinnedSah, BuildItem, BuildNode};
+use crate::build::{BinnedSah, BuildItem};
 use crate::error::DbvtError;
 use crate::math::Aabb;
 
@@ -70,31 +70,16 @@ impl<T> Dbvt<T> {
             self.refit_pending = false;
             return;
         }
-        self.nodes.reserve(built.len() / 2);
-        // Emit internal nodes in pre-order with an explicit stack: (build node, parent, slot).
-        let mut stack: Vec<(u32, u32, u8)> = vec![(0, NULL, 0)];
-        while let Some((b, parent, slot)) = stack.pop() {
-            match built[b as usize] {
-                BuildNode::Leaf { bounds, first, .. } => {
-                    let p = items[first as usize].index;
-                    self.set_child(parent, slot, ChildRef::leaf(p), &bounds);
-                }
-                BuildNode::Inner { bounds, left, right } => {
-                    let n = self.nodes.len() as u32;
-                    self.nodes.push(Node { slot: 0, ..Node::FREE });
-                    self.set_child(parent, slot, ChildRef::node(n), &bounds);
-                    stack.push((right, n, 1));
-                    stack.push((left, n, 0));
-                }
-            }
+        // A build over n items with one item per leaf has n - 1 internal nodes; write them in
+        // pre-order (child 0 right after its parent), which `refit` and `optimize_incremental`
+        // rely on.
+        self.nodes.resize(items.len() - 1, Node::FREE);
+        for it in items.iter_mut() {
+            it.index = ChildRef::leaf(it.index).raw();
         }
+        self.emit_preorder(&built, &items, NULL, 0, 0);
         self.ordered = true;
         self.disorder = 0;
         self.refit_pending = false;
-        // Heights, children before parents: reverse pre-order.
-        for n in (0..self.nodes.len()).rev() {
-            let c = self.nodes[n].child;
-            self.nodes[n].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
-        }
     }
 }

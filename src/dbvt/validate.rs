@@ -40,6 +40,12 @@ pub enum ValidationError {
         /// What disagrees.
         detail: String,
     },
+    /// The tree claims a depth-first pre-order arena (which `refit` sweeps and
+    /// `optimize_incremental` cuts into ranges), but node `node` is not where pre-order puts it.
+    Layout {
+        /// Internal node index.
+        node: u32,
+    },
     /// The number of leaves disagrees with the number of live proxies.
     LeafCount {
         /// Leaves reachable from the root.
@@ -58,6 +64,7 @@ impl fmt::Display for ValidationError {
                 write!(f, "bounds of {} {index} do not contain its contents", kind(leaf))
             }
             ValidationError::Height { node } => write!(f, "height of node {node} is wrong"),
+            ValidationError::Layout { node } => write!(f, "node {node} is out of depth-first pre-order"),
             ValidationError::Reachability { index, leaf } => {
                 write!(f, "{} {index} reached twice or while free", kind(leaf))
             }
@@ -146,7 +153,35 @@ impl<T> Dbvt<T> {
         if leaves != self.proxy_count {
             return Err(ValidationError::LeafCount { leaves, live: self.proxy_count });
         }
-        self.validate_free_lists(&seen_nodes)
+        self.validate_free_lists(&seen_nodes)?;
+        self.validate_layout()
+    }
+
+    /// When the arena claims pre-order: visiting the tree depth-first, child 0 first, meets the
+    /// nodes at indices 0, 1, 2, ... and no node is left over. (Run after the link checks, so the
+    /// walk is over a sound tree.)
+    fn validate_layout(&self) -> Result<(), ValidationError> {
+        if !self.ordered {
+            return Ok(());
+        }
+        let mut expected = 0u32;
+        let mut stack: Vec<ChildRef> = self.root.into_iter().collect();
+        while let Some(c) = stack.pop() {
+            if c.is_leaf() {
+                continue;
+            }
+            if c.index() != expected {
+                return Err(ValidationError::Layout { node: c.index() });
+            }
+            expected += 1;
+            let node = &self.nodes[c.index() as usize];
+            stack.push(node.child[1]);
+            stack.push(node.child[0]);
+        }
+        if expected as usize != self.nodes.len() {
+            return Err(ValidationError::Layout { node: expected });
+        }
+        Ok(())
     }
 
     fn checked_parent_of(&self, c: ChildRef) -> Option<(u32, u8)> {
@@ -237,7 +272,7 @@ impl<T> Dbvt<T> {
             internal_nodes,
             height,
             sah_cost,
-            memory_bytes: self.nodes.capacity() * std::mem::size_of::<Node>()
+            memory_bytes: (self.nodes.capacity() + self.spare_nodes.capacity()) * std::mem::size_of::<Node>()
                 + self.proxies.capacity() * std::mem::size_of::<Proxy>()
                 + self.slots.capacity() * std::mem::size_of::<Slot<T>>(),
         }

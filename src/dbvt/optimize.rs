@@ -1,0 +1,280 @@
+//! Incremental optimisation by in-place treelet rebuilds.
+//!
+//! Moving proxies leave a tree whose structure was chosen for where they *were*. Bullet's
+//! `btDbvt::optimizeIncremental` and the reinsertion passes of Bittner et al. (2013) repair it leaf
+//! by leaf; parry's `Bvh::optimize_incremental` instead rebuilds whole subtrees with binned SAH,
+//! round-robin, about 5% of the leaves per call, and the top of the tree every other call. We do
+//! the latter, because of the arena's layout:
+//!
+//! When the arena is in depth-first pre-order (child 0 right after its parent, as `rebuild` and
+//! `relayout` leave it), every subtree of `k` leaves is the `k - 1` consecutive nodes starting at
+//! its root. Rebuilding a subtree over the same leaves and writing it back in pre-order into the
+//! same range keeps the whole arena in pre-order, so `refit` stays one sequential sweep (a
+//! reinsertion scatters nodes, and the next refit then walks the tree: measured at 100k proxies,
+//! that walk was a fifth of a scene frame). The subtree's box, the union of the same leaves, does
+//! not change, so no ancestor needs a refit; only ancestor heights are updated.
+//!
+//! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th call also
+//! rebuilds the top of the tree over its subtrees of at most √n leaves (as parry's root
+//! refinement): groups of leaves can then change places across the whole tree, and the next
+//! treelets, cut from the new top, mix leaves across the old groups.
+
+use super::Dbvt;
+use super::node::{ChildRef, NULL, Node};
+use crate::build::{BinnedSah, BuildItem, BuildNode};
+
+/// Every this many calls, `optimize_incremental` also rebuilds the top of the tree.
+pub(crate) const TOP_PERIOD: u32 = 4;
+
+/// A subtree of a pre-ordered arena: its root node, its node count (`leaves - 1`) and the ordinal
+/// of its first leaf in depth-first order.
+#[derive(Clone, Copy, Debug)]
+struct Subtree {
+    root: u32,
+    nodes: u32,
+    first_leaf: u32,
+}
+
+impl Subtree {
+    fn leaves(&self) -> u32 {
+        self.nodes + 1
+    }
+}
+
+impl<T> Dbvt<T> {
+    /// Improves the tree's structure, spending about `budget` leaves of work: subtrees of up to
+    /// `max(8, min(budget, 4√n))` leaves are rebuilt in place with binned SAH, round-robin in
+    /// depth-first leaf order, until `budget` leaves are covered; every fourth call also rebuilds
+    /// the top of the tree over its subtrees of at most √n leaves. Ids, fat boxes and query results
+    /// are unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
+    /// pending. Returns the number of leaves whose subtree was rebuilt.
+    ///
+    /// Call it once per frame with about 1–5% of [`Dbvt::len`] when proxies move.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, Dbvt};
+    /// use glam::Vec3A;
+    /// let mut tree = Dbvt::new();
+    /// for i in 0..1000 {
+    ///     let c = Vec3A::new((i * 7919 % 1000) as f32, (i % 10) as f32, 0.0);
+    ///     tree.insert(Aabb::from_center_half_extents(c, Vec3A::splat(0.5)), i)?;
+    /// }
+    /// let before = tree.stats().sah_cost;
+    /// for _ in 0..40 {
+    ///     tree.optimize_incremental(50);
+    /// }
+    /// tree.validate()?;
+    /// assert!(tree.stats().sah_cost <= before);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn optimize_incremental(&mut self, budget: usize) -> usize {
+        if self.refit_pending {
+            self.refit();
+        }
+        let n = self.proxy_count;
+        if n < 3 || budget == 0 {
+            return 0;
+        }
+        if !self.ordered {
+            self.relayout();
+        }
+        self.optimize_calls = self.optimize_calls.wrapping_add(1);
+        if self.optimize_calls.is_multiple_of(TOP_PERIOD) {
+            self.rebuild_top((n as f32).sqrt().ceil() as u32);
+        }
+        let size = ((4.0 * (n as f32).sqrt()).ceil() as usize).min(budget).max(8) as u32;
+        let treelets = self.pick_treelets(size, budget as u32);
+        let mut items = Vec::with_capacity(size as usize);
+        let mut done = 0;
+        for t in treelets {
+            self.rebuild_treelet(t, &mut items);
+            done += t.leaves() as usize;
+        }
+        done
+    }
+
+    /// The root subtree, or `None` when the root is a leaf or absent.
+    fn root_subtree(&self) -> Option<Subtree> {
+        let root = self.root.filter(|r| !r.is_leaf())?;
+        debug_assert!(self.ordered && root.index() == 0);
+        Some(Subtree { root: root.index(), nodes: self.nodes.len() as u32, first_leaf: 0 })
+    }
+
+    /// The two children of an internal subtree, from pre-order arithmetic alone: child 0 (if
+    /// internal) starts right after the root, child 1 right after child 0's range. A leaf child is
+    /// `Err(proxy)`.
+    fn split_subtree(&self, s: Subtree) -> [Result<Subtree, u32>; 2] {
+        let c = self.nodes[s.root as usize].child;
+        let nodes0 = match (c[0].is_leaf(), c[1].is_leaf()) {
+            (true, _) => 0,
+            (false, false) => c[1].index() - s.root - 1,
+            (false, true) => s.nodes - 1,
+        };
+        let nodes1 = s.nodes - 1 - nodes0;
+        let side = |k: usize, nodes: u32, first_leaf: u32| {
+            if c[k].is_leaf() {
+                Err(c[k].index())
+            } else {
+                debug_assert_eq!(c[k].index(), if k == 0 { s.root + 1 } else { s.root + 1 + nodes0 });
+                Ok(Subtree { root: c[k].index(), nodes, first_leaf })
+            }
+        };
+        [side(0, nodes0, s.first_leaf), side(1, nodes1, s.first_leaf + nodes0 + 1)]
+    }
+
+    /// Disjoint subtrees of at most `size` leaves (and at least 3: smaller ones have a single
+    /// shape) covering about `budget` leaves, starting at the round-robin cursor and wrapping once.
+    fn pick_treelets(&mut self, size: u32, budget: u32) -> Vec<Subtree> {
+        let mut out = Vec::new();
+        let Some(root) = self.root_subtree() else { return out };
+        let mut cursor = if self.optimize_cursor >= root.leaves() { 0 } else { self.optimize_cursor };
+        let mut covered = 0;
+        let mut stack = Vec::with_capacity(64);
+        for pass in 0..2 {
+            stack.clear();
+            stack.push(root);
+            while let Some(s) = stack.pop() {
+                if covered >= budget {
+                    break;
+                }
+                if s.first_leaf + s.leaves() <= cursor {
+                    continue;
+                }
+                if s.leaves() <= size {
+                    if s.leaves() >= 3 {
+                        out.push(s);
+                        covered += s.leaves();
+                    }
+                    cursor = s.first_leaf + s.leaves();
+                    continue;
+                }
+                let [c0, c1] = self.split_subtree(s);
+                // Child 0 is visited first: push it last.
+                stack.extend(c1.ok());
+                stack.extend(c0.ok());
+            }
+            if covered >= budget || pass == 1 {
+                break;
+            }
+            cursor = 0;
+        }
+        self.optimize_cursor = if cursor >= root.leaves() { 0 } else { cursor };
+        out
+    }
+
+    /// Rebuilds subtree `t` with binned SAH over its own leaves, into its own node range.
+    fn rebuild_treelet(&mut self, t: Subtree, items: &mut Vec<BuildItem>) {
+        items.clear();
+        for node in &self.nodes[t.root as usize..(t.root + t.nodes) as usize] {
+            for s in 0..2 {
+                if node.child[s].is_leaf() {
+                    items.push(BuildItem::new(node.bounds(s), node.child[s].raw()));
+                }
+            }
+        }
+        debug_assert_eq!(items.len() as u32, t.leaves());
+        let (parent, slot) = (self.nodes[t.root as usize].parent, self.nodes[t.root as usize].slot);
+        let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(items);
+        self.emit_preorder(&built, items, parent, slot, t.root);
+        self.update_heights_from(parent);
+    }
+
+    /// Rebuilds the nodes above the subtrees of at most `max_leaves` leaves with binned SAH over
+    /// those subtrees' boxes, then lays the arena out in pre-order again.
+    fn rebuild_top(&mut self, max_leaves: u32) {
+        let Some(root) = self.root_subtree() else { return };
+        if root.leaves() <= max_leaves {
+            return;
+        }
+        // Cut the tree into pseudo-leaves, and note the nodes above the cut for reuse.
+        let mut items = Vec::new();
+        let mut top_nodes = Vec::new();
+        let mut stack = vec![root];
+        while let Some(s) = stack.pop() {
+            top_nodes.push(s.root);
+            let bounds = self.nodes[s.root as usize];
+            for (k, c) in self.split_subtree(s).into_iter().enumerate() {
+                match c {
+                    Ok(sub) if sub.leaves() > max_leaves => stack.push(sub),
+                    _ => items.push(BuildItem::new(bounds.bounds(k), bounds.child[k].raw())),
+                }
+            }
+        }
+        debug_assert_eq!(items.len(), top_nodes.len() + 1);
+        let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(&mut items);
+        // Emit the new top into the old top's node slots, in the builder's pre-order.
+        top_nodes.sort_unstable();
+        let mut next = top_nodes.iter().copied();
+        let mut stack: Vec<(u32, u32, u8)> = vec![(0, NULL, 0)];
+        let mut written = Vec::with_capacity(top_nodes.len());
+        while let Some((b, parent, slot)) = stack.pop() {
+            match built[b as usize] {
+                BuildNode::Leaf { bounds, first, .. } => {
+                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds)
+                }
+                BuildNode::Inner { bounds, left, right } => {
+                    let n = next.next().expect("as many top nodes as before");
+                    self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
+                    self.set_child(parent, slot, ChildRef::node(n), &bounds);
+                    written.push(n);
+                    stack.push((right, n, 1));
+                    stack.push((left, n, 0));
+                }
+            }
+        }
+        // Heights, children before parents: reverse emission order.
+        for &n in written.iter().rev() {
+            let c = self.nodes[n as usize].child;
+            self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
+        }
+        self.relayout();
+    }
+
+    /// Writes a binned-SAH build (leaves of one item each, item indices being raw [`ChildRef`]s)
+    /// into the arena in pre-order, its root at node `start` (or as a leaf child) under
+    /// `parent`/`slot`, then sets the new nodes' heights. The arena must already hold the nodes.
+    pub(super) fn emit_preorder(
+        &mut self,
+        built: &[BuildNode],
+        items: &[BuildItem],
+        parent: u32,
+        slot: u8,
+        start: u32,
+    ) {
+        let mut next = start;
+        let mut stack: Vec<(u32, u32, u8)> = vec![(0, parent, slot)];
+        while let Some((b, parent, slot)) = stack.pop() {
+            match built[b as usize] {
+                BuildNode::Leaf { bounds, first, .. } => {
+                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds);
+                }
+                BuildNode::Inner { bounds, left, right } => {
+                    let n = next;
+                    next += 1;
+                    self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
+                    self.set_child(parent, slot, ChildRef::node(n), &bounds);
+                    stack.push((right, n, 1));
+                    stack.push((left, n, 0));
+                }
+            }
+        }
+        // Heights, children before parents: reverse pre-order.
+        for n in (start..next).rev() {
+            let c = self.nodes[n as usize].child;
+            self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
+        }
+    }
+
+    /// Recomputes heights from node `n` up to the root, stopping where nothing changes.
+    fn update_heights_from(&mut self, mut n: u32) {
+        while n != NULL {
+            let c = self.nodes[n as usize].child;
+            let h = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
+            if self.nodes[n as usize].height == h {
+                return;
+            }
+            self.nodes[n as usize].height = h;
+            n = self.nodes[n as usize].parent;
+        }
+    }
+}
