@@ -169,3 +169,43 @@ fn incremental_trees_stay_close_to_bulk_build_quality() {
     let ratio = tree.stats().sah_cost / bulk.stats().sah_cost;
     assert!(ratio < 2.2, "after moves the SAH cost is {ratio:.2}x the bulk build's");
 }
+
+/// Teleporting every proxy to a random place leaves the structure meaningless (the SAH cost many
+/// times a fresh build's). `optimize_incremental` at 5% of the leaves per call must bring it back
+/// near a bulk build over the same fat boxes, which is the oracle here; without it the cost stays
+/// high, so the test fails if the optimiser stops repairing.
+#[test]
+fn optimize_incremental_repairs_a_shuffled_tree() {
+    let mut s = 0x9E3779B97F4A7C15u64;
+    let mut f = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let n = 20_000;
+    let side = 4.0 * (n as f32).cbrt();
+    let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
+    let (mut tree, ids) = Dbvt::build((0..n).map(|i| (place(), i))).unwrap();
+    let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
+    tree.update_proxies(&moves).unwrap();
+    tree.refit();
+    let oracle = |t: &Dbvt<usize>| {
+        let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
+        let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
+        Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
+    };
+    let shuffled = tree.stats().sah_cost / oracle(&tree);
+    assert!(shuffled > 4.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
+    let mut ratios = Vec::new();
+    for call in 1..=200 {
+        tree.optimize_incremental(n / 20);
+        if call % 40 == 0 {
+            tree.validate().unwrap();
+            ratios.push(tree.stats().sah_cost / oracle(&tree));
+        }
+    }
+    eprintln!("SAH cost / bulk build: shuffled {shuffled:.2}, every 40 calls {ratios:.2?}");
+    let last = *ratios.last().unwrap();
+    assert!(last < 1.5, "after 200 calls the SAH cost is still {last:.2}x a bulk build's ({ratios:.2?})");
+}
