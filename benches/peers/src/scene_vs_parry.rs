@@ -23,7 +23,10 @@ use parry3d::query::{Ray as PRay, RayCast};
 use parry3d::shape::TriMesh as PTriMesh;
 use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, Scene, TriMesh};
 
-const FRAMES: usize = 30;
+/// Frames per run: 30, or the `FRAMES` environment variable.
+fn frames() -> usize {
+    std::env::var("FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30)
+}
 const MARGIN: f32 = 0.1;
 struct Rng(u64);
 impl Rng {
@@ -192,7 +195,7 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
         .collect();
     scene.rebuild();
     let mut t = Times::default();
-    for f in 0..FRAMES {
+    for f in 0..frames() {
         let a = Instant::now();
         let moved = s.step(f);
         let moves: Vec<_> =
@@ -215,6 +218,14 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
         t.pick += (c - b).as_secs_f64();
         t.frustum += (d - c).as_secs_f64();
     }
+    let mut fresh = scene.tree().clone();
+    fresh.rebuild();
+    eprintln!(
+        "N={n}: slabtree tree SAH cost after {} frames {:.1}, rebuilt {:.1}",
+        frames(),
+        scene.tree().stats().sah_cost,
+        fresh.stats().sah_cost
+    );
     t
 }
 
@@ -235,7 +246,7 @@ fn run_parry(n: usize, meshes: &[TriMesh]) -> Times {
     }
     let mut ws = BvhWorkspace::default();
     let mut t = Times::default();
-    for f in 0..FRAMES {
+    for f in 0..frames() {
         let a = Instant::now();
         let moved = s.step(f);
         for &i in &moved {
@@ -283,7 +294,7 @@ fn main() {
     for n in sizes {
         let s = run_slabtree(n, &meshes);
         let p = if std::env::var_os("SLABTREE_ONLY").is_some() { Times::default() } else { run_parry(n, &meshes) };
-        let ms = |x: f64| x * 1e3 / FRAMES as f64;
+        let ms = |x: f64| x * 1e3 / frames() as f64;
         let tot = |t: &Times| ms(t.update + t.pick + t.frustum);
         for (name, t) in [("slabtree", &s), ("parry3d", &p)] {
             println!(
