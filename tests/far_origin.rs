@@ -35,27 +35,10 @@ impl Rng {
     }
 }
 
+/// The library's closed torus as raw arrays, which this test offsets far from the origin.
 fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
-    let mut p = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            let (u, v) = (i as f32 / nu as f32 * std::f32::consts::TAU, j as f32 / nv as f32 * std::f32::consts::TAU);
-            p.push(Vec3::new(
-                (major + minor * v.cos()) * u.cos(),
-                minor * v.sin(),
-                (major + minor * v.cos()) * u.sin(),
-            ));
-        }
-    }
-    let idx = |i: u32, j: u32| (i % nu) * nv + (j % nv);
-    let mut t = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            t.push([idx(i, j), idx(i + 1, j), idx(i + 1, j + 1)]);
-            t.push([idx(i, j), idx(i + 1, j + 1), idx(i, j + 1)]);
-        }
-    }
-    (p, t)
+    let m = TriMesh::torus(major, minor, nu, nv);
+    (m.positions().to_vec(), m.triangles().to_vec())
 }
 
 /// Random triangles of size about 1 in a 20-unit cube.

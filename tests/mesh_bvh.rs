@@ -41,51 +41,6 @@ fn soup(n: usize, seed: u64) -> TriMesh {
     TriMesh::new(p, t).unwrap()
 }
 
-/// A UV sphere or torus with shared vertices (closed).
-fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> TriMesh {
-    let mut p = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            let (u, v) = (i as f32 / nu as f32 * std::f32::consts::TAU, j as f32 / nv as f32 * std::f32::consts::TAU);
-            p.push(Vec3::new(
-                (major + minor * v.cos()) * u.cos(),
-                minor * v.sin(),
-                (major + minor * v.cos()) * u.sin(),
-            ));
-        }
-    }
-    let idx = |i: u32, j: u32| (i % nu) * nv + (j % nv);
-    let mut t = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            t.push([idx(i, j), idx(i + 1, j), idx(i + 1, j + 1)]);
-            t.push([idx(i, j), idx(i + 1, j + 1), idx(i, j + 1)]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
-fn sphere(r: f32, nu: u32, nv: u32) -> TriMesh {
-    let mut p = vec![Vec3::new(0.0, r, 0.0), Vec3::new(0.0, -r, 0.0)];
-    for j in 1..nv {
-        for i in 0..nu {
-            let (th, ph) = (j as f32 / nv as f32 * std::f32::consts::PI, i as f32 / nu as f32 * std::f32::consts::TAU);
-            p.push(Vec3::new(r * th.sin() * ph.cos(), r * th.cos(), r * th.sin() * ph.sin()));
-        }
-    }
-    let ring = |j: u32, i: u32| 2 + (j - 1) * nu + (i % nu);
-    let mut t = Vec::new();
-    for i in 0..nu {
-        t.push([0, ring(1, i + 1), ring(1, i)]);
-        t.push([1, ring(nv - 1, i), ring(nv - 1, i + 1)]);
-        for j in 1..nv - 1 {
-            t.push([ring(j, i), ring(j, i + 1), ring(j + 1, i + 1)]);
-            t.push([ring(j, i), ring(j + 1, i + 1), ring(j + 1, i)]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
 /// Exact-ish reference: f64 Möller–Trumbore without epsilon. Returns (t, triangle, min
 /// barycentric margin) of the closest hit in [tmin, tmax].
 fn brute(mesh: &TriMesh, o: Vec3, d: Vec3, tmin: f32, tmax: f32) -> Option<(f64, u32, f64)> {
@@ -181,8 +136,8 @@ fn closest_and_any_hit_match_brute_force() {
     let mut r = Rng(3);
     for (name, mesh, center, radius) in [
         ("soup", soup(3000, 1), Vec3::splat(10.0), 25.0),
-        ("sphere", sphere(3.0, 40, 20), Vec3::ZERO, 6.0),
-        ("torus", torus(2.0, 0.7, 48, 24), Vec3::ZERO, 5.0),
+        ("sphere", TriMesh::uv_sphere(3.0, 40, 20), Vec3::ZERO, 6.0),
+        ("torus", TriMesh::torus(2.0, 0.7, 48, 24), Vec3::ZERO, 5.0),
     ] {
         let mut rays = random_rays(&mut r, 1500, center, radius);
         // Axis-aligned rays with exact zero components.
@@ -202,7 +157,7 @@ fn closest_and_any_hit_match_brute_force() {
 
 #[test]
 fn tmin_tmax_and_direction_sign_are_honoured() {
-    let mesh = sphere(1.0, 24, 12);
+    let mesh = TriMesh::uv_sphere(1.0, 24, 12);
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
         // From the centre outwards: the hit is at t ~ 1 in every direction, including negative ones.
@@ -228,7 +183,7 @@ fn tmin_tmax_and_direction_sign_are_honoured() {
 #[test]
 fn watertight_mode_never_leaks_through_edges_or_vertices() {
     let (major, minor, nu, nv) = (2.0f32, 0.7f32, 64, 32);
-    let mesh = torus(major, minor, nu, nv);
+    let mesh = TriMesh::torus(major, minor, nu, nv);
     let wt = MeshBvh::build(&mesh, &BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() });
     let mt = MeshBvh::build(&mesh, &BuildOptions::default());
     let mut r = Rng(11);
@@ -258,7 +213,7 @@ fn watertight_mode_never_leaks_through_edges_or_vertices() {
 
 #[test]
 fn refit_follows_deformation() {
-    let mesh = torus(2.0, 0.5, 32, 16);
+    let mesh = TriMesh::torus(2.0, 0.5, 32, 16);
     let mut bvh = MeshBvh::build(&mesh, &BuildOptions::default());
     let moved: Vec<Vec3> =
         mesh.positions().iter().map(|p| *p * Vec3::new(1.5, 0.5, 1.0) + Vec3::new(0.0, 3.0, 0.0)).collect();

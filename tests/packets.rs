@@ -25,27 +25,6 @@ impl Rng {
     }
 }
 
-fn sphere(n: u32, r: f32) -> TriMesh {
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..=n {
-        for j in 0..=2 * n {
-            let th = std::f32::consts::PI * i as f32 / n as f32;
-            let ph = std::f32::consts::PI * j as f32 / n as f32;
-            p.push(Vec3::new(th.sin() * ph.cos(), th.cos(), th.sin() * ph.sin()) * r);
-        }
-    }
-    let w = 2 * n + 1;
-    for i in 0..n {
-        for j in 0..2 * n {
-            let a = i * w + j;
-            t.push([a, a + w, a + 1]);
-            t.push([a + 1, a + w, a + w + 1]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
 fn soup(rng: &mut Rng, n: usize) -> TriMesh {
     let mut p = Vec::new();
     let mut t = Vec::new();
@@ -130,7 +109,7 @@ fn options(test: TriangleTest) -> BuildOptions {
 fn coherent_tiles_equal_single_rays() {
     let mut rng = Rng(1);
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-        for mesh in [sphere(40, 2.0), soup(&mut rng, 3000)] {
+        for mesh in [TriMesh::uv_sphere(2.0, 80, 40), soup(&mut rng, 3000)] {
             let bvh = MeshBvh::build(&mesh, &options(test));
             let rays = tiles(Vec3::new(0.3, 0.7, 9.0), Vec3::ZERO, 64, 48, 1.0);
             let (hits, occ) = check(&bvh, &rays);
@@ -195,7 +174,7 @@ fn empty_mesh_and_all_dead_packets() {
     let rays = [Ray::new(Vec3A::ZERO, Vec3A::X); 8];
     assert_eq!(empty.intersect8(&rays), [None; 8]);
     assert_eq!(empty.occluded8(&rays), [false; 8]);
-    let bvh = MeshBvh::build(&sphere(8, 1.0), &BuildOptions::default());
+    let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 16, 8), &BuildOptions::default());
     let away = [Ray::new(Vec3A::new(5.0, 5.0, 5.0), Vec3A::X); 8];
     assert_eq!(bvh.intersect8(&away), [None; 8]);
 }

@@ -30,27 +30,6 @@ impl Rng {
     }
 }
 
-fn sphere(n: u32, r: f32) -> TriMesh {
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..=n {
-        for j in 0..=2 * n {
-            let th = std::f32::consts::PI * i as f32 / n as f32;
-            let ph = std::f32::consts::PI * j as f32 / n as f32;
-            p.push(Vec3::new(th.sin() * ph.cos(), th.cos(), th.sin() * ph.sin()) * r);
-        }
-    }
-    let w = 2 * n + 1;
-    for i in 0..n {
-        for j in 0..2 * n {
-            let a = i * w + j;
-            t.push([a, a + w, a + 1]);
-            t.push([a + 1, a + w, a + w + 1]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
 fn soup(rng: &mut Rng, n: usize) -> TriMesh {
     let mut p = Vec::new();
     let mut t = Vec::new();
@@ -67,10 +46,10 @@ fn soup(rng: &mut Rng, n: usize) -> TriMesh {
 fn meshes(rng: &mut Rng) -> Vec<Arc<MeshBvh>> {
     let o = BuildOptions::default();
     vec![
-        Arc::new(MeshBvh::build(&sphere(6, 1.0), &o)),
+        Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 12, 6), &o)),
         Arc::new(MeshBvh::build(&soup(rng, 40), &o)),
         Arc::new(MeshBvh::build(
-            &sphere(3, 0.7),
+            &TriMesh::uv_sphere(0.7, 6, 3),
             &BuildOptions { triangle_test: slabtree::TriangleTest::Watertight, ..o },
         )),
     ]

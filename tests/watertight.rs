@@ -94,29 +94,6 @@ pub fn icosphere(r: f32, subdivisions: u32) -> TriMesh {
     TriMesh::new(p, f).unwrap()
 }
 
-pub fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> TriMesh {
-    let mut p = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            let (u, v) = (i as f32 / nu as f32 * std::f32::consts::TAU, j as f32 / nv as f32 * std::f32::consts::TAU);
-            p.push(Vec3::new(
-                (major + minor * v.cos()) * u.cos(),
-                minor * v.sin(),
-                (major + minor * v.cos()) * u.sin(),
-            ));
-        }
-    }
-    let idx = |i: u32, j: u32| (i % nu) * nv + (j % nv);
-    let mut t = Vec::new();
-    for i in 0..nu {
-        for j in 0..nv {
-            t.push([idx(i, j), idx(i + 1, j), idx(i + 1, j + 1)]);
-            t.push([idx(i, j), idx(i + 1, j + 1), idx(i, j + 1)]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
 /// The cube [-h, h]^3 with each face cut into n×n quads (two triangles each), vertices shared
 /// along the cube's edges. Grid points are exact multiples of h/n.
 pub fn subdivided_cube(h: f32, n: i32) -> TriMesh {
@@ -192,7 +169,7 @@ fn shapes() -> Vec<Shape> {
         },
         Shape {
             name: "torus (2, 0.7, 128×64)",
-            mesh: torus(2.0, 0.7, 128, 64),
+            mesh: TriMesh::torus(2.0, 0.7, 128, 64),
             inside: |r, t| {
                 let ang = t.z.atan2(t.x);
                 Vec3::new(2.0 * ang.cos(), 0.0, 2.0 * ang.sin()) + (r.v() - Vec3::splat(0.5)) * 0.6

@@ -185,7 +185,7 @@ impl<T> Dbvt<T> {
         debug_assert_eq!(items.len() as u32, t.leaves());
         let (parent, slot) = (self.nodes[t.root as usize].parent, self.nodes[t.root as usize].slot);
         let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(items);
-        self.emit_preorder(&built, items, parent, slot, t.root);
+        self.emit_preorder(&built, items, parent, slot, t.root..);
         self.update_heights_from(parent);
     }
 
@@ -202,56 +202,35 @@ impl<T> Dbvt<T> {
         let mut stack = vec![root];
         while let Some(s) = stack.pop() {
             top_nodes.push(s.root);
-            let bounds = self.nodes[s.root as usize];
+            let node = self.nodes[s.root as usize];
             for (k, c) in self.split_subtree(s).into_iter().enumerate() {
                 match c {
                     Ok(sub) if sub.leaves() > max_leaves => stack.push(sub),
-                    _ => items.push(BuildItem::new(bounds.bounds(k), bounds.child[k].raw())),
+                    _ => items.push(BuildItem::new(node.bounds(k), node.child[k].raw())),
                 }
             }
         }
         debug_assert_eq!(items.len(), top_nodes.len() + 1);
         let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(&mut items);
-        // Emit the new top into the old top's node slots, in the builder's pre-order.
-        top_nodes.sort_unstable();
-        let mut next = top_nodes.iter().copied();
-        let mut stack: Vec<(u32, u32, u8)> = vec![(0, NULL, 0)];
-        let mut written = Vec::with_capacity(top_nodes.len());
-        while let Some((b, parent, slot)) = stack.pop() {
-            match built[b as usize] {
-                BuildNode::Leaf { bounds, first, .. } => {
-                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds)
-                }
-                BuildNode::Inner { bounds, left, right } => {
-                    let n = next.next().expect("as many top nodes as before");
-                    self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
-                    self.set_child(parent, slot, ChildRef::node(n), &bounds);
-                    written.push(n);
-                    stack.push((right, n, 1));
-                    stack.push((left, n, 0));
-                }
-            }
-        }
-        // Heights, children before parents: reverse emission order.
-        for &n in written.iter().rev() {
-            let c = self.nodes[n as usize].child;
-            self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
-        }
+        // Emit the new top into the old top's node slots (in any order: the relayout below puts
+        // the arena back in pre-order).
+        self.emit_preorder(&built, &items, NULL, 0, top_nodes.into_iter());
         self.relayout();
     }
 
     /// Writes a binned-SAH build (leaves of one item each, item indices being raw [`ChildRef`]s)
-    /// into the arena in pre-order, its root at node `start` (or as a leaf child) under
-    /// `parent`/`slot`, then sets the new nodes' heights. The arena must already hold the nodes.
+    /// into the arena in pre-order under `parent`/`slot`, giving the internal nodes the indices
+    /// `node_slots` yields, in order (the arena must already hold those nodes), then sets their
+    /// heights. With consecutive indices (`start..`) the result is a pre-order range.
     pub(super) fn emit_preorder(
         &mut self,
         built: &[BuildNode],
         items: &[BuildItem],
         parent: u32,
         slot: u8,
-        start: u32,
+        mut node_slots: impl Iterator<Item = u32>,
     ) {
-        let mut next = start;
+        let mut written = Vec::with_capacity(items.len().saturating_sub(1));
         let mut stack: Vec<(u32, u32, u8)> = vec![(0, parent, slot)];
         while let Some((b, parent, slot)) = stack.pop() {
             match built[b as usize] {
@@ -259,8 +238,8 @@ impl<T> Dbvt<T> {
                     self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds);
                 }
                 BuildNode::Inner { bounds, left, right } => {
-                    let n = next;
-                    next += 1;
+                    let n = node_slots.next().expect("a node slot for every internal node");
+                    written.push(n);
                     self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
                     self.set_child(parent, slot, ChildRef::node(n), &bounds);
                     stack.push((right, n, 1));
@@ -268,8 +247,8 @@ impl<T> Dbvt<T> {
                 }
             }
         }
-        // Heights, children before parents: reverse pre-order.
-        for n in (start..next).rev() {
+        // Heights, children before parents: reverse emission order.
+        for &n in written.iter().rev() {
             let c = self.nodes[n as usize].child;
             self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
         }

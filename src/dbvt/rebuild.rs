@@ -77,7 +77,7 @@ impl<T> Dbvt<T> {
         for it in items.iter_mut() {
             it.index = ChildRef::leaf(it.index).raw();
         }
-        self.emit_preorder(&built, &items, NULL, 0, 0);
+        self.emit_preorder(&built, &items, NULL, 0, 0..);
         self.ordered = true;
         self.disorder = 0;
         self.refit_pending = false;

@@ -1,12 +1,14 @@
 //! Triangle meshes and their BVHs.
 //!
 //! * [`TriMesh`]: positions and triangles, checked on construction.
+//! * [`TriMesh::uv_sphere`], [`TriMesh::torus`], [`TriMesh::cuboid`]: generated closed meshes.
 //! * [`MeshBvh`]: a binned-SAH BVH collapsed to 8-wide nodes, with closest-hit, any-hit, batch and
 //!   swept-box queries.
 
 mod bvh;
 pub(crate) mod collapse;
 mod packet;
+mod shapes;
 mod sweep;
 pub(crate) mod triangle;
 

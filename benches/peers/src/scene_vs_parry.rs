@@ -15,157 +15,22 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
+use glam::{Quat, Vec3, Vec3A};
 use parry3d::bounding_volume::BoundingVolume;
 use parry3d::math::{Pose, Vector};
 use parry3d::partitioning::{Bvh, BvhWorkspace};
 use parry3d::query::{Ray as PRay, RayCast};
 use parry3d::shape::TriMesh as PTriMesh;
-use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, Scene, TriMesh};
+use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
 /// Frames per run: 30, or the `FRAMES` environment variable.
 fn frames() -> usize {
     std::env::var("FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30)
 }
 const MARGIN: f32 = 0.1;
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn range(&mut self, a: f32, b: f32) -> f32 {
-        a + (b - a) * self.unit()
-    }
-}
-
-fn sphere(n: u32, r: f32) -> TriMesh {
-    let (mut p, mut t) = (Vec::new(), Vec::new());
-    for i in 0..=n {
-        for j in 0..=2 * n {
-            let th = std::f32::consts::PI * i as f32 / n as f32;
-            let ph = std::f32::consts::PI * j as f32 / n as f32;
-            p.push(Vec3::new(th.sin() * ph.cos(), th.cos(), th.sin() * ph.sin()) * r);
-        }
-    }
-    let w = 2 * n + 1;
-    for i in 0..n {
-        for j in 0..2 * n {
-            let a = i * w + j;
-            t.push([a, a + w, a + 1]);
-            t.push([a + 1, a + w, a + w + 1]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
-fn torus(n: u32, m: u32, r0: f32, r1: f32) -> TriMesh {
-    let (mut p, mut t) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        for j in 0..m {
-            let a = std::f32::consts::TAU * i as f32 / n as f32;
-            let b = std::f32::consts::TAU * j as f32 / m as f32;
-            p.push(Vec3::new((r0 + r1 * b.cos()) * a.cos(), r1 * b.sin(), (r0 + r1 * b.cos()) * a.sin()));
-        }
-    }
-    for i in 0..n {
-        for j in 0..m {
-            let (i1, j1) = ((i + 1) % n, (j + 1) % m);
-            t.push([i * m + j, i1 * m + j, i1 * m + j1]);
-            t.push([i * m + j, i1 * m + j1, i * m + j1]);
-        }
-    }
-    TriMesh::new(p, t).unwrap()
-}
-
-fn boxy() -> TriMesh {
-    let p: Vec<Vec3> = (0..8)
-        .map(|i| Vec3::new((i & 1) as f32 - 0.5, ((i >> 1) & 1) as f32 - 0.5, ((i >> 2) & 1) as f32 - 0.5))
-        .collect();
-    let t = vec![
-        [0, 2, 1],
-        [1, 2, 3],
-        [4, 5, 6],
-        [5, 7, 6],
-        [0, 1, 4],
-        [1, 5, 4],
-        [2, 6, 3],
-        [3, 6, 7],
-        [0, 4, 2],
-        [2, 4, 6],
-        [1, 3, 5],
-        [3, 7, 5],
-    ];
-    TriMesh::new(p, t).unwrap()
-}
-
-fn meshes() -> Vec<TriMesh> {
-    vec![sphere(16, 0.5), torus(32, 12, 0.4, 0.15), boxy()]
-}
-
-struct Setup {
-    side: f32,
-    pos: Vec<Vec3>,
-    rot: Vec<Quat>,
-    vel: Vec<Vec3>,
-}
-
-impl Setup {
-    fn new(n: usize) -> Setup {
-        let mut rng = Rng(42);
-        let side = 4.0 * (n as f32).cbrt();
-        let mut s = Setup { side, pos: vec![], rot: vec![], vel: vec![] };
-        for _ in 0..n {
-            s.pos.push(Vec3::new(rng.range(0.0, side), rng.range(0.0, side), rng.range(0.0, side)));
-            s.rot.push(Quat::from_rotation_y(rng.range(0.0, 6.28)) * Quat::from_rotation_x(rng.range(0.0, 6.28)));
-            s.vel.push(Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)) * 0.3);
-        }
-        s
-    }
-
-    /// Advances frame `f`: the indices moved.
-    fn step(&mut self, f: usize) -> Vec<usize> {
-        let n = self.pos.len();
-        let k = n / 10;
-        (0..k)
-            .map(|j| {
-                let i = (f * k + j) % n;
-                self.pos[i] += self.vel[i];
-                for a in 0..3 {
-                    if self.pos[i][a] < 0.0 || self.pos[i][a] > self.side {
-                        self.vel[i][a] = -self.vel[i][a];
-                    }
-                }
-                self.rot[i] *= Quat::from_rotation_y(0.05);
-                i
-            })
-            .collect()
-    }
-
-    fn camera(&self) -> (Vec3, Mat4) {
-        let eye = Vec3::new(-5.0, self.side * 0.5, -5.0);
-        let view = Mat4::look_at_rh(eye, Vec3::splat(self.side * 0.5), Vec3::Y);
-        (eye, Mat4::perspective_rh(1.0, 16.0 / 9.0, 0.1, self.side * 3.0) * view)
-    }
-
-    fn cursor_rays(&self, f: usize) -> Vec<Ray> {
-        let (eye, vp) = self.camera();
-        let inv = vp.inverse();
-        let mut rng = Rng(1000 + f as u64);
-        (0..100)
-            .map(|_| {
-                let far = inv.project_point3(Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), 1.0));
-                Ray::new(Vec3A::from(eye), Vec3A::from((far - eye).normalize()))
-            })
-            .collect()
-    }
-}
+#[path = "../../../examples/support/moving_instances.rs"]
+mod moving_instances;
+use moving_instances::{MovingInstances as Setup, meshes};
 
 fn pose(q: Quat, p: Vec3) -> Pose {
     Pose::from_parts(Vector::new(p.x, p.y, p.z), parry3d::math::Rot3::from_xyzw(q.x, q.y, q.z, q.w))
@@ -190,7 +55,7 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
     let mut scene = Scene::with_config(slabtree::DbvtConfig { margin: MARGIN, ..Default::default() });
     let ids: Vec<InstanceId> = (0..n)
         .map(|i| {
-            scene.add(bvhs[i % 3].clone(), Affine3A::from_rotation_translation(s.rot[i], s.pos[i]), i as u64).unwrap()
+            scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()
         })
         .collect();
     scene.rebuild();
@@ -199,7 +64,7 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
         let a = Instant::now();
         let moved = s.step(f);
         let moves: Vec<_> =
-            moved.iter().map(|&i| (ids[i], Affine3A::from_rotation_translation(s.rot[i], s.pos[i]))).collect();
+            moved.iter().map(|&i| (ids[i], s.transform(i))).collect();
         scene.set_transforms(&moves).unwrap();
         let o = Instant::now();
         scene.optimize(n / 80 + 1);

@@ -1,0 +1,139 @@
+//! The moving-instances workload of the picking example, shared by `examples/picking.rs`,
+//! `benches/scene.rs` and the parry3d comparison (`benches/peers/src/scene_vs_parry.rs`), which
+//! include this file by path so that all three run exactly the same frames.
+//!
+//! `n` instances of three generated meshes at random places and orientations in a cube of side
+//! 4·n^(1/3); each frame, a rotating window of 10% of them moves by its velocity (bouncing off the
+//! cube's faces) and turns a little; a fixed camera looks at the cube's centre, and 100 cursor
+//! rays per frame go through random points of the screen. It only produces transforms and rays,
+//! so each library applies them to its own tree.
+
+// Each includer uses a different subset.
+#![allow(dead_code)]
+
+use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
+use slabtree::{Ray, TriMesh};
+
+/// SplitMix64: small, seedable and the same everywhere.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    pub fn range(&mut self, a: f32, b: f32) -> f32 {
+        a + (b - a) * self.unit()
+    }
+}
+
+/// The instanced meshes: a sphere (960 triangles), a torus (768) and a box (12). Instance `i`
+/// uses mesh `i % 3`.
+pub fn meshes() -> Vec<TriMesh> {
+    vec![TriMesh::uv_sphere(0.5, 32, 16), TriMesh::torus(0.4, 0.15, 32, 12), TriMesh::cuboid(Vec3::splat(0.5))]
+}
+
+/// Positions, orientations and velocities of the instances.
+pub struct MovingInstances {
+    /// Side of the cube the instances stay in.
+    pub side: f32,
+    pub pos: Vec<Vec3>,
+    pub rot: Vec<Quat>,
+    pub vel: Vec<Vec3>,
+}
+
+impl MovingInstances {
+    pub fn new(n: usize) -> MovingInstances {
+        let mut rng = Rng(42);
+        let side = 4.0 * (n as f32).cbrt();
+        let mut s = MovingInstances { side, pos: vec![], rot: vec![], vel: vec![] };
+        for _ in 0..n {
+            s.pos.push(Vec3::new(rng.range(0.0, side), rng.range(0.0, side), rng.range(0.0, side)));
+            s.rot.push(
+                Quat::from_rotation_y(rng.range(0.0, std::f32::consts::TAU))
+                    * Quat::from_rotation_x(rng.range(0.0, std::f32::consts::TAU)),
+            );
+            s.vel.push(Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0)) * 0.3);
+        }
+        s
+    }
+
+    pub fn len(&self) -> usize {
+        self.pos.len()
+    }
+
+    /// Instance `i`'s transform (rigid: parry's poses have no scale).
+    pub fn transform(&self, i: usize) -> Affine3A {
+        Affine3A::from_rotation_translation(self.rot[i], self.pos[i])
+    }
+
+    /// Advances frame `frame`: moves the frame's 10% window; returns the indices moved.
+    pub fn step(&mut self, frame: usize) -> Vec<usize> {
+        let n = self.len();
+        let k = n / 10;
+        (0..k)
+            .map(|j| {
+                let i = (frame * k + j) % n;
+                self.pos[i] += self.vel[i];
+                for a in 0..3 {
+                    if self.pos[i][a] < 0.0 || self.pos[i][a] > self.side {
+                        self.vel[i][a] = -self.vel[i][a];
+                    }
+                }
+                self.rot[i] *= Quat::from_rotation_y(0.05);
+                i
+            })
+            .collect()
+    }
+
+    /// The camera's eye and view-projection matrix.
+    pub fn camera(&self) -> (Vec3, Mat4) {
+        let eye = Vec3::new(-5.0, self.side * 0.5, -5.0);
+        let view = Mat4::look_at_rh(eye, Vec3::splat(self.side * 0.5), Vec3::Y);
+        (eye, Mat4::perspective_rh(1.0, 16.0 / 9.0, 0.1, self.side * 3.0) * view)
+    }
+
+    /// The 100 cursor rays of frame `frame`.
+    pub fn cursor_rays(&self, frame: usize) -> Vec<Ray> {
+        let (eye, vp) = self.camera();
+        let inv = vp.inverse();
+        let mut rng = Rng(1000 + frame as u64);
+        (0..100)
+            .map(|_| {
+                let far = inv.project_point3(Vec3::new(rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), 1.0));
+                Ray::new(Vec3A::from(eye), Vec3A::from((far - eye).normalize()))
+            })
+            .collect()
+    }
+}
+
+/// Primary rays of a `w`×`h` image (vertical field of view 1 rad) in 4×2 tiles, 8 rays per tile
+/// in tile order: the coherent groups that 8-ray packets take.
+pub fn primary_tiles(eye: Vec3, target: Vec3, w: u32, h: u32) -> Vec<Ray> {
+    let f = (target - eye).normalize();
+    let r = f.cross(Vec3::Y).normalize();
+    let u = r.cross(f);
+    let s = 0.5f32.tan();
+    let mut out = Vec::with_capacity((w * h) as usize);
+    for ty in (0..h).step_by(2) {
+        for tx in (0..w).step_by(4) {
+            for dy in 0..2 {
+                for dx in 0..4 {
+                    let px = ((tx + dx) as f32 + 0.5) / w as f32 * 2.0 - 1.0;
+                    let py = ((ty + dy) as f32 + 0.5) / h as f32 * 2.0 - 1.0;
+                    out.push(Ray::new(
+                        Vec3A::from(eye),
+                        Vec3A::from(f + r * px * s * w as f32 / h as f32 + u * py * s),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
