@@ -147,8 +147,10 @@ pub struct Dbvt<T> {
     optimize_cursor: u32,
     /// The previous arena, kept by `relayout` to copy into next time without fresh allocation.
     spare_nodes: Vec<Node>,
-    /// Calls of `optimize_incremental`, which rebuilds the top of the tree every few calls.
+    /// Rounds of `optimize_incremental`, which rebuilds the top of the tree every few rounds.
     optimize_calls: u32,
+    /// Leaves of rebuild work that `optimize_incremental` has been given but not yet spent.
+    optimize_credit: u64,
     /// Nodes are in depth-first pre-order (every child after its parent), so `refit` can sweep
     /// the arena backwards. Set by `rebuild` and by `refit`'s relayout; cleared by any change of
     /// structure.
@@ -189,6 +191,7 @@ impl<T> Dbvt<T> {
             tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
             optimize_cursor: 0,
             optimize_calls: 0,
+            optimize_credit: 0,
             spare_nodes: Vec::new(),
             ordered: true,
             disorder: 0,

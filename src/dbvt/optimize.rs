@@ -45,12 +45,15 @@ impl Subtree {
 }
 
 impl<T> Dbvt<T> {
-    /// Improves the tree's structure, spending about `budget` leaves of work: subtrees of up to
-    /// `max(8, 4√n)` leaves are rebuilt in place with binned SAH, round-robin in depth-first leaf
-    /// order, until `budget` leaves are covered (at least one subtree per call); every fourth call
-    /// also rebuilds the top of the tree over its subtrees of at most a quarter of that size. Ids, fat boxes and query results
-    /// are unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
-    /// pending. Returns the number of leaves whose subtree was rebuilt.
+    /// Improves the tree's structure, spending about `budget` leaves of rebuild work per call on
+    /// average. Subtrees ("treelets") of up to `max(8, 4√n)` leaves are rebuilt in place with
+    /// binned SAH, round-robin in depth-first leaf order; every fourth round also rebuilds the
+    /// top of the tree over its subtrees of at most a quarter of that size. A budget smaller than
+    /// a treelet is saved up: such calls only add to a credit, and a round runs once the credit
+    /// covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
+    /// few calls, and costs that much on average). Ids, fat boxes and query results are
+    /// unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
+    /// pending. Returns the number of leaves whose subtree was rebuilt by this call.
     ///
     /// Call it once per frame with about 1–5% of [`Dbvt::len`] when proxies move.
     ///
@@ -63,10 +66,12 @@ impl<T> Dbvt<T> {
     ///     tree.insert(Aabb::from_center_half_extents(c, Vec3A::splat(0.5)), i)?;
     /// }
     /// let before = tree.stats().sah_cost;
+    /// let mut rebuilt = 0;
     /// for _ in 0..40 {
-    ///     tree.optimize_incremental(50);
+    ///     rebuilt += tree.optimize_incremental(50);
     /// }
     /// tree.validate()?;
+    /// assert!(rebuilt >= 40 * 50 - 200); // the budget is spent, give or take a treelet
     /// assert!(tree.stats().sah_cost <= before);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -78,13 +83,19 @@ impl<T> Dbvt<T> {
         if n < 3 || budget == 0 {
             return 0;
         }
+        // Treelets of 4√n leaves, as parry's, whatever the budget (capping them at a small
+        // budget shrank them below the top rebuild's groups, and trees of moving proxies
+        // decayed); a small budget makes rounds rarer instead. The credit is capped so that a
+        // tree left alone for a long time does not pay it all back in one call.
+        let size = ((4.0 * (n as f32).sqrt()).ceil() as u32).max(8);
+        let cap = 2 * u64::from(n.max(size));
+        self.optimize_credit = (self.optimize_credit + budget as u64).min(cap);
+        if self.optimize_credit < u64::from(size) {
+            return 0;
+        }
         if !self.ordered {
             self.relayout();
         }
-        // Treelets of 4√n leaves, as parry's; at least one per call even when the budget is
-        // smaller (capping them at a small budget shrank them below the top rebuild's groups,
-        // and trees of moving proxies decayed).
-        let size = ((4.0 * (n as f32).sqrt()).ceil() as u32).max(8);
         self.optimize_calls = self.optimize_calls.wrapping_add(1);
         if self.optimize_calls.is_multiple_of(TOP_PERIOD) {
             // Pseudo-leaves a quarter of a treelet: each treelet then spans several of them, so
@@ -93,13 +104,16 @@ impl<T> Dbvt<T> {
             // decayed: SAH cost 8x a rebuild's after 1000 frames.)
             self.rebuild_top((size / 4).max(2));
         }
-        let treelets = self.pick_treelets(size, budget as u32);
+        let credit = self.optimize_credit.min(u64::from(u32::MAX)) as u32;
+        let treelets = self.pick_treelets(size, credit);
         let mut items = Vec::with_capacity(size as usize);
         let mut done = 0;
         for t in treelets {
             self.rebuild_treelet(t, &mut items);
             done += t.leaves() as usize;
         }
+        // Treelets are picked until they cover the credit, so this spends all of it.
+        self.optimize_credit = self.optimize_credit.saturating_sub(done as u64);
         done
     }
 
