@@ -327,9 +327,9 @@ impl BinnedSah {
             }
             let mut acc = Aabb::EMPTY;
             let mut improved = false;
-            for i in 1..n {
+            for (i, &right) in right_area.iter().enumerate().take(n).skip(1) {
                 acc = acc.union(b(i - 1));
-                let cost = acc.half_area() * blocks(i) + right_area[i] * blocks(n - i);
+                let cost = acc.half_area() * blocks(i) + right * blocks(n - i);
                 if cost < best.0 {
                     best = (cost, a, i);
                     improved = true;
