@@ -154,18 +154,14 @@ impl RayLanes {
     /// order, with `maxps`/`minps` keeping the accumulator on NaN, so it agrees bit for bit with
     /// the scalar reference (checked in the tests). `INFLATE` adds the box-cast offsets.
     #[inline(always)]
-    ///
-    /// `OCT` is the ray's octant (bit `a` = the sign of axis `a`), fixed at compile time so that
-    /// the plane loads are constant offsets.
-    pub(crate) fn test_pair<const INFLATE: bool, const OCT: u8>(&self, node: &Node, tmax: f32) -> (u32, [f32; 2]) {
+    pub(crate) fn test_pair<const INFLATE: bool>(&self, node: &Node, tmax: f32) -> (u32, [f32; 2]) {
         let mut near = self.tmin;
         let mut far = f32x4::splat(tmax);
         let pad = f32x4::splat(FAR_PAD);
         for a in 0..3 {
-            let s = usize::from((OCT >> a) & 1);
-            debug_assert_eq!(s, self.sign[a]);
+            let s = self.sign[a];
             let mut np = node.pair(s, a);
-            let mut fp = node.pair(s ^ 1, a);
+            let mut fp = node.pair(1 - s, a);
             if INFLATE {
                 np += self.near_offset[a];
                 fp += self.far_offset[a];

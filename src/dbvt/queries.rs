@@ -86,20 +86,15 @@ pub struct RayCastHit {
 
 /// Ray cast and box cast: the slab test, with node bounds grown by the moving box's half-extents
 /// for a box cast (Minkowski sum, as Bullet's `rayTestInternal` with `aabbMin/aabbMax`).
-///
-/// The node test is chosen by `SCALAR` at compile time, so the traversal loop of the SIMD test
-/// carries no per-node branch on it (and keeps the ray's lanes in registers).
-/// With the SIMD test, `OCT` is the ray's direction octant (bit `a` set when axis `a` points
-/// negative): each of the 8 gets its own traversal loop in which the near and far planes are
-/// fixed offsets in the node, instead of sign-indexed loads worked out at every node.
-struct RayVisitor<'p, P, const INFLATE: bool, const SCALAR: bool, const OCT: u8> {
+struct RayVisitor<'p, P, const INFLATE: bool> {
     lanes: RayLanes,
     ray: Ray,
     inflate: Vec3A,
+    scalar: bool,
     policy: &'p mut P,
 }
 
-impl<P, const INFLATE: bool, const SCALAR: bool, const OCT: u8> RayVisitor<'_, P, INFLATE, SCALAR, OCT> {
+impl<P, const INFLATE: bool> RayVisitor<'_, P, INFLATE> {
     /// The scalar reference test of one box (grown by `inflate`).
     #[inline(always)]
     fn scalar_test(&self, b: &Aabb) -> Option<f32> {
@@ -116,9 +111,7 @@ impl<P, const INFLATE: bool, const SCALAR: bool, const OCT: u8> RayVisitor<'_, P
     }
 }
 
-impl<T, P: RayPolicy<T>, const INFLATE: bool, const SCALAR: bool, const OCT: u8> Visitor<T>
-    for RayVisitor<'_, P, INFLATE, SCALAR, OCT>
-{
+impl<T, P: RayPolicy<T>, const INFLATE: bool> Visitor<T> for RayVisitor<'_, P, INFLATE> {
     const ORDERED: bool = true;
 
     fn enter_root(&mut self, bounds: &Aabb) -> Option<f32> {
@@ -127,7 +120,7 @@ impl<T, P: RayPolicy<T>, const INFLATE: bool, const SCALAR: bool, const OCT: u8>
 
     #[inline(always)]
     fn test_children(&mut self, node: &Node, _: f32) -> (u32, [f32; 2]) {
-        if SCALAR {
+        if self.scalar {
             let mut mask = 0;
             let mut keys = [0.0; 2];
             for (s, key) in keys.iter_mut().enumerate() {
@@ -138,7 +131,7 @@ impl<T, P: RayPolicy<T>, const INFLATE: bool, const SCALAR: bool, const OCT: u8>
             }
             (mask, keys)
         } else {
-            self.lanes.test_pair::<INFLATE, OCT>(node, self.ray.tmax)
+            self.lanes.test_pair::<INFLATE>(node, self.ray.tmax)
         }
     }
 
@@ -295,36 +288,10 @@ impl<T> Dbvt<T> {
     ) -> Result<QueryStats, DbvtError> {
         self.check_refitted()?;
         ray.validate()?;
-        Ok(self.ray_traverse::<P, false>(ws, *ray, Vec3A::ZERO, policy))
-    }
-
-    /// Runs the ray visitor specialised for the workspace's node test and the ray's octant.
-    fn ray_traverse<P: RayPolicy<T>, const INFLATE: bool>(
-        &self,
-        ws: &mut QueryWorkspace,
-        ray: Ray,
-        inflate: Vec3A,
-        policy: &mut P,
-    ) -> QueryStats {
-        let sign = ray.sign();
-        let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), sign, ray.tmin, inflate);
-        let stack = &mut ws.stack;
-        macro_rules! go {
-            ($scalar:literal, $oct:literal) => {
-                self.traverse(stack, &mut RayVisitor::<P, INFLATE, $scalar, $oct> { lanes, ray, inflate, policy })
-            };
-        }
-        match (ws.node_test, sign[0] | (sign[1] << 1) | (sign[2] << 2)) {
-            (NodeTest::Scalar, _) => go!(true, 0),
-            (NodeTest::Simd, 0) => go!(false, 0),
-            (NodeTest::Simd, 1) => go!(false, 1),
-            (NodeTest::Simd, 2) => go!(false, 2),
-            (NodeTest::Simd, 3) => go!(false, 3),
-            (NodeTest::Simd, 4) => go!(false, 4),
-            (NodeTest::Simd, 5) => go!(false, 5),
-            (NodeTest::Simd, 6) => go!(false, 6),
-            (NodeTest::Simd, _) => go!(false, 7),
-        }
+        let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), ray.sign(), ray.tmin, Vec3A::ZERO);
+        let scalar = ws.node_test == NodeTest::Scalar;
+        let mut v = RayVisitor::<P, false> { lanes, ray: *ray, inflate: Vec3A::ZERO, scalar, policy };
+        Ok(self.traverse(&mut ws.stack, &mut v))
     }
 
     /// The proxy whose fat box the ray enters first, with its entry distance.
@@ -360,7 +327,10 @@ impl<T> Dbvt<T> {
         if !inflate.is_finite() {
             return Err(InputError::NonFiniteAabb { min: aabb.min.into(), max: aabb.max.into() }.into());
         }
-        Ok(self.ray_traverse::<P, true>(ws, ray, inflate, policy))
+        let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), ray.sign(), ray.tmin, inflate);
+        let scalar = ws.node_test == NodeTest::Scalar;
+        let mut v = RayVisitor::<P, true> { lanes, ray, inflate, scalar, policy };
+        Ok(self.traverse(&mut ws.stack, &mut v))
     }
 
     /// The first proxy a moving box touches, with the time of contact.
