@@ -26,6 +26,7 @@ mod remove;
 mod traverse;
 mod update;
 mod validate;
+mod wide;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -39,6 +40,7 @@ pub use pairs::PairControl;
 pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
 pub use traverse::{NodeTest, QueryStats, QueryWorkspace};
 pub use validate::{TreeStats, ValidationError};
+pub(crate) use wide::WideView;
 
 /// A handle to a proxy in a [`Dbvt`].
 ///

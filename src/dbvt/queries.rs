@@ -253,7 +253,7 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for FrustumVisitor<'_, P> {
 impl<T> Dbvt<T> {
     /// Queries refuse to run while [`Dbvt::update_proxy`] changes await a refit.
     #[inline]
-    fn check_refitted(&self) -> Result<(), DbvtError> {
+    pub(super) fn check_refitted(&self) -> Result<(), DbvtError> {
         if self.refit_pending { Err(DbvtError::RefitPending) } else { Ok(()) }
     }
 

@@ -36,6 +36,8 @@ pub enum NodeTest {
 pub struct QueryWorkspace {
     pub(crate) stack: Vec<(ChildRef, f32)>,
     pub(crate) pairs: Vec<super::pairs::PairEntry>,
+    /// The stack of ray casts over an 8-wide copy of the tree.
+    pub(crate) wide_stack: Vec<(u32, f32)>,
     /// The node test used by ray-like queries.
     pub node_test: NodeTest,
 }

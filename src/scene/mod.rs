@@ -35,12 +35,12 @@ mod error;
 mod query;
 mod sweep;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use glam::{Affine3A, Mat3A, Vec3A};
 
-use crate::dbvt::{Dbvt, DbvtConfig, ProxyId};
+use crate::dbvt::{Dbvt, DbvtConfig, ProxyId, WideView};
 use crate::math::Aabb;
 use crate::mesh::MeshBvh;
 
@@ -133,7 +133,19 @@ pub struct Scene {
     free: Vec<u32>,
     count: usize,
     tag: u32,
+    /// The instance tree collapsed 8 wide for ray queries: made once enough rays have been cast
+    /// since the last change to pay for it (see [`Scene::wide_view`]), dropped by every change.
+    wide: OnceLock<WideView>,
+    /// Rays cast since the last change, towards that threshold.
+    rays_since_change: AtomicU32,
+    /// The storage of the last dropped wide copy, reused by the next.
+    wide_spare: Mutex<Vec<crate::mesh::collapse::Node8>>,
 }
+
+/// Ray queries switch to the 8-wide copy of the instance tree once the rays cast since the last
+/// change reach `instances / WIDE_AFTER` (tuned on the picking workload; see
+/// [`Scene::wide_view`]).
+const WIDE_AFTER: usize = 64;
 
 impl Default for Scene {
     fn default() -> Self {
@@ -181,7 +193,38 @@ impl Scene {
             free: Vec::new(),
             count: 0,
             tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
+            wide: OnceLock::new(),
+            rays_since_change: AtomicU32::new(0),
+            wide_spare: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The 8-wide copy of the instance tree for ray queries, or `None` while too few rays have
+    /// been cast since the last change for its O(n) collapse to pay off: a frame that moves
+    /// instances and casts a hundred picks at 100k instances is faster on the binary tree, a
+    /// thousand rays at 1k instances on the wide one.
+    pub(crate) fn wide_view(&self) -> Option<&WideView> {
+        if let Some(v) = self.wide.get() {
+            return Some(v);
+        }
+        let rays = self.rays_since_change.fetch_add(1, Ordering::Relaxed) as usize;
+        if rays.saturating_mul(WIDE_AFTER) < self.tree.len() {
+            return None;
+        }
+        // Threads racing here may each collapse the tree; one copy is kept, all are equal.
+        let spare = self.wide_spare.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
+        let view = self.tree.wide_view(spare).ok()?;
+        Some(self.wide.get_or_init(|| view))
+    }
+
+    /// Drops the wide copy: called by every method that changes the scene.
+    fn changed(&mut self) {
+        if let Some(old) = self.wide.take()
+            && let Ok(spare) = self.wide_spare.get_mut()
+        {
+            *spare = old.into_nodes();
+        }
+        *self.rays_since_change.get_mut() = 0;
     }
 
     /// Number of instances.
@@ -212,6 +255,7 @@ impl Scene {
         user_id: u64,
         mask: u32,
     ) -> Result<InstanceId, SceneError> {
+        self.changed();
         let (inverse, normal_matrix) = invert(&transform)?;
         let local = mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
         let world = transform_aabb(&transform, &local);
@@ -273,6 +317,7 @@ impl Scene {
 
     /// Removes an instance and returns its user id; `id` becomes stale.
     pub fn remove(&mut self, id: InstanceId) -> Result<u64, SceneError> {
+        self.changed();
         let i = self.check(id)?;
         let proxy = self.slots[i].inst.as_ref().expect("checked live").proxy;
         self.tree.remove(proxy)?;
@@ -286,6 +331,7 @@ impl Scene {
 
     /// Changes an instance's filter mask.
     pub fn set_mask(&mut self, id: InstanceId, mask: u32) -> Result<(), SceneError> {
+        self.changed();
         let i = self.check(id)?;
         let inst = self.slots[i].inst.as_mut().expect("checked live");
         inst.mask = mask;
@@ -297,6 +343,7 @@ impl Scene {
     /// the fat one, a reinsertion otherwise. Returns `true` when the tree changed. A NaN, infinite
     /// or singular transform is refused with [`SceneError::InvalidTransform`].
     pub fn set_transform(&mut self, id: InstanceId, transform: Affine3A) -> Result<bool, SceneError> {
+        self.changed();
         let i = self.check(id)?;
         let (inverse, normal_matrix) = invert(&transform)?;
         let inst = self.slots[i].inst.as_ref().expect("checked live");
@@ -319,6 +366,7 @@ impl Scene {
     /// nothing changes. Returns how many stored boxes changed. Follow with
     /// [`Scene::optimize`] now and then to keep the tree's quality.
     pub fn set_transforms(&mut self, moves: &[(InstanceId, Affine3A)]) -> Result<usize, SceneError> {
+        self.changed();
         let mut plan = Vec::with_capacity(moves.len());
         let mut tree_moves = Vec::with_capacity(moves.len());
         for &(id, transform) in moves {
@@ -347,11 +395,13 @@ impl Scene {
 
     /// Incremental optimisation of the instance tree (see [`Dbvt::optimize_incremental`]).
     pub fn optimize(&mut self, budget: usize) -> usize {
+        self.changed();
         self.tree.optimize_incremental(budget)
     }
 
     /// Rebuilds the instance tree with binned SAH.
     pub fn rebuild(&mut self) {
+        self.changed();
         self.tree.rebuild();
     }
 }

@@ -51,6 +51,20 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
 }
 
 impl Scene {
+    /// A ray cast of the instance tree: over its 8-wide copy once enough rays have been cast
+    /// since the last change (see [`Scene::wide_view`]), else over the binary tree. Both hand the
+    /// policy the same instances.
+    fn cast<P: crate::dbvt::RayPolicy<InstanceSlot>>(
+        &self,
+        ray: &Ray,
+        policy: &mut P,
+    ) -> Result<crate::dbvt::QueryStats, crate::DbvtError> {
+        with_ws(|ws| match self.wide_view() {
+            Some(view) => self.tree.ray_cast_wide(view, ray, &mut ws.wide_stack, policy),
+            None => self.tree.ray_cast(ray, ws, policy),
+        })
+    }
+
     fn make_pick(&self, slot: u32, h: crate::mesh::Hit) -> ScenePick {
         let inst = self.slot(slot);
         let n = (inst.normal_matrix * Vec3A::from(h.normal)).normalize_or_zero();
@@ -73,22 +87,20 @@ impl Scene {
     /// [`Scene::pick`] over the instances whose mask shares a bit with `mask`.
     pub fn pick_masked(&self, ray: &Ray, mask: u32) -> Option<ScenePick> {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
-        let r = with_ws(|ws| {
-            self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
-                if leaf.data.mask & mask == 0 {
-                    return RayControl::Continue;
+        let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
+            if leaf.data.mask & mask == 0 {
+                return RayControl::Continue;
+            }
+            let inst = self.slot(leaf.data.index);
+            match inst.mesh.intersect(&local_ray(inst, ray, leaf.tmax)) {
+                Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
+                    best = Some((leaf.data.index, h));
+                    RayControl::Clip(h.t)
                 }
-                let inst = self.slot(leaf.data.index);
-                match inst.mesh.intersect(&local_ray(inst, ray, leaf.tmax)) {
-                    Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
-                        best = Some((leaf.data.index, h));
-                        RayControl::Clip(h.t)
-                    }
-                    _ => RayControl::Continue,
-                }
-            })
-        });
-        r.ok()?;
+                _ => RayControl::Continue,
+            }
+        };
+        self.cast(ray, &mut policy).ok()?;
         best.map(|(s, h)| self.make_pick(s, h))
     }
 
@@ -101,18 +113,16 @@ impl Scene {
     /// shadow rays ignoring instances that cast no shadow).
     pub fn occluded_masked(&self, ray: &Ray, mask: u32) -> bool {
         let mut hit = false;
-        let _ = with_ws(|ws| {
-            self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
-                if leaf.data.mask & mask == 0 {
-                    return RayControl::Continue;
-                }
-                let inst = self.slot(leaf.data.index);
-                if inst.mesh.occluded(&local_ray(inst, ray, ray.tmax)) {
-                    hit = true;
-                    return RayControl::Stop;
-                }
-                RayControl::Continue
-            })
+        let _ = self.cast(ray, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+            if leaf.data.mask & mask == 0 {
+                return RayControl::Continue;
+            }
+            let inst = self.slot(leaf.data.index);
+            if inst.mesh.occluded(&local_ray(inst, ray, ray.tmax)) {
+                hit = true;
+                return RayControl::Stop;
+            }
+            RayControl::Continue
         });
         hit
     }

@@ -10,7 +10,8 @@
 //! visible (parry has no frustum query: `Bvh::leaves` with the same p-vertex plane test).
 //! Answers are compared (hit count, sum of t); a difference prints `MISMATCH`.
 //!
-//! Usage: `scene_vs_parry [N ...]` (default 1000 10000 100000).
+//! Usage: `scene_vs_parry [N ...]` (default 1000 10000 100000). Environment: `FRAMES` (default
+//! 30), `SLABTREE_ONLY=1` (skip parry), `WATERTIGHT=1` (slabtree meshes use the watertight test).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,9 +49,18 @@ struct Times {
     visible: usize,
 }
 
+/// Möller–Trumbore by default, as a renderer would pick; `WATERTIGHT=1` for the watertight test.
+fn build_options() -> BuildOptions {
+    let mut o = BuildOptions::default();
+    if std::env::var_os("WATERTIGHT").is_some() {
+        o.triangle_test = slabtree::TriangleTest::Watertight;
+    }
+    o
+}
+
 fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
     let bvhs: Vec<Arc<MeshBvh>> =
-        meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &BuildOptions::default()))).collect();
+        meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
     let mut s = Setup::new(n);
     let mut scene = Scene::with_config(slabtree::DbvtConfig { margin: MARGIN, ..Default::default() });
     let ids: Vec<InstanceId> = (0..n)
