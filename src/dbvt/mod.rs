@@ -15,6 +15,7 @@
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
 //! | `pairs.rs` | self pairs and tree-versus-tree pairs |
 //! | `validate.rs` | `validate()` and `stats()` |
+//! | `wide.rs` | an 8-wide read-only copy for ray casts (used by the scene) |
 
 mod insert;
 pub(crate) mod node;

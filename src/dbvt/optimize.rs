@@ -14,19 +14,24 @@
 //! that walk was a fifth of a scene frame). The subtree's box, the union of the same leaves, does
 //! not change, so no ancestor needs a refit; only ancestor heights are updated.
 //!
-//! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th call also
+//! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th round also
 //! rebuilds the top of the tree over its subtrees of at most √n leaves, a quarter of a treelet (as
 //! parry's root refinement): groups of leaves can then change places across the whole tree, and
 //! the next treelets, cut from the new top, mix leaves across the old groups. Measured on the
 //! scene frame loop (10% of the instances moving each frame, a budget of 1.25%), the SAH cost
-//! was 1.1x a full rebuild's after 1000 frames at 1k instances, 1.2x at 10k, and 1.5x after 300
-//! frames at 100k; with treelets capped at the budget instead, it was 8x at 1k.
+//! was 1.26x a full rebuild's after 1000 frames at 1k instances and 1.4x at 10k (1.1x and 1.2x
+//! when every call rebuilt a whole treelet, at several times the cost); with treelets capped at
+//! the budget instead, it was 8x at 1k.
+//!
+//! A round's cost is fixed by the tree's size, so a budget smaller than a treelet is saved up as
+//! credit and a round runs once it covers one: the caller's budget sets the average cost per
+//! call, as it says.
 
 use super::Dbvt;
 use super::node::{ChildRef, NULL, Node};
 use crate::build::{BinnedSah, BuildItem, BuildNode};
 
-/// Every this many calls, `optimize_incremental` also rebuilds the top of the tree.
+/// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree.
 pub(crate) const TOP_PERIOD: u32 = 4;
 
 /// A subtree of a pre-ordered arena: its root node, its node count (`leaves - 1`) and the ordinal
