@@ -47,7 +47,7 @@ pub use error::{DbvtError, InputError, MeshError};
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{BuildOptions, Hit, MeshBvh, MeshStats, SweepHit, TriMesh, TriangleTest};
-pub use scene::{Instance, InstanceId, Scene, SceneError, ScenePick, SceneSweepHit};
+pub use scene::{Instance, InstanceId, RayTree, Scene, SceneError, ScenePick, SceneSweepHit};
 
 /// The README's examples, compiled and run as doctests so that they stay true.
 #[doc = include_str!("../README.md")]

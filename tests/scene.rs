@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, Scene, SceneError, TriMesh};
+use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh};
 
 struct Rng(u64);
 impl Rng {
@@ -335,8 +335,12 @@ fn random_operations_against_brute_force() {
                 _ => {}
             }
             if step % 6 == 5 {
-                let s = check_queries(&mut rng, &scene, &meshes, &model);
-                (0..3).for_each(|i| seen[i] += s[i]);
+                // Every query on each form of the instance tree rays may walk.
+                for ray_tree in [RayTree::Binary, RayTree::Wide, RayTree::Auto] {
+                    scene.set_ray_tree(ray_tree);
+                    let s = check_queries(&mut rng, &scene, &meshes, &model);
+                    (0..3).for_each(|i| seen[i] += s[i]);
+                }
             }
         }
         let s = check_queries(&mut rng, &scene, &meshes, &model);
