@@ -33,6 +33,7 @@ pub mod build;
 pub mod d2;
 pub mod dbvt;
 pub mod error;
+mod hint;
 pub mod io;
 pub mod math;
 pub mod mesh;

@@ -11,6 +11,8 @@ use std::process::{Command, Output};
 use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_slabtree"))
 }
@@ -592,17 +594,8 @@ fn is_tie(mesh: &TriMesh, ours: u32, theirs: u32, ray: &Ray, t: f32) -> bool {
     if a.iter().any(|p| b.contains(p)) {
         return true;
     }
-    let [p0, p1, p2] = a.map(|v| v.as_dvec3());
     let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
-    let (e1, e2) = (p1 - p0, p2 - p0);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 {
-        return false;
-    }
-    let tv = o - p0;
-    let (u, q) = (tv.dot(p) / det, tv.cross(e1));
-    let v = d.dot(q) / det;
+    let Some((t64, u, v)) = common::triangle::mt64(o, d, a.map(|v| v.as_dvec3())) else { return false };
     let eps = 1e-6;
-    u >= -eps && v >= -eps && u + v <= 1.0 + eps && ((e2.dot(q) / det) - t as f64).abs() <= 1e-4 * t as f64
+    u >= -eps && v >= -eps && u + v <= 1.0 + eps && (t64 - t as f64).abs() <= 1e-4 * t as f64
 }

@@ -9,6 +9,9 @@ use slabtree::{
     TriangleTest,
 };
 
+mod common;
+use common::rng::Rng;
+
 fn assert_send_sync<T: Send + Sync>() {}
 
 /// Compile-time: the shared structures may cross and be shared between threads.
@@ -47,16 +50,16 @@ fn many_threads_query_one_scene() {
     let mut scene = slabtree::Scene::new();
     let mut rng = Rng(99);
     for k in 0..400u64 {
-        let at = Vec3::new(rng.f() * 40.0 - 20.0, rng.f() * 40.0 - 20.0, rng.f() * 40.0 - 20.0);
-        let q = Quat::from_rotation_y(rng.f() * 6.0) * Quat::from_rotation_x(rng.f() * 6.0);
+        let at = Vec3::new(rng.unit() * 40.0 - 20.0, rng.unit() * 40.0 - 20.0, rng.unit() * 40.0 - 20.0);
+        let q = Quat::from_rotation_y(rng.unit() * 6.0) * Quat::from_rotation_x(rng.unit() * 6.0);
         scene
-            .add(shared.clone(), Affine3A::from_scale_rotation_translation(Vec3::splat(1.0 + rng.f()), q, at), k)
+            .add(shared.clone(), Affine3A::from_scale_rotation_translation(Vec3::splat(1.0 + rng.unit()), q, at), k)
             .unwrap();
     }
     let rays: Vec<Ray> = (0..4000)
         .map(|_| {
-            let o = Vec3::new(rng.f() - 0.5, rng.f() - 0.5, rng.f() - 0.5).normalize_or(Vec3::X) * 60.0;
-            let target = Vec3::new(rng.f() * 30.0 - 15.0, rng.f() * 30.0 - 15.0, rng.f() * 30.0 - 15.0);
+            let o = Vec3::new(rng.unit() - 0.5, rng.unit() - 0.5, rng.unit() - 0.5).normalize_or(Vec3::X) * 60.0;
+            let target = Vec3::new(rng.unit() * 30.0 - 15.0, rng.unit() * 30.0 - 15.0, rng.unit() * 30.0 - 15.0);
             Ray::new(o, target - o)
         })
         .collect();
@@ -78,25 +81,11 @@ fn many_threads_query_one_scene() {
     });
 }
 
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3A {
-        Vec3A::new(self.f(), self.f(), self.f())
-    }
-}
-
 type Answer = (Option<(ProxyId, u32)>, Vec<ProxyId>, Vec<ProxyId>);
 
 fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
     let mut r = Rng(i);
-    let ray = Ray::new(r.v() * 100.0, r.v() - Vec3A::splat(0.5));
+    let ray = Ray::new(r.unit3a() * 100.0, r.unit3a() - Vec3A::splat(0.5));
     let closest = tree.ray_cast_closest(&ray, ws).unwrap().map(|h| (h.id, h.t.to_bits()));
     let mut all = Vec::new();
     tree.ray_cast(&ray, ws, &mut |l: RayLeaf<'_, u32>| {
@@ -105,7 +94,7 @@ fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
     })
     .unwrap();
     let mut over = Vec::new();
-    tree.overlap(&Aabb::from_center_half_extents(r.v() * 100.0, Vec3A::splat(4.0)), ws, &mut |id, _: &u32| {
+    tree.overlap(&Aabb::from_center_half_extents(r.unit3a() * 100.0, Vec3A::splat(4.0)), ws, &mut |id, _: &u32| {
         over.push(id);
         LeafControl::Continue
     })
@@ -118,8 +107,9 @@ fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
 #[test]
 fn many_threads_query_one_tree() {
     let mut r = Rng(1);
-    let boxes: Vec<(Aabb, u32)> =
-        (0..20_000).map(|i| (Aabb::from_center_half_extents(r.v() * 100.0, r.v() + Vec3A::splat(0.05)), i)).collect();
+    let boxes: Vec<(Aabb, u32)> = (0..20_000)
+        .map(|i| (Aabb::from_center_half_extents(r.unit3a() * 100.0, r.unit3a() + Vec3A::splat(0.05)), i))
+        .collect();
     let (tree, _) = Dbvt::build(boxes).unwrap();
     const Q: u64 = 4000;
     let mut ws = QueryWorkspace::new();
@@ -187,8 +177,9 @@ fn many_threads_query_one_mesh() {
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
         let mut r = Rng(9);
-        let rays: Vec<Ray> =
-            (0..20_000).map(|_| Ray::new((r.v() - Vec3A::splat(0.5)) * 8.0, r.v() - Vec3A::splat(0.5))).collect();
+        let rays: Vec<Ray> = (0..20_000)
+            .map(|_| Ray::new((r.unit3a() - Vec3A::splat(0.5)) * 8.0, r.unit3a() - Vec3A::splat(0.5)))
+            .collect();
         let single: Vec<_> = rays.iter().map(|ray| (bvh.intersect(ray), bvh.occluded(ray))).collect();
         assert!(single.iter().filter(|s| s.0.is_some()).count() > 1000, "too few hits to mean anything");
         std::thread::scope(|s| {

@@ -139,13 +139,7 @@ fn rebuild_and_bulk_build_give_good_trees() {
 /// (queries up to 20x slower than parry's); this guards against that class of regression.
 #[test]
 fn incremental_trees_stay_close_to_bulk_build_quality() {
-    let mut s = 0x2545F4914F6CDD1Du64;
-    let mut f = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32
-    };
+    let mut f = common::rng::xorshift_units(0x2545F4914F6CDD1Du64);
     let n = 20_000;
     let side = 4.0 * (n as f32).cbrt();
     let boxes: Vec<Aabb> = (0..n)
@@ -176,13 +170,7 @@ fn incremental_trees_stay_close_to_bulk_build_quality() {
 /// high, so the test fails if the optimiser stops repairing.
 #[test]
 fn optimize_incremental_repairs_a_shuffled_tree() {
-    let mut s = 0x9E3779B97F4A7C15u64;
-    let mut f = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32
-    };
+    let mut f = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
     let n = 20_000;
     let side = 4.0 * (n as f32).cbrt();
     let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));

@@ -276,13 +276,7 @@ proptest! {
 
 #[test]
 fn tree_pairs_match_brute_force() {
-    let mut rng = 0x9E3779B97F4A7C15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng >> 40) as f32 / (1u64 << 24) as f32
-    };
+    let mut next = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
     let mut boxes = |n: usize| -> Vec<(Aabb, u32)> {
         (0..n as u32)
             .map(|i| {
@@ -320,13 +314,7 @@ fn tree_pairs_match_brute_force() {
 #[test]
 fn refit_after_few_and_many_structural_changes() {
     let cfg = DbvtConfig::default();
-    let mut s = 7u64;
-    let mut f = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32
-    };
+    let mut f = common::rng::xorshift_units(7u64);
     let boxes: Vec<Aabb> = (0..2000)
         .map(|_| Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * 60.0, Vec3A::splat(0.2 + f())))
         .collect();

@@ -12,8 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use glam::{DVec3, Vec3};
+use glam::Vec3;
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+
+mod common;
+use common::triangle::mt64;
 
 fn scenes_dir() -> PathBuf {
     let dir = std::env::var_os("SLABTREE_SCENES")
@@ -43,22 +46,11 @@ fn load_rays(path: &Path) -> Vec<Ray> {
 
 /// f64 Möller–Trumbore t of the ray on one triangle (no epsilon), if hit.
 fn t64(mesh: &TriMesh, tri: u32, ray: &Ray) -> Option<f64> {
-    let [a, b, c] = mesh.triangle(tri as usize).map(|v| v.as_dvec3());
-    let (o, d) =
-        (DVec3::from(ray.origin().to_array().map(|x| x as f64)), DVec3::from(ray.dir().to_array().map(|x| x as f64)));
-    let (e1, e2) = (b - a, c - a);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 {
-        return None;
-    }
-    let tv = o - a;
-    let u = tv.dot(p) / det;
-    let q = tv.cross(e1);
-    let v = d.dot(q) / det;
+    let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
+    let (t, u, v) = mt64(o, d, mesh.triangle(tri as usize).map(|v| v.as_dvec3()))?;
     // A little slack on the barycentrics: ties are rays through shared edges.
     let eps = 1e-6;
-    (u >= -eps && v >= -eps && u + v <= 1.0 + eps).then(|| e2.dot(q) / det)
+    (u >= -eps && v >= -eps && u + v <= 1.0 + eps).then_some(t)
 }
 
 /// Two different triangles at the same t are a tie when they share a vertex (the ray passes a

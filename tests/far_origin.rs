@@ -18,22 +18,9 @@
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, Dbvt, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest};
 
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3 {
-        Vec3::new(self.f(), self.f(), self.f())
-    }
-    fn unit(&mut self) -> Vec3 {
-        (self.v() * 2.0 - Vec3::ONE).normalize_or(Vec3::X)
-    }
-}
+mod common;
+use common::rng::Rng;
+use common::triangle::{margin, mt64};
 
 /// The library's closed torus as raw arrays, which this test offsets far from the origin.
 fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
@@ -46,30 +33,13 @@ fn soup(n: usize, seed: u64) -> (Vec<Vec3>, Vec<[u32; 3]>) {
     let mut r = Rng(seed);
     let (mut p, mut t) = (Vec::new(), Vec::new());
     for i in 0..n as u32 {
-        let c = r.v() * 20.0;
+        let c = r.unit3() * 20.0;
         for _ in 0..3 {
-            p.push(c + (r.v() - Vec3::splat(0.5)) * 2.0);
+            p.push(c + (r.unit3() - Vec3::splat(0.5)) * 2.0);
         }
         t.push([3 * i, 3 * i + 1, 3 * i + 2]);
     }
     (p, t)
-}
-
-/// f64 Möller–Trumbore without epsilon: (t, smallest barycentric).
-fn mt64(o: DVec3, d: DVec3, [a, b, c]: [DVec3; 3]) -> Option<(f64, f64)> {
-    let (e1, e2) = (b - a, c - a);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 {
-        return None;
-    }
-    let tv = o - a;
-    let u = tv.dot(p) / det;
-    let q = tv.cross(e1);
-    let v = d.dot(q) / det;
-    let t = e2.dot(q) / det;
-    let m = u.min(v).min(1.0 - u - v);
-    (m >= 0.0 && t >= 0.0).then_some((t, m))
 }
 
 #[derive(Default, Debug)]
@@ -97,21 +67,25 @@ fn run_mesh(name: &str, base: &(Vec<Vec3>, Vec<[u32; 3]>), offset: f32, test: Tr
     for _ in 0..rays {
         // Aim at a random point of a random triangle (or at one of its vertices, 1 in 8) from
         // outside the bounds.
-        let k = (r.f() * mesh.len() as f32) as usize % mesh.len();
+        let k = (r.unit() * mesh.len() as f32) as usize % mesh.len();
         let [a, b, cc] = mesh.triangle(k);
-        let (mut u, mut v) = (r.f(), r.f());
+        let (mut u, mut v) = (r.unit(), r.unit());
         if u + v > 1.0 {
             (u, v) = (1.0 - u, 1.0 - v);
         }
-        let aim = if r.f() < 0.125 { a } else { a + (b - a) * u + (cc - a) * v };
-        let o = centre + r.unit() * size * 3.0;
+        let aim = if r.unit() < 0.125 { a } else { a + (b - a) * u + (cc - a) * v };
+        let o = centre + r.direction() * size * 3.0;
         let ray = Ray::new(Vec3A::from(o), Vec3A::from(aim - o));
         let (o64, d64) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
         c.rays += 1;
         let full = bvh.intersect(&ray);
         let mut best_single: Option<f32> = None;
         for (i, single) in singles.iter().enumerate() {
-            let Some((_, margin)) = mt64(o64, d64, mesh.triangle(i).map(|p| p.as_dvec3())) else { continue };
+            let Some((t, u, v)) = mt64(o64, d64, mesh.triangle(i).map(|p| p.as_dvec3())) else { continue };
+            let margin = margin(u, v);
+            if !(margin >= 0.0 && t >= 0.0) {
+                continue;
+            }
             c.f64_hits += 1;
             match single.intersect(&ray) {
                 Some(h) => best_single = Some(best_single.map_or(h.t, |b| b.min(h.t))),
@@ -158,8 +132,8 @@ fn run_dbvt(offset: f32, rays: usize) -> (u64, u64, u64) {
     let mut r = Rng(77 ^ offset.to_bits() as u64);
     let boxes: Vec<(Aabb, usize)> = (0..2000)
         .map(|i| {
-            let c = Vec3A::from(r.v()) * 50.0 + shift;
-            (Aabb::from_center_half_extents(c, Vec3A::from(r.v()) * 0.5 + Vec3A::splat(0.01)), i)
+            let c = Vec3A::from(r.unit3()) * 50.0 + shift;
+            (Aabb::from_center_half_extents(c, Vec3A::from(r.unit3()) * 0.5 + Vec3A::splat(0.01)), i)
         })
         .collect();
     let (tree, ids) = Dbvt::build(boxes.clone()).unwrap();
@@ -167,10 +141,11 @@ fn run_dbvt(offset: f32, rays: usize) -> (u64, u64, u64) {
     let mut ws = QueryWorkspace::new();
     let (mut hits, mut missed, mut extra) = (0, 0, 0);
     for _ in 0..rays {
-        let target = fats[(r.f() * fats.len() as f32) as usize % fats.len()];
+        let target = fats[(r.unit() * fats.len() as f32) as usize % fats.len()];
         // Aim at a corner or an edge of a box: the hardest case for the slab test.
-        let aim = Vec3A::select(glam::BVec3A::new(r.f() < 0.5, r.f() < 0.5, r.f() < 0.5), target.min, target.max);
-        let o = Vec3A::from(r.unit()) * 80.0 + Vec3A::splat(25.0) + shift;
+        let aim =
+            Vec3A::select(glam::BVec3A::new(r.unit() < 0.5, r.unit() < 0.5, r.unit() < 0.5), target.min, target.max);
+        let o = Vec3A::from(r.direction()) * 80.0 + Vec3A::splat(25.0) + shift;
         let ray = Ray::new(o, aim - o);
         let mut got = vec![false; fats.len()];
         tree.ray_cast(&ray, &mut ws, &mut |l: RayLeaf<'_, usize>| {

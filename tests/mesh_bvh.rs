@@ -4,31 +4,18 @@
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3 {
-        Vec3::new(self.f(), self.f(), self.f())
-    }
-    fn unit(&mut self) -> Vec3 {
-        (self.v() * 2.0 - Vec3::ONE).normalize_or(Vec3::X)
-    }
-}
+mod common;
+use common::rng::Rng;
+use common::triangle::{margin, mt64};
 
 fn soup(n: usize, seed: u64) -> TriMesh {
     let mut r = Rng(seed);
     let mut p = Vec::new();
     let mut t = Vec::new();
     for i in 0..n as u32 {
-        let c = r.v() * 20.0;
+        let c = r.unit3() * 20.0;
         for _ in 0..3 {
-            p.push(c + (r.v() - Vec3::splat(0.5)) * 2.0);
+            p.push(c + (r.unit3() - Vec3::splat(0.5)) * 2.0);
         }
         t.push([3 * i, 3 * i + 1, 3 * i + 2]);
     }
@@ -48,7 +35,7 @@ fn brute(mesh: &TriMesh, o: Vec3, d: Vec3, tmin: f32, tmax: f32) -> Option<(f64,
     let mut best: Option<(f64, u32, f64)> = None;
     for i in 0..mesh.len() {
         let [a, b, c] = mesh.triangle(i).map(|v| v.as_dvec3());
-        if let Some((t, margin)) = mt64(o, d, a, b, c)
+        if let Some((t, margin)) = mt64_margin(o, d, a, b, c)
             && t >= tmin as f64
             && t <= tmax as f64
             && best.is_none_or(|x| t < x.0)
@@ -59,20 +46,11 @@ fn brute(mesh: &TriMesh, o: Vec3, d: Vec3, tmin: f32, tmax: f32) -> Option<(f64,
     best
 }
 
-fn mt64(o: DVec3, d: DVec3, a: DVec3, b: DVec3, c: DVec3) -> Option<(f64, f64)> {
-    let (e1, e2) = (b - a, c - a);
-    let p = d.cross(e2);
-    let det = e1.dot(p);
-    if det == 0.0 {
-        return None;
-    }
-    let tv = o - a;
-    let u = tv.dot(p) / det;
-    let q = tv.cross(e1);
-    let v = d.dot(q) / det;
-    let t = e2.dot(q) / det;
-    let margin = u.min(v).min(1.0 - u - v);
-    (margin >= 0.0).then_some((t, margin))
+/// `(t, margin)` when the line hits the triangle (margin: the smallest barycentric, >= 0).
+fn mt64_margin(o: DVec3, d: DVec3, a: DVec3, b: DVec3, c: DVec3) -> Option<(f64, f64)> {
+    let (t, u, v) = mt64(o, d, [a, b, c])?;
+    let m = margin(u, v);
+    (m >= 0.0).then_some((t, m))
 }
 
 fn check_against_brute(
@@ -106,7 +84,7 @@ fn check_against_brute(
                 if h.triangle != tri {
                     // A tie: the reported triangle must be hit at the same t.
                     let [a, b, c] = mesh.triangle(h.triangle as usize).map(|v| v.as_dvec3());
-                    let other = mt64(o.as_dvec3(), d.as_dvec3(), a, b, c).map(|x| x.0);
+                    let other = mt64_margin(o.as_dvec3(), d.as_dvec3(), a, b, c).map(|x| x.0);
                     assert!(other.is_some_and(|ot| (ot - t).abs() <= 1e-4 * t), "triangle {} vs {tri}", h.triangle);
                 }
                 // Barycentrics reproduce the hit point.
@@ -123,9 +101,9 @@ fn check_against_brute(
 fn random_rays(r: &mut Rng, n: usize, center: Vec3, radius: f32) -> Vec<(Vec3, Vec3, f32)> {
     (0..n)
         .map(|i| {
-            let o = center + r.unit() * radius;
-            let target = center + (r.v() - Vec3::splat(0.5)) * radius;
-            let tmax = if i % 5 == 0 { r.f() * 2.0 } else { f32::INFINITY };
+            let o = center + r.direction() * radius;
+            let target = center + (r.unit3() - Vec3::splat(0.5)) * radius;
+            let tmax = if i % 5 == 0 { r.unit() * 2.0 } else { f32::INFINITY };
             (o, (target - o).normalize(), if i % 5 == 0 { tmax * radius } else { tmax })
         })
         .collect()
@@ -195,7 +173,7 @@ fn watertight_mode_never_leaks_through_edges_or_vertices() {
                 // A point inside the tube near the target: on the tube's centre circle, jittered.
                 let ang = target.z.atan2(target.x);
                 let centre = Vec3::new(major * ang.cos(), 0.0, major * ang.sin());
-                let o = centre + (r.v() - Vec3::splat(0.5)) * (minor * 0.5);
+                let o = centre + (r.unit3() - Vec3::splat(0.5)) * (minor * 0.5);
                 let ray = Ray::new(o, target - o);
                 rays += 1;
                 if !wt.occluded(&ray) || wt.intersect(&ray).is_none() {
@@ -266,9 +244,9 @@ fn sweep_box_matches_clipping_oracle() {
     let mut r = Rng(21);
     let mut hits = 0;
     for _ in 0..300 {
-        let start = r.v() * 24.0 - Vec3::splat(2.0);
-        let half = Vec3::splat(0.1) + r.v() * 0.8;
-        let d = r.unit() * (2.0 + r.f() * 10.0);
+        let start = r.unit3() * 24.0 - Vec3::splat(2.0);
+        let half = Vec3::splat(0.1) + r.unit3() * 0.8;
+        let d = r.direction() * (2.0 + r.unit() * 10.0);
         let aabb = Aabb::from_center_half_extents(start, half);
         let at =
             |t: f32, grow: f32| Aabb::from_center_half_extents(Vec3A::from(start + d * t), Vec3A::from(half) + grow);

@@ -5,25 +5,8 @@
 use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn range(&mut self, a: f32, b: f32) -> f32 {
-        a + (b - a) * self.unit()
-    }
-    fn vec(&mut self, a: f32, b: f32) -> Vec3 {
-        Vec3::new(self.range(a, b), self.range(a, b), self.range(a, b))
-    }
-}
+mod common;
+use common::rng::Rng;
 
 fn soup(rng: &mut Rng, n: usize) -> TriMesh {
     let mut p = Vec::new();

@@ -17,33 +17,16 @@ use std::time::Instant;
 use glam::Vec3A;
 use slabtree::{Aabb, Dbvt, LeafControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        z ^ (z >> 31)
-    }
-    fn f(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn v(&mut self) -> Vec3A {
-        Vec3A::new(self.f(), self.f(), self.f())
-    }
-}
+mod common;
+use common::rng::Rng;
 
 const N: usize = 100_000;
 const WORLD: f32 = 200.0;
 const CHECK_EVERY: u64 = 10_000;
 
 fn random_box(r: &mut Rng) -> Aabb {
-    let c = r.v() * WORLD;
-    Aabb::from_center_half_extents(c, Vec3A::splat(0.1) + r.v() * 0.9)
+    let c = r.unit3a() * WORLD;
+    Aabb::from_center_half_extents(c, Vec3A::splat(0.1) + r.unit3a() * 0.9)
 }
 
 /// The live proxies: id -> (tight box, datum), plus a dense list for random picks.
@@ -87,8 +70,8 @@ fn check(tree: &Dbvt<u64>, model: &Model, r: &mut Rng, ws: &mut QueryWorkspace) 
     assert_eq!(seen, model.map.len(), "a proxy is missing from iter()");
     let fats: Vec<(ProxyId, Aabb)> = model.list.iter().map(|id| (*id, tree.fat_aabb(*id).unwrap())).collect();
     for _ in 0..2 {
-        let o = r.v() * WORLD;
-        let ray = Ray::new(o, r.v() * 2.0 - Vec3A::ONE).with_range(0.0, WORLD * 0.5);
+        let o = r.unit3a() * WORLD;
+        let ray = Ray::new(o, r.unit3a() * 2.0 - Vec3A::ONE).with_range(0.0, WORLD * 0.5);
         let mut got = Vec::new();
         tree.ray_cast(&ray, ws, &mut |l: RayLeaf<'_, u64>| {
             got.push(l.id);
@@ -99,7 +82,7 @@ fn check(tree: &Dbvt<u64>, model: &Model, r: &mut Rng, ws: &mut QueryWorkspace) 
         let mut want: Vec<ProxyId> = fats.iter().filter(|(_, b)| ray_aabb2(&ray, b).is_some()).map(|p| p.0).collect();
         want.sort();
         assert_eq!(got, want, "ray {ray:?}");
-        let q = Aabb::from_center_half_extents(r.v() * WORLD, Vec3A::splat(5.0));
+        let q = Aabb::from_center_half_extents(r.unit3a() * WORLD, Vec3A::splat(5.0));
         let mut got = Vec::new();
         tree.overlap(&q, ws, &mut |id, _: &u64| {
             got.push(id);
@@ -110,7 +93,7 @@ fn check(tree: &Dbvt<u64>, model: &Model, r: &mut Rng, ws: &mut QueryWorkspace) 
         let mut want: Vec<ProxyId> = fats.iter().filter(|(_, b)| b.overlaps(&q)).map(|p| p.0).collect();
         want.sort();
         assert_eq!(got, want, "overlap {q:?}");
-        let p = r.v() * WORLD;
+        let p = r.unit3a() * WORLD;
         let mut got = Vec::new();
         tree.point(p, ws, &mut |id, _: &u64| {
             got.push(id);
@@ -174,7 +157,7 @@ fn ten_million_operations_on_100k_proxies() {
             // Small move, usually inside the fat box.
             let id = model.list[r.below(model.list.len())];
             let e = model.map.get_mut(&id).unwrap();
-            let d = (r.v() - Vec3A::splat(0.5)) * 0.2;
+            let d = (r.unit3a() - Vec3A::splat(0.5)) * 0.2;
             let b = Aabb::new(e.0.min + d, e.0.max + d);
             e.0 = b;
             tree.move_proxy(id, b, d).unwrap();
@@ -191,7 +174,7 @@ fn ten_million_operations_on_100k_proxies() {
         } else if k < 998 {
             let id = model.list[r.below(model.list.len())];
             let e = model.map.get_mut(&id).unwrap();
-            let d = (r.v() - Vec3A::splat(0.5)) * 2.0;
+            let d = (r.unit3a() - Vec3A::splat(0.5)) * 2.0;
             let b = Aabb::new(e.0.min + d, e.0.max + d);
             e.0 = b;
             tree.enlarge_proxy(id, b, d).unwrap();
@@ -204,7 +187,7 @@ fn ten_million_operations_on_100k_proxies() {
             for _ in 0..1000 {
                 let id = model.list[r.below(model.list.len())];
                 let e = model.map.get_mut(&id).unwrap();
-                let d = (r.v() - Vec3A::splat(0.5)) * 0.6;
+                let d = (r.unit3a() - Vec3A::splat(0.5)) * 0.6;
                 let b = Aabb::new(e.0.min + d, e.0.max + d);
                 e.0 = b;
                 moves.push((id, b, d));

@@ -2,35 +2,10 @@
 //! in range, every used vertex finite) and can be built into a BVH and queried.
 #![no_main]
 
-use glam::Vec3A;
+#[path = "common/loaded_mesh.rs"]
+mod loaded_mesh;
+
 use libfuzzer_sys::fuzz_target;
 use slabtree::io::parse_obj;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriangleTest};
 
-fuzz_target!(|data: &[u8]| {
-    match parse_obj(data, "fuzz.obj") {
-        Ok(mesh) => {
-            let n = mesh.positions().len();
-            for t in mesh.triangles() {
-                for &i in t {
-                    assert!((i as usize) < n);
-                    assert!(mesh.positions()[i as usize].is_finite());
-                }
-            }
-            if mesh.len() <= 4096 {
-                let bvh = MeshBvh::build(
-                    &mesh,
-                    &BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() },
-                );
-                if let Some(b) = mesh.bounds() {
-                    let c = b.center();
-                    let _ = bvh.intersect(&Ray::new(c + Vec3A::Z * 10.0, -Vec3A::Z));
-                }
-            }
-        }
-        Err(e) => {
-            let s = e.to_string();
-            assert!(s.starts_with("fuzz.obj"), "error does not name the file: {s}");
-        }
-    }
-});
+fuzz_target!(|data: &[u8]| loaded_mesh::check(parse_obj(data, "fuzz.obj"), "fuzz.obj"));

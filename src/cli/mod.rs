@@ -120,30 +120,12 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
 
     let samples = if a.supersample > 1 { format!(", {0}×{0} rays per pixel", a.supersample) } else { String::new() };
     println!("render: {}×{} {:?}{samples} in {}", a.width, a.height, a.mode, ms(total));
-    println!(
-        "primary rays: {} in {}: {:.2} Mrays/s ({:.1}% hit)",
-        count(st.primary_rays),
-        ms(st.primary_time),
-        progress::mrays(st.primary_rays, st.primary_time),
-        100.0 * st.primary_hits as f64 / st.primary_rays.max(1) as f64
-    );
+    print_rays("primary rays:", st.primary_rays, st.primary_time, st.primary_hits, "hit");
     if a.mode == Mode::Shade {
-        println!(
-            "shadow rays:  {} in {}: {:.2} Mrays/s ({:.1}% blocked)",
-            count(st.shadow_rays),
-            ms(st.shadow_time),
-            progress::mrays(st.shadow_rays, st.shadow_time),
-            100.0 * st.shadow_blocked as f64 / st.shadow_rays.max(1) as f64
-        );
+        print_rays("shadow rays: ", st.shadow_rays, st.shadow_time, st.shadow_blocked, "blocked");
     }
     if a.mode == Mode::Shade && a.ao > 0 {
-        println!(
-            "ambient occlusion rays: {} in {}: {:.2} Mrays/s ({:.1}% blocked)",
-            count(st.ao_rays),
-            ms(st.ao_time),
-            progress::mrays(st.ao_rays, st.ao_time),
-            100.0 * st.ao_blocked as f64 / st.ao_rays.max(1) as f64
-        );
+        print_rays("ambient occlusion rays:", st.ao_rays, st.ao_time, st.ao_blocked, "blocked");
     }
     if a.mode == Mode::Heat {
         println!(
@@ -153,6 +135,18 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
     }
     println!("wrote {}", a.out.display());
     Ok(())
+}
+
+/// One line of a render's ray statistics: count, time, throughput and the share of them that
+/// were `marked` (hit, blocked).
+fn print_rays(label: &str, rays: usize, time: std::time::Duration, marked: usize, what: &str) {
+    println!(
+        "{label} {} in {}: {:.2} Mrays/s ({:.1}% {what})",
+        count(rays),
+        ms(time),
+        progress::mrays(rays, time),
+        100.0 * marked as f64 / rays.max(1) as f64
+    );
 }
 
 /// Fails early, before a long load, build or render, when an output file cannot be created: its

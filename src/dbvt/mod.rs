@@ -1,7 +1,7 @@
 //! A dynamic AABB tree in the style of Bullet's `btDbvt` and Box2D's `b2DynamicTree`.
 //!
 //! Proxies (a box plus user data) live in the leaves of a binary tree whose internal nodes store
-//! the bounds of both children in one 64-byte line (see [`node`]). One file per concern:
+//! the bounds of both children in one 64-byte line (see `node.rs`). One file per concern:
 //!
 //! | file | what |
 //! |---|---|

@@ -58,7 +58,8 @@ impl<T> Dbvt<T> {
     /// covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
     /// few calls, and costs that much on average). Ids, fat boxes and query results are
     /// unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
-    /// pending. Returns the number of leaves whose subtree was rebuilt by this call.
+    /// pending. Returns the number of leaves whose subtree was rebuilt by this call: 0 exactly
+    /// when the call only saved credit and left the tree as it was.
     ///
     /// Call it once per frame with about 1–5% of [`Dbvt::len`] when proxies move.
     ///
@@ -117,6 +118,9 @@ impl<T> Dbvt<T> {
             self.rebuild_treelet(t, &mut items);
             done += t.leaves() as usize;
         }
+        // A round always finds a treelet: the larger child of any subtree over `size` leaves has
+        // at least 5, so descending from the root ends at one of 3 to `size` leaves.
+        debug_assert!(done > 0, "a round rebuilt nothing");
         // Treelets are picked until they cover the credit, so this spends all of it.
         self.optimize_credit = self.optimize_credit.saturating_sub(done as u64);
         done

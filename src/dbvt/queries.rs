@@ -39,6 +39,24 @@ pub enum RayControl {
     Stop,
 }
 
+impl RayControl {
+    /// Carries out the control on a traversal's current `tmax`: a clip shortens it (a NaN or
+    /// longer clip is ignored rather than trusted). Returns `false` to stop.
+    #[inline(always)]
+    pub(crate) fn apply(self, tmax: &mut f32) -> bool {
+        match self {
+            RayControl::Continue => true,
+            RayControl::Clip(t) => {
+                if t < *tmax {
+                    *tmax = t;
+                }
+                true
+            }
+            RayControl::Stop => false,
+        }
+    }
+}
+
 /// Decides, at each leaf a ray or box cast reaches, whether to continue, clip or stop.
 /// Closures `FnMut(RayLeaf<T>) -> RayControl` implement it.
 pub trait RayPolicy<T> {
@@ -137,17 +155,7 @@ impl<T, P: RayPolicy<T>, const INFLATE: bool> Visitor<T> for RayVisitor<'_, P, I
 
     #[inline(always)]
     fn visit_leaf(&mut self, id: ProxyId, data: &T, t: f32) -> bool {
-        match self.policy.visit(RayLeaf { id, data, t, tmax: self.ray.tmax }) {
-            RayControl::Continue => true,
-            RayControl::Clip(t) => {
-                // NaN clips are ignored rather than trusted.
-                if t < self.ray.tmax {
-                    self.ray.tmax = t;
-                }
-                true
-            }
-            RayControl::Stop => false,
-        }
+        self.policy.visit(RayLeaf { id, data, t, tmax: self.ray.tmax }).apply(&mut self.ray.tmax)
     }
 
     #[inline(always)]

@@ -7,6 +7,7 @@
 
 use super::Dbvt;
 use super::node::{ChildRef, Node};
+use crate::hint::prefetch;
 use crate::math::Aabb;
 
 /// Visit counts of one query, for profiling and tests (Box2D v3 returns these from every
@@ -67,21 +68,14 @@ pub(crate) trait Visitor<T> {
 }
 
 impl<T> Dbvt<T> {
+    /// Starts loading what visiting `c` reads: its node line, or for a leaf its proxy slot.
     #[inline(always)]
     fn prefetch(&self, c: ChildRef) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let ptr = if c.is_leaf() {
-                self.slots.as_ptr().wrapping_add(c.index() as usize) as *const i8
-            } else {
-                self.nodes.as_ptr().wrapping_add(c.index() as usize) as *const i8
-            };
-            // SAFETY: prefetching is a hint; it never faults, even on an invalid address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr) };
+        if c.is_leaf() {
+            prefetch(self.slots.as_ptr().wrapping_add(c.index() as usize));
+        } else {
+            prefetch(self.nodes.as_ptr().wrapping_add(c.index() as usize));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = c;
     }
 
     /// The traversal loop. Depth-first with an explicit stack; with `V::ORDERED`, the nearer

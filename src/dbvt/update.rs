@@ -161,28 +161,12 @@ impl<T> Dbvt<T> {
 
     #[inline(always)]
     fn prefetch_link(&self, p: u32) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint; it never faults.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                self.proxies.as_ptr().wrapping_add(p as usize) as *const i8,
-            )
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = p;
+        crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(p as usize));
     }
 
     #[inline(always)]
     fn prefetch_node(&self, n: u32) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint; it never faults.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                self.nodes.as_ptr().wrapping_add(n as usize) as *const i8,
-            )
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = n;
+        crate::hint::prefetch(self.nodes.as_ptr().wrapping_add(n as usize));
     }
 
     /// `true` while [`Dbvt::update_proxy`] changes await a [`Dbvt::refit`].

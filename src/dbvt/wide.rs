@@ -14,13 +14,13 @@
 //! paid again after every change.) Leaf lanes hold proxy indices, with the same fat boxes as the
 //! binary tree, so a ray reaches exactly the proxies it reaches there, only in another order.
 
-use wide::f32x8;
+use glam::Vec3A;
 
-use super::queries::{RayControl, RayLeaf, RayPolicy};
+use super::queries::{RayLeaf, RayPolicy};
 use super::traverse::QueryStats;
 use super::{Dbvt, DbvtError};
-use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
-use crate::mesh::collapse::{LEAF, Node8};
+use crate::math::{Aabb, Ray, ray_aabb2};
+use crate::mesh::collapse::{LEAF, Node8, Ray8};
 
 /// The 8-wide copy of a [`Dbvt`] at one moment: valid until the tree next changes.
 #[derive(Clone, Debug)]
@@ -96,12 +96,7 @@ impl<T> Dbvt<T> {
         if view.nodes.is_empty() || ray_aabb2(ray, &view.root_bounds).is_none() {
             return Ok(stats);
         }
-        let (o, inv) = (ray.origin(), ray.inv_dir());
-        let sign = ray.sign().map(usize::from);
-        let ox = [f32x8::splat(o.x), f32x8::splat(o.y), f32x8::splat(o.z)];
-        let ix = [f32x8::splat(inv.x), f32x8::splat(inv.y), f32x8::splat(inv.z)];
-        let tmin8 = f32x8::splat(ray.tmin);
-        let pad = f32x8::splat(FAR_PAD);
+        let lanes = Ray8::new(ray, Vec3A::ZERO);
         let mut tmax = ray.tmax;
         stack.clear();
         let mut cur = (0u32, ray.tmin);
@@ -112,31 +107,13 @@ impl<T> Dbvt<T> {
                     let p = c & !LEAF;
                     stats.leaves_visited += 1;
                     let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-                    match policy.visit(RayLeaf { id: self.id_of(p), data, t: key, tmax }) {
-                        RayControl::Continue => {}
-                        // NaN clips are ignored rather than trusted, as in `ray_cast`.
-                        RayControl::Clip(t) => {
-                            if t < tmax {
-                                tmax = t;
-                            }
-                        }
-                        RayControl::Stop => break,
+                    if !policy.visit(RayLeaf { id: self.id_of(p), data, t: key, tmax }).apply(&mut tmax) {
+                        break;
                     }
                 } else {
                     stats.nodes_visited += 1;
                     let node = &view.nodes[c as usize];
-                    // The slab test of `RayLanes::test_pair`, eight lanes at a time; empty lanes
-                    // (+inf min, -inf max) enter at +inf and are never hit.
-                    let mut near = tmin8;
-                    let mut far = f32x8::splat(tmax);
-                    for a in 0..3 {
-                        let s = sign[a] & 1;
-                        let tn = (f32x8::new(node.bounds[s][a]) - ox[a]) * ix[a];
-                        let tf = (f32x8::new(node.bounds[s ^ 1][a]) - ox[a]) * ix[a] * pad;
-                        near = tn.fast_max(near);
-                        far = tf.fast_min(far);
-                    }
-                    let mut mask = (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask();
+                    let (mut mask, near) = lanes.test::<false>(node, tmax);
                     if mask != 0 {
                         let d = near.to_array();
                         if mask & (mask - 1) == 0 {
@@ -174,22 +151,11 @@ impl<T> Dbvt<T> {
     /// Starts loading what a stacked entry will read: a wide node's first lines, or a proxy slot.
     #[inline(always)]
     fn prefetch_wide(&self, view: &WideView, child: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let ptr = if child & LEAF != 0 {
-                self.slots.as_ptr().wrapping_add((child & !LEAF) as usize) as *const i8
-            } else {
-                view.nodes.as_ptr().wrapping_add(child as usize) as *const i8
-            };
-            // SAFETY: prefetching is a hint; it never faults, even on an invalid address.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(ptr);
-                _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(128));
-            }
+        if child & LEAF != 0 {
+            crate::hint::prefetch(self.slots.as_ptr().wrapping_add((child & !LEAF) as usize));
+        } else {
+            crate::hint::prefetch_wide(view.nodes.as_ptr().wrapping_add(child as usize));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = (view, child);
     }
 }
 
@@ -221,8 +187,8 @@ impl WideView {
 
 #[cfg(test)]
 mod tests {
+    use super::super::RayControl;
     use super::*;
-    use glam::Vec3A;
 
     fn boxes(n: usize, seed: u64) -> Vec<Aabb> {
         let mut s = seed;
@@ -253,8 +219,8 @@ mod tests {
             assert!(view.node_count() <= n.max(1), "{} wide nodes for {n} leaves", view.node_count());
             let mut ws = super::super::QueryWorkspace::new();
             let mut stack = Vec::new();
-            let mut rng = boxes(200, seed + 100);
-            for (k, target) in rng.drain(..).enumerate() {
+            let targets = boxes(200, seed + 100);
+            for (k, target) in targets.iter().enumerate() {
                 let origin = Vec3A::new(-10.0, (k % 7) as f32 * 6.0, (k % 5) as f32 * 8.0);
                 let ray = Ray::new(origin, target.center() - origin);
                 let (mut a, mut b) = (Vec::new(), Vec::new());

@@ -12,15 +12,15 @@ use std::time::{Duration, Instant};
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
-use wide::f32x8;
 
 use super::TriMesh;
-use super::collapse::{EMPTY, LEAF, Node8, collapse};
-use super::sweep::{SweepHit, box_parts, sweep_box_triangle};
+use super::collapse::{EMPTY, LEAF, Node8, Ray8, collapse};
+use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
 use crate::error::MeshError;
-use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
+use crate::hint::prefetch_wide;
+use crate::math::{Aabb, Ray, ray_aabb2};
 
 /// Which ray–triangle test a mesh uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -279,24 +279,11 @@ impl MeshBvh {
     /// Hints the CPU to load the child's node or triangle pack into the cache.
     #[inline(always)]
     fn prefetch(&self, child: u32) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let ptr = if child & LEAF != 0 {
-                self.packs.as_ptr().wrapping_add((child & !LEAF) as usize) as *const i8
-            } else {
-                self.nodes.as_ptr().wrapping_add(child as usize) as *const i8
-            };
-            // Lines 0 and 2 only: the adjacent-line prefetcher brings in their pairs, and each
-            // prefetch instruction costs issue slots that cache-resident scenes (Sponza) feel.
-            // SAFETY: prefetching is a hint; it never faults, even on an invalid address.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(ptr);
-                _mm_prefetch::<_MM_HINT_T0>(ptr.wrapping_add(128));
-            }
+        if child & LEAF != 0 {
+            prefetch_wide(self.packs.as_ptr().wrapping_add((child & !LEAF) as usize));
+        } else {
+            prefetch_wide(self.nodes.as_ptr().wrapping_add(child as usize));
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = child;
     }
 
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
@@ -322,9 +309,28 @@ impl MeshBvh {
             return None;
         }
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
-        let mut leaf = SweepLeaf { mesh: &self.mesh, center: center.into(), half: half.into(), d: displacement.into() };
+        let (c, h, d) = (center.into(), half.into(), displacement.into());
+        let mut leaf =
+            SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
         let (hit, _) = self.traverse::<false, true, _>(&ray, half, &mut leaf);
         hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal })
+    }
+
+    /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an
+    /// instance's view of a world box, see `scene::sweep`), as `(triangle, t, normal)` with the
+    /// normal unnormalised. The BVH is box-cast with `ext`, half-extents of a box containing
+    /// `obb` (whose sweep then contains the oriented box's), nearest leaf first and clipped at
+    /// each contact, as [`MeshBvh::sweep_box`]; each triangle is tested exactly.
+    pub(crate) fn sweep_obb(&self, obb: &Obb, ext: Vec3A, d: Vec3A, limit: f32) -> Option<(u32, f32, Vec3)> {
+        // Infinite offsets would turn empty child slots' planes into NaN; f32::MAX keeps the
+        // inflated planes conservative (at worst infinite) and NaN-free.
+        let ext = ext.min(Vec3A::splat(f32::MAX));
+        let ray = Ray::new(Vec3A::from(obb.center), d).with_range(0.0, limit);
+        let dv: Vec3 = d.into();
+        let mut leaf =
+            SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim) };
+        let (hit, _) = self.traverse::<false, true, _>(&ray, ext, &mut leaf);
+        hit.map(|(triangle, (t, normal))| (triangle, t, normal))
     }
 
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
@@ -340,16 +346,7 @@ impl MeshBvh {
         if ray.validate().is_err() || self.nodes.is_empty() || ray_aabb2(ray, &root).is_none() {
             return (None, 0);
         }
-        let o = ray.origin();
-        let inv = ray.inv_dir();
-        let sign = ray.sign().map(|s| s as usize);
-        let ox = [f32x8::splat(o.x), f32x8::splat(o.y), f32x8::splat(o.z)];
-        let ix = [f32x8::splat(inv.x), f32x8::splat(inv.y), f32x8::splat(inv.z)];
-        // Near planes move out by the half-extent against the direction, far planes with it.
-        let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
-        let noff = [near_off(0), near_off(1), near_off(2)];
-        let tmin8 = f32x8::splat(ray.tmin);
-        let pad = f32x8::splat(FAR_PAD);
+        let lanes = Ray8::new(ray, inflate);
         leaf.start(ray);
 
         let mut tmax = ray.tmax;
@@ -378,22 +375,7 @@ impl MeshBvh {
                 } else {
                     visits += 1;
                     let node = &self.nodes[c as usize];
-                    let mut near = tmin8;
-                    let mut far = f32x8::splat(tmax);
-                    for a in 0..3 {
-                        let s = sign[a];
-                        let (mut np, mut fp) = (f32x8::new(node.bounds[s][a]), f32x8::new(node.bounds[1 - s][a]));
-                        if INFLATE {
-                            np += noff[a];
-                            fp -= noff[a];
-                        }
-                        let tn = (np - ox[a]) * ix[a];
-                        let tf = (fp - ox[a]) * ix[a] * pad;
-                        near = tn.fast_max(near);
-                        far = tf.fast_min(far);
-                    }
-                    // As `SlabInterval::is_hit`: entered within range, at a finite distance.
-                    let mut mask = (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask();
+                    let (mut mask, near) = lanes.test::<INFLATE>(node, tmax);
                     if mask != 0 {
                         let d = near.to_array();
                         if mask & (mask - 1) == 0 {
@@ -472,15 +454,15 @@ impl LeafTest for RayLeaf {
     }
 }
 
-/// Swept box against triangles, one at a time (exact SAT).
-struct SweepLeaf<'m> {
+/// A swept box against triangles, one at a time, by the exact separating-axis test `hit(tri,
+/// limit)`: the axis-aligned box's ([`MeshBvh::sweep_box`]) or an instance's oriented box's
+/// ([`MeshBvh::sweep_obb`]).
+struct SweepLeaf<'m, F> {
     mesh: &'m TriMesh,
-    center: Vec3,
-    half: Vec3,
-    d: Vec3,
+    hit: F,
 }
 
-impl LeafTest for SweepLeaf<'_> {
+impl<F: Fn(&[Vec3; 3], f32) -> Option<(f32, Vec3)>> LeafTest for SweepLeaf<'_, F> {
     type Hit = (f32, Vec3);
     fn start(&mut self, _: &Ray) {}
     fn test(&mut self, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
@@ -492,7 +474,7 @@ impl LeafTest for SweepLeaf<'_> {
             }
             let limit = best.map_or(tmax, |b| b.1);
             let tri = self.mesh.triangle(prim as usize);
-            if let Some((t, n)) = sweep_box_triangle(self.center, self.half, self.d, &tri, limit)
+            if let Some((t, n)) = (self.hit)(&tri, limit)
                 && best.is_none_or(|b| t < b.1)
             {
                 best = Some((prim, t, (t, n)));

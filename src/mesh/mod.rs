@@ -9,7 +9,7 @@ mod bvh;
 pub(crate) mod collapse;
 mod packet;
 mod shapes;
-mod sweep;
+pub(crate) mod sweep;
 pub(crate) mod triangle;
 
 pub use bvh::{BuildOptions, Hit, MeshBvh, MeshStats, TriangleTest};

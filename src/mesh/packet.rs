@@ -9,18 +9,14 @@
 //! which a ray meets the leaves; that only matters when two triangles give exactly the same `t`
 //! (the single-ray path keeps the last one it meets), so a ray that sees such a tie is answered
 //! again by [`MeshBvh::intersect`].
-//!
-//! Also here: [`MeshBvh::for_each_triangle_in`], every triangle whose leaf bounds overlap a box,
-//! the broad phase of the scene's oriented-box sweep.
 
 use std::mem::MaybeUninit;
 
-use glam::Vec3;
 use wide::f32x8;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::collapse::{EMPTY, LEAF};
-use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
+use super::triangle::{PackHit, TriRay};
 use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
 
 /// Stack capacity of the packet traversal (same bound as the single-ray stack).
@@ -228,36 +224,5 @@ impl MeshBvh {
             cur = unsafe { stack[sp].assume_init() };
         }
         (best, ties)
-    }
-
-    /// Calls `f` with every triangle (index and corners) in a leaf whose bounds overlap `query`
-    /// (touching counts). A broad phase: the caller runs the exact test. Stops early when `f`
-    /// returns `false`.
-    pub(crate) fn for_each_triangle_in(&self, query: &Aabb, f: &mut dyn FnMut(u32, [Vec3; 3]) -> bool) {
-        if self.nodes.is_empty() || !self.bounds.overlaps(query) {
-            return;
-        }
-        let mut stack: Vec<u32> = Vec::with_capacity(64);
-        stack.push(0);
-        while let Some(n) = stack.pop() {
-            let node = &self.nodes[n as usize];
-            for l in 0..8 {
-                let c = node.child[l];
-                if c == EMPTY || !node.lane_bounds(l).overlaps(query) {
-                    continue;
-                }
-                if c & LEAF != 0 {
-                    let p: &TriPack = &self.packs[(c & !LEAF) as usize];
-                    for lane in 0..4 {
-                        let prim = p.prim[lane];
-                        if prim != NO_PRIM && !f(prim, self.mesh.triangle(prim as usize)) {
-                            return;
-                        }
-                    }
-                } else {
-                    stack.push(c);
-                }
-            }
-        }
     }
 }

@@ -134,7 +134,8 @@ pub struct Scene {
     count: usize,
     tag: u32,
     /// The instance tree collapsed 8 wide for ray queries: made once enough rays have been cast
-    /// since the last change to pay for it (see [`Scene::wide_view`]), dropped by every change.
+    /// since the last change to pay for it (see [`Scene::wide_view`]), dropped by every change of
+    /// the instance tree.
     wide: OnceLock<WideView>,
     /// Rays cast since the last change, towards that threshold.
     rays_since_change: AtomicU32,
@@ -177,18 +178,40 @@ impl Default for Scene {
     }
 }
 
-/// Checks a transform and returns its inverse and normal matrix.
-fn invert(t: &Affine3A) -> Result<(Affine3A, Mat3A), SceneError> {
+/// Where a transform puts a mesh: everything an instance derives from its transform.
+struct Placement {
+    transform: Affine3A,
+    inverse: Affine3A,
+    normal_matrix: Mat3A,
+    world: Aabb,
+}
+
+/// Checks `transform` (finite and invertible, with a finite inverse) and places `mesh` under it;
+/// the one check every way of setting a transform goes through.
+fn place(mesh: &MeshBvh, transform: Affine3A) -> Result<Placement, SceneError> {
+    let t = &transform;
     let finite = t.matrix3.is_finite() && t.translation.is_finite();
     let det = t.matrix3.determinant();
     if !finite || det == 0.0 || !det.is_finite() {
         return Err(SceneError::InvalidTransform);
     }
-    let inv = t.inverse();
-    if !(inv.matrix3.is_finite() && inv.translation.is_finite()) {
+    let inverse = t.inverse();
+    if !(inverse.matrix3.is_finite() && inverse.translation.is_finite()) {
         return Err(SceneError::InvalidTransform);
     }
-    Ok((inv, inv.matrix3.transpose()))
+    let local = mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
+    let world = transform_aabb(t, &local);
+    world.validate()?;
+    Ok(Placement { transform, inverse, normal_matrix: inverse.matrix3.transpose(), world })
+}
+
+impl Instance {
+    fn set_placement(&mut self, p: Placement) {
+        self.transform = p.transform;
+        self.inverse = p.inverse;
+        self.normal_matrix = p.normal_matrix;
+        self.world = p.world;
+    }
 }
 
 /// The world box of `local` under `t` (Arvo 1990: centre transformed, half-extents by |M|),
@@ -229,9 +252,12 @@ impl Scene {
         self.ray_tree
     }
 
-    /// Chooses which tree ray queries walk (see [`RayTree`]).
+    /// Chooses which tree ray queries walk (see [`RayTree`]). A wide copy already made stays
+    /// valid, and is kept, unless the choice is [`RayTree::Binary`], which frees it.
     pub fn set_ray_tree(&mut self, ray_tree: RayTree) {
-        self.changed();
+        if ray_tree == RayTree::Binary {
+            self.changed();
+        }
         self.ray_tree = ray_tree;
     }
 
@@ -260,7 +286,8 @@ impl Scene {
         Some(self.wide.get_or_init(|| view))
     }
 
-    /// Drops the wide copy: called by every method that changes the scene.
+    /// Drops the wide copy: called by every method that changes the instance tree (its structure
+    /// or its boxes), and only then.
     fn changed(&mut self) {
         if let Some(old) = self.wide.take()
             && let Ok(spare) = self.wide_spare.get_mut()
@@ -299,20 +326,18 @@ impl Scene {
         mask: u32,
     ) -> Result<InstanceId, SceneError> {
         self.changed();
-        let (inverse, normal_matrix) = invert(&transform)?;
-        let local = mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
-        let world = transform_aabb(&transform, &local);
-        world.validate()?;
+        let p = place(&mesh, transform)?;
         let index = match self.free.last() {
             Some(&i) => i,
             None => self.slots.len() as u32,
         };
         let generation = self.slots.get(index as usize).map_or(0, |s| s.generation);
-        let proxy = self.tree.insert(world, InstanceSlot { index, generation, mask })?;
+        let proxy = self.tree.insert(p.world, InstanceSlot { index, generation, mask })?;
         if self.free.pop().is_none() {
             self.slots.push(Slot { generation: 0, inst: None });
         }
         let slot = &mut self.slots[index as usize];
+        let (transform, inverse, normal_matrix, world) = (p.transform, p.inverse, p.normal_matrix, p.world);
         slot.inst = Some(Instance { mesh, transform, inverse, normal_matrix, user_id, mask, proxy, world });
         self.count += 1;
         Ok(InstanceId { index, generation: slot.generation, scene: self.tag })
@@ -374,7 +399,7 @@ impl Scene {
 
     /// Changes an instance's filter mask.
     pub fn set_mask(&mut self, id: InstanceId, mask: u32) -> Result<(), SceneError> {
-        self.changed();
+        // The tree's boxes stay: the wide copy reads masks from the tree's leaf data, live.
         let i = self.check(id)?;
         let inst = self.slots[i].inst.as_mut().expect("checked live");
         inst.mask = mask;
@@ -386,20 +411,16 @@ impl Scene {
     /// the fat one, a reinsertion otherwise. Returns `true` when the tree changed. A NaN, infinite
     /// or singular transform is refused with [`SceneError::InvalidTransform`].
     pub fn set_transform(&mut self, id: InstanceId, transform: Affine3A) -> Result<bool, SceneError> {
-        self.changed();
         let i = self.check(id)?;
-        let (inverse, normal_matrix) = invert(&transform)?;
         let inst = self.slots[i].inst.as_ref().expect("checked live");
-        let local = inst.mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
-        let world = transform_aabb(&transform, &local);
-        world.validate()?;
-        let d = world.center() - inst.world.center();
-        let changed = self.tree.move_proxy(inst.proxy, world, d)?;
-        let inst = self.slots[i].inst.as_mut().expect("checked live");
-        inst.transform = transform;
-        inst.inverse = inverse;
-        inst.normal_matrix = normal_matrix;
-        inst.world = world;
+        let p = place(&inst.mesh, transform)?;
+        let changed = self.tree.move_proxy(inst.proxy, p.world, p.world.center() - inst.world.center())?;
+        self.slots[i].inst.as_mut().expect("checked live").set_placement(p);
+        // A move inside the fat box leaves the tree, and so the wide copy, as it was: queries read
+        // the instance's new transform from its slot.
+        if changed {
+            self.changed();
+        }
         Ok(changed)
     }
 
@@ -409,37 +430,35 @@ impl Scene {
     /// nothing changes. Returns how many stored boxes changed. Follow with
     /// [`Scene::optimize`] now and then to keep the tree's quality.
     pub fn set_transforms(&mut self, moves: &[(InstanceId, Affine3A)]) -> Result<usize, SceneError> {
-        self.changed();
         let mut plan = Vec::with_capacity(moves.len());
         let mut tree_moves = Vec::with_capacity(moves.len());
         for &(id, transform) in moves {
             let i = self.check(id)?;
-            let (inverse, normal_matrix) = invert(&transform)?;
             let inst = self.slots[i].inst.as_ref().expect("checked live");
-            let local = inst.mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
-            let world = transform_aabb(&transform, &local);
-            world.validate()?;
-            tree_moves.push((inst.proxy, world, world.center() - inst.world.center()));
-            plan.push((i, transform, inverse, normal_matrix, world));
+            let p = place(&inst.mesh, transform)?;
+            tree_moves.push((inst.proxy, p.world, p.world.center() - inst.world.center()));
+            plan.push((i, p));
         }
         let changed = self.tree.update_proxies(&tree_moves)?;
+        if changed > 0 {
+            self.changed();
+        }
         if self.tree.is_refit_pending() {
             self.tree.refit();
         }
-        for (i, transform, inverse, normal_matrix, world) in plan {
-            let inst = self.slots[i].inst.as_mut().expect("checked live");
-            inst.transform = transform;
-            inst.inverse = inverse;
-            inst.normal_matrix = normal_matrix;
-            inst.world = world;
+        for (i, p) in plan {
+            self.slots[i].inst.as_mut().expect("checked live").set_placement(p);
         }
         Ok(changed)
     }
 
     /// Incremental optimisation of the instance tree (see [`Dbvt::optimize_incremental`]).
     pub fn optimize(&mut self, budget: usize) -> usize {
-        self.changed();
-        self.tree.optimize_incremental(budget)
+        let rebuilt = self.tree.optimize_incremental(budget);
+        if rebuilt > 0 {
+            self.changed();
+        }
+        rebuilt
     }
 
     /// Rebuilds the instance tree with binned SAH.

@@ -2,6 +2,9 @@
 //! proxies of an independent model, with the scalar reference tests.
 #![allow(dead_code)]
 
+pub mod rng;
+pub mod triangle;
+
 use glam::Vec3A;
 use slabtree::{
     Aabb, Dbvt, DbvtConfig, Frustum, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf,

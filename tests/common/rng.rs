@@ -1,0 +1,57 @@
+//! The tests' random numbers: SplitMix64 (Steele, Lea and Flood 2014), small, seedable and the
+//! same on every platform, so a failing seed reproduces everywhere.
+
+use glam::{Vec3, Vec3A};
+
+/// A SplitMix64 generator; the seed is the state.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[0, 1)`, from the top 24 bits.
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    /// Uniform in `[a, b)`.
+    pub fn range(&mut self, a: f32, b: f32) -> f32 {
+        a + (b - a) * self.unit()
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Each coordinate uniform in `[a, b)`.
+    pub fn vec(&mut self, a: f32, b: f32) -> Vec3 {
+        Vec3::new(self.range(a, b), self.range(a, b), self.range(a, b))
+    }
+    /// Each coordinate uniform in `[0, 1)`.
+    pub fn unit3(&mut self) -> Vec3 {
+        Vec3::new(self.unit(), self.unit(), self.unit())
+    }
+    /// [`Rng::unit3`] as a `Vec3A`.
+    pub fn unit3a(&mut self) -> Vec3A {
+        Vec3A::new(self.unit(), self.unit(), self.unit())
+    }
+    /// A unit direction (not uniform on the sphere: normalised from the cube).
+    pub fn direction(&mut self) -> Vec3 {
+        (self.unit3() * 2.0 - Vec3::ONE).normalize_or(Vec3::X)
+    }
+}
+
+/// Marsaglia's xorshift64 (13, 7, 17) as a closure of uniform `f32`s in `[0, 1)` (top 24 bits):
+/// the generator of the older tree tests, kept so that their seeds give the same boxes.
+pub fn xorshift_units(seed: u64) -> impl FnMut() -> f32 {
+    let mut s = seed;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
