@@ -6,20 +6,7 @@ use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
 mod common;
-use common::rng::Rng;
-
-fn soup(rng: &mut Rng, n: usize) -> TriMesh {
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..n as u32 {
-        let c = rng.vec(-5.0, 5.0);
-        for _ in 0..3 {
-            p.push(c + rng.vec(-0.6, 0.6));
-        }
-        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
-    TriMesh::new(p, t).unwrap()
-}
+use common::rng::{Rng, triangle_soup};
 
 /// A flat grid of unit squares in z = 0: rays through its vertices and edges meet exact ties.
 fn grid(n: u32) -> TriMesh {
@@ -92,7 +79,7 @@ fn options(test: TriangleTest) -> BuildOptions {
 fn coherent_tiles_equal_single_rays() {
     let mut rng = Rng(1);
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-        for mesh in [TriMesh::uv_sphere(2.0, 80, 40), soup(&mut rng, 3000)] {
+        for mesh in [TriMesh::uv_sphere(2.0, 80, 40), triangle_soup(&mut rng, 3000, 5.0, 0.6)] {
             let bvh = MeshBvh::build(&mesh, &options(test));
             let rays = tiles(Vec3::new(0.3, 0.7, 9.0), Vec3::ZERO, 64, 48, 1.0);
             let (hits, occ) = check(&bvh, &rays);
@@ -104,7 +91,7 @@ fn coherent_tiles_equal_single_rays() {
 #[test]
 fn incoherent_and_clipped_rays_equal_single_rays() {
     let mut rng = Rng(2);
-    let mesh = soup(&mut rng, 2000);
+    let mesh = triangle_soup(&mut rng, 2000, 5.0, 0.6);
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
         let bvh = MeshBvh::build(&mesh, &options(test));
         let mut rays = Vec::new();

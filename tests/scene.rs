@@ -8,26 +8,13 @@ use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh};
 
 mod common;
-use common::rng::Rng;
-
-fn soup(rng: &mut Rng, n: usize) -> TriMesh {
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..n as u32 {
-        let c = rng.vec(-1.0, 1.0);
-        for _ in 0..3 {
-            p.push(c + rng.vec(-0.4, 0.4));
-        }
-        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
-    TriMesh::new(p, t).unwrap()
-}
+use common::rng::{Rng, triangle_soup};
 
 fn meshes(rng: &mut Rng) -> Vec<Arc<MeshBvh>> {
     let o = BuildOptions::default();
     vec![
         Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 12, 6), &o)),
-        Arc::new(MeshBvh::build(&soup(rng, 40), &o)),
+        Arc::new(MeshBvh::build(&triangle_soup(rng, 40, 1.0, 0.4), &o)),
         Arc::new(MeshBvh::build(
             &TriMesh::uv_sphere(0.7, 6, 3),
             &BuildOptions { triangle_test: slabtree::TriangleTest::Watertight, ..o },

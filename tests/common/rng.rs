@@ -55,3 +55,18 @@ pub fn xorshift_units(seed: u64) -> impl FnMut() -> f32 {
         (s >> 40) as f32 / (1u64 << 24) as f32
     }
 }
+
+/// `n` independent triangles: each centre uniform in `[-spread, spread)³`, each corner within
+/// `size` of it per axis. Overlapping, crossing and near-degenerate triangles all occur.
+pub fn triangle_soup(rng: &mut Rng, n: usize, spread: f32, size: f32) -> slabtree::TriMesh {
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for i in 0..n as u32 {
+        let c = rng.vec(-spread, spread);
+        for _ in 0..3 {
+            p.push(c + rng.vec(-size, size));
+        }
+        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    slabtree::TriMesh::new(p, t).unwrap()
+}
