@@ -164,6 +164,10 @@ pub struct Dbvt<T> {
     /// Some leaf boxes were changed by `update_proxy` and the ancestors not yet refitted; queries
     /// refuse to run until `refit`.
     refit_pending: bool,
+    /// Bumped by every change of a child link or a node index (insertion, removal, rotation,
+    /// relayout, rebuild, optimisation), never by a change of bounds alone: a copy of the tree
+    /// made at the same `topology` (the 8-wide view) can be refitted instead of rebuilt.
+    topology: u64,
 }
 
 impl<T> Default for Dbvt<T> {
@@ -199,6 +203,7 @@ impl<T> Dbvt<T> {
             ordered: true,
             disorder: 0,
             refit_pending: false,
+            topology: 0,
         }
     }
 
@@ -283,6 +288,7 @@ impl<T> Dbvt<T> {
     // ----- arena management -----
 
     fn alloc_node(&mut self) -> Result<u32, DbvtError> {
+        self.topology += 1;
         self.ordered = false;
         self.disorder = self.disorder.saturating_add(1);
         if self.free_node != NULL {
@@ -301,6 +307,7 @@ impl<T> Dbvt<T> {
     }
 
     fn free_node(&mut self, n: u32) {
+        self.topology += 1;
         self.ordered = false;
         self.disorder = self.disorder.saturating_add(1);
         self.nodes[n as usize] = Node { parent: self.free_node, ..Node::FREE };
@@ -371,6 +378,7 @@ impl<T> Dbvt<T> {
     /// Puts `c` with bounds `b` into slot `s` of node `n`, or at the root when `n` is [`NULL`].
     #[inline]
     fn set_child(&mut self, n: u32, s: u8, c: ChildRef, b: &Aabb) {
+        self.topology += 1;
         if n == NULL {
             self.root = Some(c);
             self.root_bounds = *b;

@@ -205,28 +205,32 @@ struct FrustumVisitor<'p, P> {
 }
 
 /// Every plane active: the root's key.
-const ALL_PLANES: u32 = 0b11_1111;
+pub(super) const ALL_PLANES: u32 = 0b11_1111;
 
 impl<P> FrustumVisitor<'_, P> {
-    /// The scalar reference for [`FrustumLanes::test_pair`]: whether `b` is kept, and the active
-    /// planes `b` is not entirely inside.
     fn scalar_test(&self, b: &Aabb, active: u32) -> (bool, u32) {
-        let mut partial = 0;
-        for (i, plane) in self.frustum.planes.iter().enumerate() {
-            if active & (1 << i) == 0 {
-                continue;
-            }
-            if plane.box_outside(b) {
-                return (false, 0);
-            }
-            let n_vertex = Vec3A::select(plane.normal.cmpge(Vec3A::ZERO), b.min, b.max);
-            // Not inside unless the n-vertex is on or above the plane (a NaN is not inside).
-            if plane.signed_distance(n_vertex).partial_cmp(&0.0).is_none_or(|o| o.is_lt()) {
-                partial |= 1 << i;
-            }
-        }
-        (true, partial)
+        frustum_box_test(&self.frustum, b, active)
     }
+}
+
+/// The scalar reference for [`FrustumLanes::test_pair`] (and the 8-wide copy's test): whether
+/// `b` is kept against the planes in `active`, and the active planes `b` is not entirely inside.
+pub(super) fn frustum_box_test(frustum: &Frustum, b: &Aabb, active: u32) -> (bool, u32) {
+    let mut partial = 0;
+    for (i, plane) in frustum.planes.iter().enumerate() {
+        if active & (1 << i) == 0 {
+            continue;
+        }
+        if plane.box_outside(b) {
+            return (false, 0);
+        }
+        let n_vertex = Vec3A::select(plane.normal.cmpge(Vec3A::ZERO), b.min, b.max);
+        // Not inside unless the n-vertex is on or above the plane (a NaN is not inside).
+        if plane.signed_distance(n_vertex).partial_cmp(&0.0).is_none_or(|o| o.is_lt()) {
+            partial |= 1 << i;
+        }
+    }
+    (true, partial)
 }
 
 impl<T, P: LeafPolicy<T>> Visitor<T> for FrustumVisitor<'_, P> {

@@ -59,6 +59,7 @@ impl<T> Dbvt<T> {
             BinnedSah { max_leaf: 1, parallel_threshold: self.config.parallel_threshold, ..Default::default() };
         let built = builder.build(&mut items);
 
+        self.topology += 1;
         self.nodes.clear();
         self.free_node = NULL;
         self.free_node_count = 0;

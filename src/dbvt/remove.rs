@@ -23,6 +23,7 @@ impl<T> Dbvt<T> {
     pub(super) fn remove_leaf(&mut self, p: u32) {
         let (parent, slot) = (self.proxies[p as usize].parent, self.proxies[p as usize].slot);
         if parent == NULL {
+            self.topology += 1;
             self.root = None;
             self.root_bounds = crate::math::Aabb::EMPTY;
             return;

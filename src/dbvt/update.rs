@@ -242,6 +242,7 @@ impl<T> Dbvt<T> {
     /// Lays the internal nodes out again in depth-first pre-order, child 0 right after its parent,
     /// dropping the free list.
     pub(super) fn relayout(&mut self) {
+        self.topology += 1;
         let Some(root) = self.root else {
             self.nodes.clear();
             self.free_node = NULL;

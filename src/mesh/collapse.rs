@@ -37,6 +37,12 @@ impl Node8 {
 
     pub(crate) fn set(&mut self, lane: usize, child: u32, b: &Aabb) {
         self.child[lane] = child;
+        self.set_bounds(lane, b);
+    }
+
+    /// Replaces one lane's box.
+    #[inline]
+    pub(crate) fn set_bounds(&mut self, lane: usize, b: &Aabb) {
         for a in 0..3 {
             self.bounds[0][a][lane] = b.min[a];
             self.bounds[1][a][lane] = b.max[a];

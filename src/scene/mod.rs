@@ -134,13 +134,16 @@ pub struct Scene {
     count: usize,
     tag: u32,
     /// The instance tree collapsed 8 wide for ray queries: made once enough rays have been cast
-    /// since the last change to pay for it (see [`Scene::wide_view`]), dropped by every change of
-    /// the instance tree.
+    /// since the last change to pay for it (see [`Scene::wide_view`]), set aside by every change
+    /// of the instance tree.
     wide: OnceLock<WideView>,
     /// Rays cast since the last change, towards that threshold.
     rays_since_change: AtomicU32,
-    /// The storage of the last dropped wide copy, reused by the next.
-    wide_spare: Mutex<Vec<crate::mesh::collapse::Node8>>,
+    /// The last wide copy set aside, refitted by the next one when the tree's links have not
+    /// changed since (only boxes moved), else collapsed into its storage.
+    wide_spare: Mutex<Option<WideView>>,
+    /// Whether `wide_spare` can be refitted to the tree as it is: updated by each change.
+    spare_refits: bool,
     /// Which tree ray queries walk.
     ray_tree: RayTree,
 }
@@ -168,9 +171,12 @@ pub enum RayTree {
 }
 
 /// Ray queries switch to the 8-wide copy of the instance tree once the rays cast since the last
-/// change reach `instances / WIDE_AFTER` (tuned on the picking workload; see
+/// change reach `instances / WIDE_AFTER` when it must be collapsed anew, `instances /
+/// REFIT_AFTER` when the last copy can be refitted (tuned on the picking workload; see
 /// [`Scene::wide_view`]).
 const WIDE_AFTER: usize = 64;
+/// See [`WIDE_AFTER`].
+const REFIT_AFTER: usize = 256;
 
 impl Default for Scene {
     fn default() -> Self {
@@ -242,7 +248,8 @@ impl Scene {
             tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
             wide: OnceLock::new(),
             rays_since_change: AtomicU32::new(0),
-            wide_spare: Mutex::new(Vec::new()),
+            wide_spare: Mutex::new(None),
+            spare_refits: false,
             ray_tree: RayTree::Auto,
         }
     }
@@ -275,24 +282,27 @@ impl Scene {
             RayTree::Wide => {}
             RayTree::Auto => {
                 let rays = self.rays_since_change.fetch_add(1, Ordering::Relaxed) as usize;
-                if rays.saturating_mul(WIDE_AFTER) < self.tree.len() {
+                let after = if self.spare_refits { REFIT_AFTER } else { WIDE_AFTER };
+                if rays.saturating_mul(after) < self.tree.len() {
                     return None;
                 }
             }
         }
-        // Threads racing here may each collapse the tree; one copy is kept, all are equal.
-        let spare = self.wide_spare.lock().map(|mut s| std::mem::take(&mut *s)).unwrap_or_default();
+        // Threads racing here: one takes the spare, the others collapse afresh; one copy is
+        // kept, all are equal.
+        let spare = self.wide_spare.lock().ok().and_then(|mut s| s.take());
         let view = self.tree.wide_view(spare).ok()?;
         Some(self.wide.get_or_init(|| view))
     }
 
-    /// Drops the wide copy: called by every method that changes the instance tree (its structure
-    /// or its boxes), and only then.
+    /// Sets the wide copy aside: called by every method that changes the instance tree (its
+    /// structure or its boxes), after the change, and only then.
     fn changed(&mut self) {
-        if let Some(old) = self.wide.take()
-            && let Ok(spare) = self.wide_spare.get_mut()
-        {
-            *spare = old.into_nodes();
+        if let Ok(spare) = self.wide_spare.get_mut() {
+            if let Some(old) = self.wide.take() {
+                *spare = Some(old);
+            }
+            self.spare_refits = spare.as_ref().is_some_and(|v| self.tree.can_refit_wide(v));
         }
         *self.rays_since_change.get_mut() = 0;
     }
@@ -325,7 +335,6 @@ impl Scene {
         user_id: u64,
         mask: u32,
     ) -> Result<InstanceId, SceneError> {
-        self.changed();
         let p = place(&mesh, transform)?;
         let index = match self.free.last() {
             Some(&i) => i,
@@ -333,6 +342,7 @@ impl Scene {
         };
         let generation = self.slots.get(index as usize).map_or(0, |s| s.generation);
         let proxy = self.tree.insert(p.world, InstanceSlot { index, generation, mask })?;
+        self.changed();
         if self.free.pop().is_none() {
             self.slots.push(Slot { generation: 0, inst: None });
         }
@@ -385,10 +395,10 @@ impl Scene {
 
     /// Removes an instance and returns its user id; `id` becomes stale.
     pub fn remove(&mut self, id: InstanceId) -> Result<u64, SceneError> {
-        self.changed();
         let i = self.check(id)?;
         let proxy = self.slots[i].inst.as_ref().expect("checked live").proxy;
         self.tree.remove(proxy)?;
+        self.changed();
         let slot = &mut self.slots[i];
         let inst = slot.inst.take().expect("checked live");
         slot.generation = slot.generation.wrapping_add(1);
@@ -440,11 +450,11 @@ impl Scene {
             plan.push((i, p));
         }
         let changed = self.tree.update_proxies(&tree_moves)?;
-        if changed > 0 {
-            self.changed();
-        }
         if self.tree.is_refit_pending() {
             self.tree.refit();
+        }
+        if changed > 0 {
+            self.changed();
         }
         for (i, p) in plan {
             self.slots[i].inst.as_mut().expect("checked live").set_placement(p);
@@ -463,7 +473,7 @@ impl Scene {
 
     /// Rebuilds the instance tree with binned SAH.
     pub fn rebuild(&mut self) {
-        self.changed();
         self.tree.rebuild();
+        self.changed();
     }
 }

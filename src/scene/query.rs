@@ -257,13 +257,17 @@ impl Scene {
         mask: u32,
     ) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
         let mut out: Vec<InstanceId> = Vec::new();
-        with_ws(|ws| {
-            self.tree.frustum(frustum, ws, &mut |_: ProxyId, s: &InstanceSlot| {
-                if s.mask & mask != 0 {
-                    out.push(self.id_from(s));
-                }
-                LeafControl::Continue
-            })
+        let mut policy = |_: ProxyId, s: &InstanceSlot| {
+            if s.mask & mask != 0 {
+                out.push(self.id_from(s));
+            }
+            LeafControl::Continue
+        };
+        // The 8-wide copy when there is one (a frustum query counts as one ray towards making
+        // it): the same instances, in another order.
+        with_ws(|ws| match self.wide_view() {
+            Some(view) => self.tree.frustum_wide(view, frustum, &mut ws.wide_stack, &mut policy),
+            None => self.tree.frustum(frustum, ws, &mut policy),
         })?;
         Ok(out.into_iter())
     }
