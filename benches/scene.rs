@@ -15,7 +15,7 @@ use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
 #[path = "../examples/support/moving_instances.rs"]
 mod moving_instances;
-use moving_instances::{MovingInstances, meshes, primary_tiles};
+use moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
 
 struct World {
     scene: Scene,
@@ -29,7 +29,7 @@ impl World {
         let o = BuildOptions::default();
         let meshes: Vec<Arc<MeshBvh>> = meshes().iter().map(|m| Arc::new(MeshBvh::build(m, &o))).collect();
         let motion = MovingInstances::new(n);
-        let mut scene = Scene::new();
+        let mut scene = Scene::with_config(tree_config());
         let ids = (0..n).map(|i| scene.add(meshes[i % 3].clone(), motion.transform(i), i as u64).unwrap()).collect();
         scene.rebuild();
         World { scene, ids, motion, frame: 0 }

@@ -13,7 +13,7 @@ use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
 #[path = "support/moving_instances.rs"]
 mod moving_instances;
-use moving_instances::{MovingInstances, meshes, primary_tiles};
+use moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
 
 /// The scene and the motion that drives it.
 struct World {
@@ -25,7 +25,7 @@ struct World {
 impl World {
     fn new(n: usize, meshes: &[Arc<MeshBvh>]) -> World {
         let motion = MovingInstances::new(n);
-        let mut scene = Scene::new();
+        let mut scene = Scene::with_config(tree_config());
         let ids = (0..n)
             .map(|i| scene.add(meshes[i % meshes.len()].clone(), motion.transform(i), i as u64).unwrap())
             .collect();

@@ -139,6 +139,9 @@ pub struct Scene {
     wide: OnceLock<WideView>,
     /// Rays cast since the last change, towards that threshold.
     rays_since_change: AtomicU32,
+    /// Rays cast between the last two changes that had rays between them: the forecast for
+    /// the rays until the next change.
+    rays_last_interval: u32,
     /// The last wide copy set aside, refitted by the next one when the tree's links have not
     /// changed since (only boxes moved), else collapsed into its storage.
     wide_spare: Mutex<Option<WideView>>,
@@ -159,24 +162,30 @@ pub struct Scene {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RayTree {
-    /// The binary dynamic tree until `len() / 64` rays have been cast since the last change,
-    /// then an 8-wide copy of it (its O(n) collapse pays off only over enough rays: coherent
-    /// primary rays run 1.3–1.6× faster on it, a hundred picks per frame do not repay it).
+    /// The 8-wide copy when the rays expected before the next change repay making it, else the
+    /// binary dynamic tree. Rays run 1.3–1.6× faster on the copy, but it costs a collapse (O(n),
+    /// about 11 ns per instance) after a change of the tree's links, or a refit (about 3–4 ns
+    /// per instance) after moves alone. The forecast is the larger of the rays cast since the
+    /// last change and those cast between the two changes before: at 1k instances a hundred
+    /// picks per frame take the copy, at 100k they stay on the binary tree.
     #[default]
     Auto,
     /// Always the binary dynamic tree; no copy is made.
     Binary,
-    /// Always the 8-wide copy, collapsed at the first ray after each change.
+    /// Always the 8-wide copy, made (collapsed or refitted) at the first ray after each change.
     Wide,
 }
 
-/// Ray queries switch to the 8-wide copy of the instance tree once the rays cast since the last
-/// change reach `instances / WIDE_AFTER` when it must be collapsed anew, `instances /
-/// REFIT_AFTER` when the last copy can be refitted (tuned on the picking workload; see
-/// [`Scene::wide_view`]).
-const WIDE_AFTER: usize = 64;
-/// See [`WIDE_AFTER`].
-const REFIT_AFTER: usize = 256;
+/// [`RayTree::Auto`] makes the 8-wide copy once `rays * COLLAPSE_GAIN >= instances`, where
+/// `rays` is the larger of the rays cast since the last change and those cast in the last
+/// interval between changes (the forecast): about where the rays' savings repay a collapse.
+/// Measured on the picking workload: a collapse costs 11 us at 1k instances and 127 us at 10k,
+/// and a ray on the copy saves 0.2 us at 1k and 0.6 us at 10k, so a collapse pays off after
+/// about n/18 rays at 1k and n/50 at 10k.
+const COLLAPSE_GAIN: usize = 30;
+/// As [`COLLAPSE_GAIN`] when the last copy can be refitted instead (3.2 us at 1k, 45 us at 10k:
+/// repaid after about n/62 rays at 1k and n/140 at 10k).
+const REFIT_GAIN: usize = 100;
 
 impl Default for Scene {
     fn default() -> Self {
@@ -248,6 +257,7 @@ impl Scene {
             tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
             wide: OnceLock::new(),
             rays_since_change: AtomicU32::new(0),
+            rays_last_interval: 0,
             wide_spare: Mutex::new(None),
             spare_refits: false,
             ray_tree: RayTree::Auto,
@@ -270,9 +280,7 @@ impl Scene {
 
     /// The 8-wide copy of the instance tree for ray queries, or `None` when they should walk the
     /// binary tree: always with [`RayTree::Binary`], and with [`RayTree::Auto`] while too few
-    /// rays have been cast since the last change for the copy's O(n) collapse to pay off (a
-    /// frame that moves instances and casts a hundred picks at 100k instances is faster on the
-    /// binary tree, a thousand rays at 1k instances on the wide one).
+    /// rays are expected before the next change to repay making it (see [`COLLAPSE_GAIN`]).
     pub(crate) fn wide_view(&self) -> Option<&WideView> {
         if let Some(v) = self.wide.get() {
             return Some(v);
@@ -281,9 +289,10 @@ impl Scene {
             RayTree::Binary => return None,
             RayTree::Wide => {}
             RayTree::Auto => {
-                let rays = self.rays_since_change.fetch_add(1, Ordering::Relaxed) as usize;
-                let after = if self.spare_refits { REFIT_AFTER } else { WIDE_AFTER };
-                if rays.saturating_mul(after) < self.tree.len() {
+                let rays = self.rays_since_change.fetch_add(1, Ordering::Relaxed) as usize + 1;
+                let forecast = rays.max(self.rays_last_interval as usize);
+                let gain = if self.spare_refits { REFIT_GAIN } else { COLLAPSE_GAIN };
+                if forecast.saturating_mul(gain) < self.tree.len() {
                     return None;
                 }
             }
@@ -304,7 +313,12 @@ impl Scene {
             }
             self.spare_refits = spare.as_ref().is_some_and(|v| self.tree.can_refit_wide(v));
         }
-        *self.rays_since_change.get_mut() = 0;
+        // Consecutive changes with no ray between them (a move, then an optimisation) are one
+        // interval for the forecast.
+        let rays = std::mem::take(self.rays_since_change.get_mut());
+        if rays > 0 {
+            self.rays_last_interval = rays;
+        }
     }
 
     /// Number of instances.

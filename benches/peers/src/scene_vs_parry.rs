@@ -11,7 +11,9 @@
 //! Answers are compared (hit count, sum of t); a difference prints `MISMATCH`.
 //!
 //! Usage: `scene_vs_parry [N ...]` (default 1000 10000 100000). Environment: `FRAMES` (default
-//! 30), `SLABTREE_ONLY=1` (skip parry), `WATERTIGHT=1` (slabtree meshes use the watertight test).
+//! 30), `SLABTREE_ONLY=1` (skip parry), `WATERTIGHT=1` (slabtree meshes use the watertight test),
+//! `RAY_TREE=binary|wide` (the scene's `RayTree` instead of `Auto`), `OPT_DIV` (slabtree's
+//! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,10 +30,15 @@ use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh}
 fn frames() -> usize {
     std::env::var("FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30)
 }
+/// parry's margin: the same as slabtree's (`tree_config`).
 const MARGIN: f32 = 0.1;
+/// The optimiser's budget per frame is `n / OPT_DIV + 1` leaves (default 80).
+fn opt_div() -> usize {
+    std::env::var("OPT_DIV").ok().and_then(|v| v.parse().ok()).unwrap_or(80)
+}
 #[path = "../../../examples/support/moving_instances.rs"]
 mod moving_instances;
-use moving_instances::{MovingInstances as Setup, meshes};
+use moving_instances::{MovingInstances as Setup, meshes, tree_config};
 
 fn pose(q: Quat, p: Vec3) -> Pose {
     Pose::from_parts(Vector::new(p.x, p.y, p.z), parry3d::math::Rot3::from_xyzw(q.x, q.y, q.z, q.w))
@@ -59,25 +66,25 @@ fn build_options() -> BuildOptions {
 }
 
 fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
-    let bvhs: Vec<Arc<MeshBvh>> =
-        meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
+    let bvhs: Vec<Arc<MeshBvh>> = meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
     let mut s = Setup::new(n);
-    let mut scene = Scene::with_config(slabtree::DbvtConfig { margin: MARGIN, ..Default::default() });
-    let ids: Vec<InstanceId> = (0..n)
-        .map(|i| {
-            scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()
-        })
-        .collect();
+    let mut scene = Scene::with_config(tree_config());
+    match std::env::var("RAY_TREE").as_deref() {
+        Ok("binary") => scene.set_ray_tree(slabtree::RayTree::Binary),
+        Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
+        _ => {}
+    }
+    let ids: Vec<InstanceId> =
+        (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()).collect();
     scene.rebuild();
     let mut t = Times::default();
     for f in 0..frames() {
         let a = Instant::now();
         let moved = s.step(f);
-        let moves: Vec<_> =
-            moved.iter().map(|&i| (ids[i], s.transform(i))).collect();
+        let moves: Vec<_> = moved.iter().map(|&i| (ids[i], s.transform(i))).collect();
         scene.set_transforms(&moves).unwrap();
         let o = Instant::now();
-        scene.optimize(n / 80 + 1);
+        scene.optimize(n / opt_div() + 1);
         let b = Instant::now();
         t.optimize += (b - o).as_secs_f64();
         for r in s.cursor_rays(f) {
@@ -116,6 +123,7 @@ fn run_parry(n: usize, meshes: &[TriMesh]) -> Times {
     let mut poses: Vec<Pose> = (0..n).map(|i| pose(s.rot[i], s.pos[i])).collect();
     let mut bvh = Bvh::new();
     for i in 0..n {
+        assert_eq!(MARGIN, tree_config().margin);
         let b = pmeshes[i % 3].aabb(&poses[i]).loosened(MARGIN);
         bvh.insert(b, i as u32);
     }
