@@ -35,7 +35,7 @@ mod error;
 mod query;
 mod sweep;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use glam::{Affine3A, Mat3A, Vec3A};
@@ -138,10 +138,10 @@ pub struct Scene {
     /// of the instance tree.
     wide: OnceLock<WideView>,
     /// Rays cast since the last change, towards that threshold.
-    rays_since_change: AtomicU32,
+    rays_since_change: AtomicU64,
     /// Rays cast between the last two changes that had rays between them: the forecast for
     /// the rays until the next change.
-    rays_last_interval: u32,
+    rays_last_interval: u64,
     /// The last wide copy set aside, refitted by the next one when the tree's links have not
     /// changed since (only boxes moved), else collapsed into its storage.
     wide_spare: Mutex<Option<WideView>>,
@@ -256,7 +256,7 @@ impl Scene {
             count: 0,
             tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
             wide: OnceLock::new(),
-            rays_since_change: AtomicU32::new(0),
+            rays_since_change: AtomicU64::new(0),
             rays_last_interval: 0,
             wide_spare: Mutex::new(None),
             spare_refits: false,
@@ -281,7 +281,9 @@ impl Scene {
     /// The 8-wide copy of the instance tree for ray queries, or `None` when they should walk the
     /// binary tree: always with [`RayTree::Binary`], and with [`RayTree::Auto`] while too few
     /// rays are expected before the next change to repay making it (see [`COLLAPSE_GAIN`]).
-    pub(crate) fn wide_view(&self) -> Option<&WideView> {
+    pub(crate) fn wide_view(&self, rays: u64) -> Option<&WideView> {
+        // Counted even once the copy exists: the count is the next interval's forecast.
+        let rays = if rays > 0 { self.rays_since_change.fetch_add(rays, Ordering::Relaxed) + rays } else { 0 };
         if let Some(v) = self.wide.get() {
             return Some(v);
         }
@@ -289,10 +291,9 @@ impl Scene {
             RayTree::Binary => return None,
             RayTree::Wide => {}
             RayTree::Auto => {
-                let rays = self.rays_since_change.fetch_add(1, Ordering::Relaxed) as usize + 1;
-                let forecast = rays.max(self.rays_last_interval as usize);
+                let forecast = rays.max(self.rays_since_change.load(Ordering::Relaxed)).max(self.rays_last_interval);
                 let gain = if self.spare_refits { REFIT_GAIN } else { COLLAPSE_GAIN };
-                if forecast.saturating_mul(gain) < self.tree.len() {
+                if (forecast as usize).saturating_mul(gain) < self.tree.len() {
                     return None;
                 }
             }

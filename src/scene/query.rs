@@ -54,12 +54,15 @@ impl Scene {
     /// A ray cast of the instance tree: over its 8-wide copy once enough rays have been cast
     /// since the last change (see [`Scene::wide_view`]), else over the binary tree. Both hand the
     /// policy the same instances.
+    /// `count` is how many rays to add to the count that decides when to make the wide copy
+    /// (0 when a batch has already added all of its rays).
     fn cast<P: crate::dbvt::RayPolicy<InstanceSlot>>(
         &self,
         ray: &Ray,
+        count: u64,
         policy: &mut P,
     ) -> Result<crate::dbvt::QueryStats, crate::DbvtError> {
-        with_ws(|ws| match self.wide_view() {
+        with_ws(|ws| match self.wide_view(count) {
             Some(view) => self.tree.ray_cast_wide(view, ray, &mut ws.wide_stack, policy),
             None => self.tree.ray_cast(ray, ws, policy),
         })
@@ -86,6 +89,10 @@ impl Scene {
 
     /// [`Scene::pick`] over the instances whose mask shares a bit with `mask`.
     pub fn pick_masked(&self, ray: &Ray, mask: u32) -> Option<ScenePick> {
+        self.pick_counted(ray, mask, 1)
+    }
+
+    fn pick_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<ScenePick> {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -100,7 +107,7 @@ impl Scene {
                 _ => RayControl::Continue,
             }
         };
-        self.cast(ray, &mut policy).ok()?;
+        self.cast(ray, count, &mut policy).ok()?;
         best.map(|(s, h)| self.make_pick(s, h))
     }
 
@@ -112,8 +119,12 @@ impl Scene {
     /// [`Scene::occluded`] over the instances whose mask shares a bit with `mask` (for example,
     /// shadow rays ignoring instances that cast no shadow).
     pub fn occluded_masked(&self, ray: &Ray, mask: u32) -> bool {
+        self.occluded_counted(ray, mask, 1)
+    }
+
+    fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> bool {
         let mut hit = false;
-        let _ = self.cast(ray, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+        let _ = self.cast(ray, count, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
                 return RayControl::Continue;
             }
@@ -129,12 +140,15 @@ impl Scene {
 
     /// [`Scene::pick_masked`] over many rays on rayon's threads.
     pub fn pick_batch(&self, rays: &[Ray], mask: u32) -> Vec<Option<ScenePick>> {
-        rays.par_iter().with_min_len(64).map(|r| self.pick_masked(r, mask)).collect()
+        // The whole batch counts towards the wide copy at once, not one contended add per ray.
+        self.wide_view(rays.len() as u64);
+        rays.par_iter().with_min_len(64).map(|r| self.pick_counted(r, mask, 0)).collect()
     }
 
     /// [`Scene::occluded_masked`] over many rays on rayon's threads.
     pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Vec<bool> {
-        rays.par_iter().with_min_len(64).map(|r| self.occluded_masked(r, mask)).collect()
+        self.wide_view(rays.len() as u64);
+        rays.par_iter().with_min_len(64).map(|r| self.occluded_counted(r, mask, 0)).collect()
     }
 
     /// Instances whose fat world box reaches each ray within its range, with the entry distance
@@ -265,7 +279,7 @@ impl Scene {
         };
         // The 8-wide copy when there is one (a frustum query counts as one ray towards making
         // it): the same instances, in another order.
-        with_ws(|ws| match self.wide_view() {
+        with_ws(|ws| match self.wide_view(1) {
             Some(view) => self.tree.frustum_wide(view, frustum, &mut ws.wide_stack, &mut policy),
             None => self.tree.frustum(frustum, ws, &mut policy),
         })?;
