@@ -15,7 +15,7 @@
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
 //! | `pairs.rs` | self pairs and tree-versus-tree pairs |
 //! | `validate.rs` | `validate()` and `stats()` |
-//! | `wide.rs` | an 8-wide read-only copy for ray casts (used by the scene) |
+//! | `wide.rs` | an 8-wide read-only copy for ray casts and frustum culling (used by the scene), refitted while the links stay |
 
 mod insert;
 pub(crate) mod node;

@@ -1,4 +1,4 @@
-//! An 8-wide, read-only copy of the tree for ray casts (Wald, Benthin and Boulos, "Getting Rid of
+//! An 8-wide, read-only copy of the tree for ray casts and frustum culling (Wald, Benthin and Boulos, "Getting Rid of
 //! Packets", 2008; Embree's BVH8), collapsed from the binary tree in one pass.
 //!
 //! A binary ray cast pays one dependent node load and one hard-to-predict branch per level: about
