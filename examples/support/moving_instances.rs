@@ -14,24 +14,10 @@
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{DbvtConfig, Ray, TriMesh};
 
-/// SplitMix64: small, seedable and the same everywhere.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-    pub fn range(&mut self, a: f32, b: f32) -> f32 {
-        a + (b - a) * self.unit()
-    }
-}
+// SplitMix64, the tests' generator: small, seedable and the same everywhere.
+#[path = "../../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// The instance tree's tuning for this workload: the default fat margin (0.1) and no motion
 /// prediction. Each instance moves only once every ten frames, so stretching its box by its last

@@ -202,27 +202,26 @@ impl BoxLanes {
     }
 }
 
-/// A frustum's planes splatted for testing node pairs, with each plane's p-vertex side chosen once.
-pub(crate) struct FrustumLanes {
-    normal: [[f32x4; 3]; 6],
-    d: [f32x4; 6],
-    side: [[usize; 3]; 6],
+/// A frustum's planes splatted into lanes of `V` (`f32x4` for the node pairs here, `f32x8` for the
+/// 8-wide copy in `wide.rs`), with each plane's p-vertex side chosen once.
+pub(crate) struct FrustumLanes<V> {
+    pub normal: [[V; 3]; 6],
+    pub d: [V; 6],
+    /// Per plane and axis: the side (0 min, 1 max) holding the p-vertex.
+    pub side: [[usize; 3]; 6],
 }
 
-impl FrustumLanes {
-    pub(crate) fn new(f: &crate::math::Frustum) -> Self {
-        let s = |v: f32| f32x4::splat(v);
-        let mut out = FrustumLanes { normal: [[s(0.0); 3]; 6], d: [s(0.0); 6], side: [[0; 3]; 6] };
-        for (i, p) in f.planes.iter().enumerate() {
-            for a in 0..3 {
-                out.normal[i][a] = s(p.normal[a]);
-                out.side[i][a] = (p.normal[a] >= 0.0) as usize;
-            }
-            out.d[i] = s(p.d);
+impl<V> FrustumLanes<V> {
+    pub(crate) fn new(f: &crate::math::Frustum, splat: impl Fn(f32) -> V) -> Self {
+        FrustumLanes {
+            normal: f.planes.map(|p| [0, 1, 2].map(|a| splat(p.normal[a]))),
+            d: f.planes.map(|p| splat(p.d)),
+            side: f.planes.map(|p| [0, 1, 2].map(|a| (p.normal[a] >= 0.0) as usize)),
         }
-        out
     }
+}
 
+impl FrustumLanes<f32x4> {
     /// Tests both children against the planes in `active` (a 6-bit plane mask; the parent is
     /// inside all the others). Returns a 2-bit mask of the children outside no active plane, and,
     /// for each child, the active planes it is not entirely inside (its own `active` mask: 0

@@ -6,6 +6,7 @@
 //! traversal what to do next.
 
 use glam::Vec3A;
+use wide::f32x4;
 
 use super::node::{BoxLanes, FrustumLanes, Node, RayLanes};
 use super::traverse::{NodeTest, QueryStats, QueryWorkspace, Visitor};
@@ -199,7 +200,7 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for BoxVisitor<'_, P> {
 /// inside; a subtree wholly inside the frustum is walked without a test.
 struct FrustumVisitor<'p, P> {
     frustum: Frustum,
-    lanes: FrustumLanes,
+    lanes: FrustumLanes<f32x4>,
     scalar: bool,
     policy: &'p mut P,
 }
@@ -397,7 +398,8 @@ impl<T> Dbvt<T> {
         self.check_refitted()?;
         frustum.validate()?;
         let scalar = ws.node_test == NodeTest::Scalar;
-        let mut v = FrustumVisitor { frustum: *frustum, lanes: FrustumLanes::new(frustum), scalar, policy };
+        let mut v =
+            FrustumVisitor { frustum: *frustum, lanes: FrustumLanes::new(frustum, f32x4::splat), scalar, policy };
         Ok(self.traverse(&mut ws.stack, &mut v))
     }
 }

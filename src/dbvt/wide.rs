@@ -24,6 +24,7 @@ use glam::Vec3A;
 
 use wide::f32x8;
 
+use super::node::FrustumLanes;
 use super::queries::{ALL_PLANES, LeafControl, LeafPolicy, RayLeaf, RayPolicy, frustum_box_test};
 use super::traverse::QueryStats;
 use super::{Dbvt, DbvtError};
@@ -234,7 +235,7 @@ impl<T> Dbvt<T> {
         if !keep {
             return Ok(stats);
         }
-        let planes = Frustum8::new(frustum);
+        let planes = FrustumLanes::new(frustum, f32x8::splat);
         stack.clear();
         // Keys are plane masks, exact as small f32s, so the ray stack serves.
         stack.push((0, active as f32));
@@ -272,30 +273,10 @@ impl<T> Dbvt<T> {
     }
 }
 
-/// The six planes of a frustum splatted for [`Node8`]s: [`super::node::FrustumLanes`] eight
-/// lanes at a time, in the same arithmetic order as [`crate::math::Plane::signed_distance`], so
-/// each lane's answer is [`frustum_box_test`]'s.
-struct Frustum8 {
-    normal: [[f32x8; 3]; 6],
-    d: [f32x8; 6],
-    /// Per plane and axis: the side (0 min, 1 max) holding the p-vertex.
-    side: [[usize; 3]; 6],
-}
-
-impl Frustum8 {
-    fn new(f: &Frustum) -> Frustum8 {
-        let s = f32x8::splat;
-        let mut out = Frustum8 { normal: [[s(0.0); 3]; 6], d: [s(0.0); 6], side: [[0; 3]; 6] };
-        for (i, p) in f.planes.iter().enumerate() {
-            for a in 0..3 {
-                out.normal[i][a] = s(p.normal[a]);
-                out.side[i][a] = (p.normal[a] >= 0.0) as usize;
-            }
-            out.d[i] = s(p.d);
-        }
-        out
-    }
-
+/// The frustum test of [`Node8`]s: [`FrustumLanes::test_pair`] eight lanes at a time, in the
+/// same arithmetic order as [`crate::math::Plane::signed_distance`], so each lane's answer is
+/// [`frustum_box_test`]'s.
+impl FrustumLanes<f32x8> {
     /// The used lanes of `node` outside none of the planes in `active` (the node's own box is
     /// inside the others), as a bit mask, and for each lane the active planes it is not entirely
     /// inside: 0 for a lane wholly in the frustum, whose subtree then needs no more tests.

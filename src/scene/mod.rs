@@ -283,7 +283,9 @@ impl Scene {
     /// rays are expected before the next change to repay making it (see [`COLLAPSE_GAIN`]).
     pub(crate) fn wide_view(&self, rays: u64) -> Option<&WideView> {
         // Counted even once the copy exists: the count is the next interval's forecast.
-        let rays = if rays > 0 { self.rays_since_change.fetch_add(rays, Ordering::Relaxed) + rays } else { 0 };
+        if rays > 0 {
+            self.rays_since_change.fetch_add(rays, Ordering::Relaxed);
+        }
         if let Some(v) = self.wide.get() {
             return Some(v);
         }
@@ -291,7 +293,7 @@ impl Scene {
             RayTree::Binary => return None,
             RayTree::Wide => {}
             RayTree::Auto => {
-                let forecast = rays.max(self.rays_since_change.load(Ordering::Relaxed)).max(self.rays_last_interval);
+                let forecast = self.rays_since_change.load(Ordering::Relaxed).max(self.rays_last_interval);
                 let gain = if self.spare_refits { REFIT_GAIN } else { COLLAPSE_GAIN };
                 if (forecast as usize).saturating_mul(gain) < self.tree.len() {
                     return None;

@@ -121,9 +121,9 @@ fn run_parry(n: usize, meshes: &[TriMesh]) -> Times {
         .collect();
     let mut s = Setup::new(n);
     let mut poses: Vec<Pose> = (0..n).map(|i| pose(s.rot[i], s.pos[i])).collect();
+    assert_eq!(MARGIN, tree_config().margin);
     let mut bvh = Bvh::new();
     for i in 0..n {
-        assert_eq!(MARGIN, tree_config().margin);
         let b = pmeshes[i % 3].aabb(&poses[i]).loosened(MARGIN);
         bvh.insert(b, i as u32);
     }
