@@ -261,6 +261,9 @@ impl<T, P: LeafPolicy<T>> Visitor<T> for FrustumVisitor<'_, P> {
     fn keep(&self, _: f32) -> bool {
         true
     }
+    fn whole(&self, key: f32) -> bool {
+        key == 0.0
+    }
 }
 
 impl<T> Dbvt<T> {

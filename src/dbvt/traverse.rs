@@ -65,6 +65,11 @@ pub(crate) trait Visitor<T> {
     fn visit_leaf(&mut self, id: super::ProxyId, data: &T, key: f32) -> bool;
     /// Whether an entry with this key still needs visiting (a ray's clipped `tmax`).
     fn keep(&self, key: f32) -> bool;
+    /// Whether every leaf below an entry with this key is to be visited without further tests
+    /// (a frustum subtree wholly inside every plane). Only unordered visitors may say so.
+    fn whole(&self, _key: f32) -> bool {
+        false
+    }
 }
 
 impl<T> Dbvt<T> {
@@ -120,6 +125,16 @@ impl<T> Dbvt<T> {
                 }
                 continue;
             }
+            if !V::ORDERED && self.ordered && v.whole(key) {
+                let all = self.for_each_leaf_below(c.index(), |p| {
+                    self.prefetch(ChildRef::leaf(p));
+                    pending.push(p).is_none_or(|due| self.visit_leaf(v, due, 0.0, &mut stats))
+                });
+                if !all {
+                    return stats;
+                }
+                continue;
+            }
             stats.nodes_visited += 1;
             let node = &self.nodes[c.index() as usize];
             let (mask, keys) = v.test_children(node, key);
@@ -146,6 +161,33 @@ impl<T> Dbvt<T> {
         stats
     }
 
+    /// Hands every proxy below internal node `n` to `visit` until it returns `false` (then returns
+    /// `false`), in arena order. The arena must be in pre-order (`self.ordered`): `n`'s subtree is
+    /// then the node range from `n` to the last node down its last internal children, which is
+    /// read sequentially, with no stack and no tests. This is what makes a frustum query over a
+    /// large scene cheap where it is wholly inside: measured at 100k instances, the walk that
+    /// chased child links waited on a cache miss per node.
+    pub(super) fn for_each_leaf_below(&self, n: u32, mut visit: impl FnMut(u32) -> bool) -> bool {
+        debug_assert!(self.ordered);
+        let mut last = n;
+        loop {
+            let c = self.nodes[last as usize].child;
+            last = match (c[0].is_leaf(), c[1].is_leaf()) {
+                (_, false) => c[1].index(),
+                (false, true) => c[0].index(),
+                (true, true) => break,
+            };
+        }
+        for node in &self.nodes[n as usize..=last as usize] {
+            for c in node.child {
+                if c.is_leaf() && !visit(c.index()) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Hands proxy `p` to the visitor; `false` stops the traversal.
     #[inline(always)]
     fn visit_leaf<V: Visitor<T>>(&self, v: &mut V, p: u32, key: f32, stats: &mut QueryStats) -> bool {
@@ -160,7 +202,7 @@ const LEAF_LOOKAHEAD: usize = 8;
 
 /// A fixed ring of proxy indices waiting for their prefetch (no allocation).
 #[derive(Default)]
-struct LeafQueue {
+pub(super) struct LeafQueue {
     items: [u32; LEAF_LOOKAHEAD],
     head: usize,
     len: usize,
@@ -169,7 +211,7 @@ struct LeafQueue {
 impl LeafQueue {
     /// Adds `p`; when the ring is full, returns the oldest entry, which is due for its visit.
     #[inline(always)]
-    fn push(&mut self, p: u32) -> Option<u32> {
+    pub(super) fn push(&mut self, p: u32) -> Option<u32> {
         if self.len == LEAF_LOOKAHEAD {
             let due = self.items[self.head];
             self.items[self.head] = p;
@@ -184,7 +226,7 @@ impl LeafQueue {
 
     /// Removes the oldest entry.
     #[inline(always)]
-    fn pop(&mut self) -> Option<u32> {
+    pub(super) fn pop(&mut self) -> Option<u32> {
         (self.len > 0).then(|| {
             let p = self.items[self.head];
             self.head = (self.head + 1) % LEAF_LOOKAHEAD;

@@ -239,6 +239,11 @@ impl<T> Dbvt<T> {
         stack.clear();
         // Keys are plane masks, exact as small f32s, so the ray stack serves.
         stack.push((0, active as f32));
+        let mut visit = |p: u32, stats: &mut QueryStats| {
+            stats.leaves_visited += 1;
+            let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
+            policy.visit(self.id_of(p), data) == LeafControl::Continue
+        };
         while let Some((n, key)) = stack.pop() {
             stats.nodes_visited += 1;
             let node = &view.nodes[n as usize];
@@ -247,15 +252,20 @@ impl<T> Dbvt<T> {
                 let l = keep.trailing_zeros() as usize;
                 keep &= keep - 1;
                 let c = node.child[l];
-                if c & LEAF == 0 {
+                if c & LEAF != 0 {
+                    if !visit(c & !LEAF, &mut stats) {
+                        return Ok(stats);
+                    }
+                } else if partial[l] == 0 && self.ordered {
+                    // Wholly inside: every leaf below, read from the binary tree's node range
+                    // (the lane's box is child `src & 1` of binary node `src >> 1`).
+                    let src = view.sources[n as usize][l];
+                    let below = self.nodes[(src >> 1) as usize].child[(src & 1) as usize].index();
+                    if !self.for_each_leaf_below(below, |p| visit(p, &mut stats)) {
+                        return Ok(stats);
+                    }
+                } else {
                     stack.push((c, partial[l] as f32));
-                    continue;
-                }
-                stats.leaves_visited += 1;
-                let p = c & !LEAF;
-                let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-                if policy.visit(self.id_of(p), data) == LeafControl::Stop {
-                    return Ok(stats);
                 }
             }
         }
@@ -459,7 +469,11 @@ mod tests {
     fn wide_frustum_matches_the_binary_query_and_brute_force() {
         use crate::dbvt::LeafControl;
         use glam::Mat4;
-        for (n, seed) in [(1, 11u64), (2, 12), (40, 13), (3000, 14)] {
+        // Inserted trees, and rebuilt ones, whose pre-ordered arena lets subtrees wholly inside
+        // be read as node ranges.
+        for ((n, seed), rebuilt) in
+            [(1, 11u64), (2, 12), (40, 13), (3000, 14)].into_iter().flat_map(|c| [(c, false), (c, true)])
+        {
             let bx = boxes(n, seed);
             let mut tree = Dbvt::new();
             let fat: Vec<Aabb> = bx
@@ -470,6 +484,9 @@ mod tests {
                     tree.fat_aabb(id).unwrap()
                 })
                 .collect();
+            if rebuilt {
+                tree.rebuild();
+            }
             let view = tree.wide_view(None).unwrap();
             let mut ws = super::super::QueryWorkspace::new();
             let mut stack = Vec::new();
@@ -494,8 +511,8 @@ mod tests {
                 a.sort_unstable();
                 b.sort_unstable();
                 let brute: Vec<usize> = (0..n).filter(|&i| frustum.may_contain(&fat[i])).collect();
-                assert_eq!(a, brute, "binary: n={n} frustum {k}");
-                assert_eq!(b, brute, "wide: n={n} frustum {k}");
+                assert_eq!(a, brute, "binary: n={n} rebuilt {rebuilt} frustum {k}");
+                assert_eq!(b, brute, "wide: n={n} rebuilt {rebuilt} frustum {k}");
             }
         }
     }
