@@ -309,8 +309,9 @@ fn tree_pairs_match_brute_force() {
     assert_eq!(got, expect);
 }
 
-/// `refit` after a few structural changes takes the post-order path (no relayout); after many it
-/// lays the arena out again. Both must leave exact bounds: checked with validate() and brute force.
+/// `refit` with no structural change is one backwards sweep of the pre-ordered arena; after a few
+/// structural changes it takes the post-order path (no relayout); after many it lays the arena
+/// out again. All must leave exact bounds: checked with validate() and brute force.
 #[test]
 fn refit_after_few_and_many_structural_changes() {
     let cfg = DbvtConfig::default();
@@ -326,7 +327,8 @@ fn refit_after_few_and_many_structural_changes() {
         .map(|(i, (&id, b))| ModelProxy { id, tight: *b, fat: fatten(&cfg, b, Vec3A::ZERO), tag: i as u32 })
         .collect();
     let mut ws = QueryWorkspace::new();
-    for reinserts in [3usize, 5, 400] {
+    // No reinsertions first and last: the arena is in pre-order and the refit is the sweep.
+    for reinserts in [0usize, 3, 5, 400, 0] {
         // A few (or many) reinsertions disturb the depth-first layout...
         for m in model.iter_mut().take(reinserts) {
             let d = Vec3A::new(30.0, -20.0, 10.0);
