@@ -198,7 +198,7 @@ impl<T> Dbvt<T> {
 }
 
 /// How many leaves an unordered traversal holds back so their prefetched slots arrive first.
-const LEAF_LOOKAHEAD: usize = 8;
+const LEAF_LOOKAHEAD: usize = 32;
 
 /// A fixed ring of proxy indices waiting for their prefetch (no allocation).
 #[derive(Default)]

@@ -149,6 +149,8 @@ pub struct Scene {
     spare_refits: bool,
     /// `set_transforms`' batch for the tree, kept so that a frame's moves allocate nothing.
     move_scratch: Vec<(crate::dbvt::ProxyId, Aabb, Vec3A)>,
+    /// `set_transforms`' checked placements, kept for the same reason.
+    place_scratch: Vec<(usize, Placement)>,
     /// Which tree ray queries walk.
     ray_tree: RayTree,
 }
@@ -263,6 +265,7 @@ impl Scene {
             wide_spare: Mutex::new(None),
             spare_refits: false,
             move_scratch: Vec::new(),
+            place_scratch: Vec::new(),
             ray_tree: RayTree::Auto,
         }
     }
@@ -460,36 +463,37 @@ impl Scene {
     /// nothing changes. Returns how many stored boxes changed. Follow with
     /// [`Scene::optimize`] now and then to keep the tree's quality.
     pub fn set_transforms(&mut self, moves: &[(InstanceId, Affine3A)]) -> Result<usize, SceneError> {
-        // The first pass checks every entry and keeps only what the tree needs; the second
-        // places the instances again rather than keeping each placement (208 bytes) between the
-        // passes: at 100k instances, writing and rereading that plan, 2 MB of fresh memory per
-        // frame, cost more than computing the placements twice. The tree's batch lives in the
-        // scene between calls for the same reason.
+        // Both batches live in the scene between calls: fresh ones (2 MB of placements per
+        // frame at 100k instances) were mapped and faulted in anew every frame, as glibc maps
+        // blocks this large (measured: 7% of the update at 10k).
         let mut tree_moves = std::mem::take(&mut self.move_scratch);
+        let mut plan = std::mem::take(&mut self.place_scratch);
         tree_moves.clear();
-        for &(id, transform) in moves {
-            let i = self.check(id)?;
-            let inst = self.slots[i].inst.as_ref().expect("checked live");
-            let world = place(&inst.mesh, transform)?.world;
-            tree_moves.push((inst.proxy, world, world.center() - inst.world.center()));
-        }
-        let changed = self.tree.update_proxies(&tree_moves);
-        self.move_scratch = tree_moves;
-        let changed = changed?;
-        if self.tree.is_refit_pending() {
-            self.tree.refit();
-        }
-        if changed > 0 {
-            self.changed();
-        }
-        for &(id, transform) in moves {
-            let inst = self.slots[id.index as usize].inst.as_mut().expect("checked live");
-            // The same inputs as in the first pass, which accepted them.
-            if let Ok(p) = place(&inst.mesh, transform) {
-                inst.set_placement(p);
+        plan.clear();
+        let checked = (|| {
+            for &(id, transform) in moves {
+                let i = self.check(id)?;
+                let inst = self.slots[i].inst.as_ref().expect("checked live");
+                let p = place(&inst.mesh, transform)?;
+                tree_moves.push((inst.proxy, p.world, p.world.center() - inst.world.center()));
+                plan.push((i, p));
+            }
+            Ok::<_, SceneError>(self.tree.update_proxies(&tree_moves)?)
+        })();
+        if let Ok(changed) = checked {
+            if self.tree.is_refit_pending() {
+                self.tree.refit();
+            }
+            if changed > 0 {
+                self.changed();
+            }
+            for (i, p) in plan.drain(..) {
+                self.slots[i].inst.as_mut().expect("checked live").set_placement(p);
             }
         }
-        Ok(changed)
+        self.move_scratch = tree_moves;
+        self.place_scratch = plan;
+        checked
     }
 
     /// Incremental optimisation of the instance tree (see [`Dbvt::optimize_incremental`]).
