@@ -6,6 +6,7 @@ use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
 mod common;
+use common::rays::primary_tiles;
 use common::rng::{Rng, triangle_soup};
 
 /// A flat grid of unit squares in z = 0: rays through its vertices and edges meet exact ties.
@@ -50,27 +51,6 @@ fn check(bvh: &MeshBvh, rays: &[Ray]) -> (usize, usize) {
     (hits, occ)
 }
 
-/// Primary rays of a pinhole camera in 4x2 tiles, 8 rays per packet.
-fn tiles(eye: Vec3, target: Vec3, w: u32, h: u32, fov: f32) -> Vec<Ray> {
-    let f = (target - eye).normalize();
-    let r = f.cross(Vec3::Y).normalize();
-    let u = r.cross(f);
-    let s = (fov * 0.5).tan();
-    let mut out = Vec::new();
-    for ty in (0..h).step_by(2) {
-        for tx in (0..w).step_by(4) {
-            for dy in 0..2 {
-                for dx in 0..4 {
-                    let px = ((tx + dx) as f32 + 0.5) / w as f32 * 2.0 - 1.0;
-                    let py = ((ty + dy) as f32 + 0.5) / h as f32 * 2.0 - 1.0;
-                    out.push(Ray::new(Vec3A::from(eye), Vec3A::from(f + r * px * s + u * py * s)));
-                }
-            }
-        }
-    }
-    out
-}
-
 fn options(test: TriangleTest) -> BuildOptions {
     BuildOptions { triangle_test: test, ..Default::default() }
 }
@@ -81,7 +61,7 @@ fn coherent_tiles_equal_single_rays() {
     for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
         for mesh in [TriMesh::uv_sphere(2.0, 80, 40), triangle_soup(&mut rng, 3000, 5.0, 0.6)] {
             let bvh = MeshBvh::build(&mesh, &options(test));
-            let rays = tiles(Vec3::new(0.3, 0.7, 9.0), Vec3::ZERO, 64, 48, 1.0);
+            let rays = primary_tiles(Vec3::new(0.3, 0.7, 9.0), Vec3::ZERO, 64, 48);
             let (hits, occ) = check(&bvh, &rays);
             assert!(hits > 100 && occ == hits, "{hits} {occ}");
         }

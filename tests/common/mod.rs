@@ -2,6 +2,7 @@
 //! proxies of an independent model, with the scalar reference tests.
 #![allow(dead_code)]
 
+pub mod rays;
 pub mod rng;
 pub mod triangle;
 
