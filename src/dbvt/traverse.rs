@@ -202,7 +202,7 @@ const LEAF_LOOKAHEAD: usize = 32;
 
 /// A fixed ring of proxy indices waiting for their prefetch (no allocation).
 #[derive(Default)]
-pub(super) struct LeafQueue {
+struct LeafQueue {
     items: [u32; LEAF_LOOKAHEAD],
     head: usize,
     len: usize,
@@ -211,7 +211,7 @@ pub(super) struct LeafQueue {
 impl LeafQueue {
     /// Adds `p`; when the ring is full, returns the oldest entry, which is due for its visit.
     #[inline(always)]
-    pub(super) fn push(&mut self, p: u32) -> Option<u32> {
+    fn push(&mut self, p: u32) -> Option<u32> {
         if self.len == LEAF_LOOKAHEAD {
             let due = self.items[self.head];
             self.items[self.head] = p;
@@ -226,7 +226,7 @@ impl LeafQueue {
 
     /// Removes the oldest entry.
     #[inline(always)]
-    pub(super) fn pop(&mut self) -> Option<u32> {
+    fn pop(&mut self) -> Option<u32> {
         (self.len > 0).then(|| {
             let p = self.items[self.head];
             self.head = (self.head + 1) % LEAF_LOOKAHEAD;
