@@ -398,6 +398,9 @@ fn bad_input_is_refused_and_changes_nothing() {
     let meshes = meshes(&mut rng);
     let mut scene = Scene::new();
     let id = scene.add(meshes[0].clone(), Affine3A::IDENTITY, 1).unwrap();
+    let world = scene.get(id).unwrap().world_aabb();
+    // A valid move before the bad one in a batch: it must not be applied either.
+    let away = Affine3A::from_translation(Vec3::new(50.0, 0.0, 0.0));
     for bad in [
         Affine3A::from_translation(Vec3::new(f32::NAN, 0.0, 0.0)),
         Affine3A::from_scale(Vec3::new(1.0, f32::INFINITY, 1.0)),
@@ -405,10 +408,15 @@ fn bad_input_is_refused_and_changes_nothing() {
     ] {
         assert_eq!(scene.add(meshes[0].clone(), bad, 2).err(), Some(SceneError::InvalidTransform));
         assert_eq!(scene.set_transform(id, bad), Err(SceneError::InvalidTransform));
-        assert_eq!(scene.set_transforms(&[(id, Affine3A::IDENTITY), (id, bad)]), Err(SceneError::InvalidTransform));
+        assert_eq!(scene.set_transforms(&[(id, away), (id, bad)]), Err(SceneError::InvalidTransform));
     }
     assert_eq!(scene.len(), 1);
     assert_eq!(*scene.get(id).unwrap().transform(), Affine3A::IDENTITY);
+    assert_eq!(scene.get(id).unwrap().world_aabb(), world);
+    // The tree still holds the instance where it was: a ray through its box's centre picks it.
+    let c = world.center();
+    let ray = Ray::new(Vec3A::new(c.x, c.y, c.z - 100.0), Vec3A::Z);
+    assert_eq!(scene.pick(&ray).map(|p| p.instance), Some(id));
     let other = Scene::new();
     assert_eq!(other.get(id).err(), Some(SceneError::ForeignInstance(id)));
     assert!(scene.pick(&Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X)).is_none());

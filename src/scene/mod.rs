@@ -148,7 +148,7 @@ pub struct Scene {
     /// Whether `wide_spare` can be refitted to the tree as it is: updated by each change.
     spare_refits: bool,
     /// `set_transforms`' batch for the tree, kept so that a frame's moves allocate nothing.
-    move_scratch: Vec<(crate::dbvt::ProxyId, Aabb, Vec3A)>,
+    move_scratch: Vec<(ProxyId, Aabb, Vec3A)>,
     /// `set_transforms`' checked placements, kept for the same reason.
     place_scratch: Vec<(usize, Placement)>,
     /// Which tree ray queries walk.
@@ -470,16 +470,9 @@ impl Scene {
         let mut plan = std::mem::take(&mut self.place_scratch);
         tree_moves.clear();
         plan.clear();
-        let checked = (|| {
-            for &(id, transform) in moves {
-                let i = self.check(id)?;
-                let inst = self.slots[i].inst.as_ref().expect("checked live");
-                let p = place(&inst.mesh, transform)?;
-                tree_moves.push((inst.proxy, p.world, p.world.center() - inst.world.center()));
-                plan.push((i, p));
-            }
-            Ok::<_, SceneError>(self.tree.update_proxies(&tree_moves)?)
-        })();
+        let checked = self
+            .plan_moves(moves, &mut tree_moves, &mut plan)
+            .and_then(|()| Ok(self.tree.update_proxies(&tree_moves)?));
         if let Ok(changed) = checked {
             if self.tree.is_refit_pending() {
                 self.tree.refit();
@@ -494,6 +487,24 @@ impl Scene {
         self.move_scratch = tree_moves;
         self.place_scratch = plan;
         checked
+    }
+
+    /// Checks every move of a batch and places its instance, changing nothing: the tree's moves
+    /// into `tree_moves`, the placements into `plan`.
+    fn plan_moves(
+        &self,
+        moves: &[(InstanceId, Affine3A)],
+        tree_moves: &mut Vec<(ProxyId, Aabb, Vec3A)>,
+        plan: &mut Vec<(usize, Placement)>,
+    ) -> Result<(), SceneError> {
+        for &(id, transform) in moves {
+            let i = self.check(id)?;
+            let inst = self.slots[i].inst.as_ref().expect("checked live");
+            let p = place(&inst.mesh, transform)?;
+            tree_moves.push((inst.proxy, p.world, p.world.center() - inst.world.center()));
+            plan.push((i, p));
+        }
+        Ok(())
     }
 
     /// Incremental optimisation of the instance tree (see [`Dbvt::optimize_incremental`]).
