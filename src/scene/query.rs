@@ -15,6 +15,19 @@ thread_local! {
     static WS: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::new());
 }
 
+/// Per-thread scratch of the packet queries ([`Scene::pick8`], [`Scene::occluded8`]).
+#[derive(Default)]
+struct PacketScratch {
+    /// (instance slot, ray, entry distance) for every instance box a ray of the packet reaches.
+    reached: Vec<(u32, u32, f32)>,
+    /// The same grouped by instance: (slot, entry per ray).
+    cands: Vec<(u32, [f32; 8])>,
+}
+
+thread_local! {
+    static PACKET: RefCell<PacketScratch> = RefCell::new(PacketScratch::default());
+}
+
 /// Runs `f` with this thread's workspace (or a fresh one on re-entry).
 pub(crate) fn with_ws<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
     WS.with(|ws| match ws.try_borrow_mut() {
@@ -151,38 +164,53 @@ impl Scene {
         rays.par_iter().with_min_len(64).map(|r| self.occluded_counted(r, mask, 0)).collect()
     }
 
-    /// Instances whose fat world box reaches each ray within its range, with the entry distance
-    /// (NaN for the rays that do not reach it, so that `entry <= tmax` is false).
-    fn candidates8(&self, rays: &[Ray; 8], mask: u32) -> Vec<(u32, [f32; 8])> {
-        // (instance slot, ray, entry) for every box each ray reaches, grouped by slot after a sort:
-        // one vector rather than a hash map per packet.
-        let mut reached: Vec<(u32, usize, f32)> = Vec::new();
+    /// Calls `f` with the instances whose fat world box reaches each ray within its range, with
+    /// the entry distances (NaN for the rays that do not reach it, so that `entry <= tmax` is
+    /// false), nearest first. The lists live in this thread's packet scratch, so a warm packet
+    /// query allocates nothing.
+    fn with_candidates8<R>(&self, rays: &[Ray; 8], mask: u32, f: impl FnOnce(&[(u32, [f32; 8])]) -> R) -> R {
+        PACKET.with(|p| match p.try_borrow_mut() {
+            Ok(mut p) => self.candidates8(rays, mask, &mut p, f),
+            Err(_) => self.candidates8(rays, mask, &mut PacketScratch::default(), f),
+        })
+    }
+
+    fn candidates8<R>(
+        &self,
+        rays: &[Ray; 8],
+        mask: u32,
+        scratch: &mut PacketScratch,
+        f: impl FnOnce(&[(u32, [f32; 8])]) -> R,
+    ) -> R {
+        // (instance slot, ray, entry) for every box each ray reaches, grouped by slot after a
+        // sort: one vector rather than a hash map per packet.
+        let PacketScratch { reached, cands } = scratch;
+        reached.clear();
+        cands.clear();
         with_ws(|ws| {
             for (r, ray) in rays.iter().enumerate() {
                 let _ = self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
                     if leaf.data.mask & mask != 0 {
-                        reached.push((leaf.data.index, r, leaf.t));
+                        reached.push((leaf.data.index, r as u32, leaf.t));
                     }
                     RayControl::Continue
                 });
             }
         });
         reached.sort_unstable_by_key(|&(slot, r, _)| (slot, r));
-        let mut cands: Vec<(u32, [f32; 8])> = Vec::new();
-        for (slot, r, t) in reached {
+        for &(slot, r, t) in reached.iter() {
             if cands.last().is_none_or(|c| c.0 != slot) {
                 cands.push((slot, [f32::NAN; 8]));
             }
             if let Some(c) = cands.last_mut() {
-                c.1[r] = t;
+                c.1[r as usize] = t;
             }
         }
-        cands.sort_by(|a, b| {
-            let ka = a.1.iter().copied().fold(f32::INFINITY, f32::min);
-            let kb = b.1.iter().copied().fold(f32::INFINITY, f32::min);
-            ka.total_cmp(&kb)
-        });
-        cands
+        // Unstable (the stable sort allocates), with the slot as tie-break so the order is
+        // still fixed by the input.
+        let nearest = |c: &(u32, [f32; 8])| c.1.iter().copied().fold(f32::INFINITY, f32::min);
+        cands.sort_unstable_by(|a, b| nearest(a).total_cmp(&nearest(b)).then(a.0.cmp(&b.0)));
+        f(cands)
     }
 
     /// [`Scene::pick_masked`] for 8 coherent rays: instances are found once for the packet and
@@ -192,33 +220,35 @@ impl Scene {
     pub fn pick8(&self, rays: &[Ray; 8], mask: u32) -> [Option<ScenePick>; 8] {
         let mut best: [Option<(u32, crate::mesh::Hit)>; 8] = [None; 8];
         let mut redo = 0u32;
-        for (slot, entry) in self.candidates8(rays, mask) {
-            let inst = self.slot(slot);
-            let mut any = false;
-            let local: [Ray; 8] = std::array::from_fn(|r| {
-                let tmax = best[r].map_or(rays[r].tmax, |b| b.1.t);
-                if entry[r] <= tmax {
-                    any = true;
-                    local_ray(inst, &rays[r], tmax)
-                } else {
-                    // An empty range: the ray does not take part.
-                    Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+        self.with_candidates8(rays, mask, |cands| {
+            for &(slot, entry) in cands {
+                let inst = self.slot(slot);
+                let mut any = false;
+                let local: [Ray; 8] = std::array::from_fn(|r| {
+                    let tmax = best[r].map_or(rays[r].tmax, |b| b.1.t);
+                    if entry[r] <= tmax {
+                        any = true;
+                        local_ray(inst, &rays[r], tmax)
+                    } else {
+                        // An empty range: the ray does not take part.
+                        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+                    }
+                });
+                if !any {
+                    continue;
                 }
-            });
-            if !any {
-                continue;
-            }
-            let hits = inst.mesh.intersect8(&local);
-            for r in 0..8 {
-                if let Some(h) = hits[r] {
-                    match best[r] {
-                        Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
-                        Some(b) if h.t >= b.1.t => {}
-                        _ => best[r] = Some((slot, h)),
+                let hits = inst.mesh.intersect8(&local);
+                for r in 0..8 {
+                    if let Some(h) = hits[r] {
+                        match best[r] {
+                            Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
+                            Some(b) if h.t >= b.1.t => {}
+                            _ => best[r] = Some((slot, h)),
+                        }
                     }
                 }
             }
-        }
+        });
         std::array::from_fn(|r| {
             if redo & (1 << r) != 0 {
                 self.pick_masked(&rays[r], mask)
@@ -233,28 +263,30 @@ impl Scene {
     /// answer for every ray.
     pub fn occluded8(&self, rays: &[Ray; 8], mask: u32) -> [bool; 8] {
         let mut out = [false; 8];
-        for (slot, entry) in self.candidates8(rays, mask) {
-            let inst = self.slot(slot);
-            let mut any = false;
-            let local: [Ray; 8] = std::array::from_fn(|r| {
-                if !out[r] && entry[r] <= rays[r].tmax {
-                    any = true;
-                    local_ray(inst, &rays[r], rays[r].tmax)
-                } else {
-                    Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+        self.with_candidates8(rays, mask, |cands| {
+            for &(slot, entry) in cands {
+                let inst = self.slot(slot);
+                let mut any = false;
+                let local: [Ray; 8] = std::array::from_fn(|r| {
+                    if !out[r] && entry[r] <= rays[r].tmax {
+                        any = true;
+                        local_ray(inst, &rays[r], rays[r].tmax)
+                    } else {
+                        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
+                    }
+                });
+                if !any {
+                    continue;
                 }
-            });
-            if !any {
-                continue;
+                let occ = inst.mesh.occluded8(&local);
+                for r in 0..8 {
+                    out[r] |= occ[r];
+                }
+                if out.iter().all(|&o| o) {
+                    break;
+                }
             }
-            let occ = inst.mesh.occluded8(&local);
-            for r in 0..8 {
-                out[r] |= occ[r];
-            }
-            if out.iter().all(|&o| o) {
-                break;
-            }
-        }
+        });
         out
     }
 

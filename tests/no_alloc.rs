@@ -1,0 +1,130 @@
+//! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
+//! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, 8-ray
+//! packets, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! `visible`) allocate their result and are not checked.
+//!
+//! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+
+use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
+use slabtree::{
+    Aabb, BuildOptions, Dbvt, Frustum, LeafControl, MeshBvh, PairControl, ProxyId, QueryWorkspace, Ray, Scene, TriMesh,
+};
+
+mod common;
+use common::rng::Rng;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; the counter is a plain thread-local cell.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Allocations made on this thread while `f` runs.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// Rays from outside a cube of side `side` through random points inside it, in packets of 8
+/// sharing an origin (coherent enough that several rays meet the same instances).
+fn packets(rng: &mut Rng, side: f32, n: usize) -> Vec<[Ray; 8]> {
+    (0..n)
+        .map(|_| {
+            let o = Vec3A::new(-side, rng.range(0.0, side), rng.range(0.0, side));
+            std::array::from_fn(|_| {
+                let target = Vec3A::new(rng.range(0.0, side), rng.range(0.0, side), rng.range(0.0, side));
+                Ray::new(o, (target - o).normalize())
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn ray_queries_allocate_nothing_once_warm() {
+    let mut rng = Rng(5);
+    let meshes: Vec<Arc<MeshBvh>> = [TriMesh::uv_sphere(0.5, 16, 8), TriMesh::torus(0.4, 0.15, 16, 8)]
+        .iter()
+        .map(|m| Arc::new(MeshBvh::build(m, &BuildOptions::default())))
+        .collect();
+    let side = 12.0;
+    let mut scene = Scene::new();
+    let mut tree = Dbvt::new();
+    for i in 0..300 {
+        let p = Vec3::new(rng.range(0.0, side), rng.range(0.0, side), rng.range(0.0, side));
+        let t = Affine3A::from_rotation_translation(Quat::from_rotation_y(rng.range(0.0, 6.0)), p);
+        scene.add(meshes[i % 2].clone(), t, i as u64).unwrap();
+        tree.insert(Aabb::from_center_half_extents(Vec3A::from(p), Vec3A::splat(0.5)), i).unwrap();
+    }
+    let rays = packets(&mut rng, side, 64);
+    let mut ws = QueryWorkspace::new();
+    let mut hits = 0usize;
+    let mut round = |count: &mut usize| {
+        for pk in &rays {
+            for r in pk {
+                *count += scene.pick(r).is_some() as usize;
+                *count += scene.occluded(r) as usize;
+                *count += meshes[0].intersect(r).is_some() as usize;
+                *count += meshes[1].occluded(r) as usize;
+                *count += tree.ray_cast_closest(r, &mut ws).unwrap().is_some() as usize;
+            }
+            *count += scene.pick8(pk, u32::MAX).iter().flatten().count();
+            *count += scene.occluded8(pk, u32::MAX).iter().filter(|&&o| o).count();
+            *count += meshes[0].intersect8(pk).iter().flatten().count();
+            *count += meshes[1].occluded8(pk).iter().filter(|&&o| o).count();
+            let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));
+            *count += tree.box_cast_closest(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
+            *count += scene.sweep_box(&probe, pk[1].dir() * side).is_some() as usize;
+            let mut touch = |_: ProxyId, _: &usize| {
+                *count += 1;
+                LeafControl::Continue
+            };
+            tree.overlap(
+                &probe.union(&Aabb::from_center_half_extents(probe.center() + Vec3A::splat(2.0), Vec3A::ONE)),
+                &mut ws,
+                &mut touch,
+            )
+            .unwrap();
+            let eye = pk[2].origin();
+            let view = Mat4::look_at_rh(eye.into(), (eye + pk[2].dir()).into(), Vec3::Y);
+            let frustum = Frustum::from_view_projection(Mat4::perspective_rh(0.8, 1.0, 0.1, side) * view);
+            tree.frustum(&frustum, &mut ws, &mut touch).unwrap();
+        }
+        tree.self_pairs(&mut ws, |_, _, _, _| {
+            *count += 1;
+            PairControl::Continue
+        })
+        .unwrap();
+    };
+    // Warm-up: the scratch grows and the scene makes its 8-wide copy of the instance tree.
+    let warm = allocations(|| round(&mut hits));
+    assert!(warm > 0, "the counter sees the warm-up's allocations");
+    assert!(hits > 0, "the rays meet the instances");
+    let after = allocations(|| round(&mut hits));
+    assert_eq!(after, 0, "warm ray queries allocated {after} times");
+}
