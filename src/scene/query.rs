@@ -63,6 +63,21 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
     Ray::new(o, d).with_range(ray.tmin, tmax)
 }
 
+/// A packet's rays in an instance's space: ray `r` clipped at `tmax(r)`, or, where that is
+/// `None`, given an empty range so that it takes no part. `None` when no ray takes part.
+#[inline]
+fn local_rays8(inst: &Instance, rays: &[Ray; 8], tmax: impl Fn(usize) -> Option<f32>) -> Option<[Ray; 8]> {
+    let mut any = false;
+    let local = std::array::from_fn(|r| match tmax(r) {
+        Some(t) => {
+            any = true;
+            local_ray(inst, &rays[r], t)
+        }
+        None => Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0),
+    });
+    any.then_some(local)
+}
+
 impl Scene {
     /// A ray cast of the instance tree: over its 8-wide copy once enough rays have been cast
     /// since the last change (see [`Scene::wide_view`]), else over the binary tree. Both hand the
@@ -223,20 +238,12 @@ impl Scene {
         self.with_candidates8(rays, mask, |cands| {
             for &(slot, entry) in cands {
                 let inst = self.slot(slot);
-                let mut any = false;
-                let local: [Ray; 8] = std::array::from_fn(|r| {
+                let Some(local) = local_rays8(inst, rays, |r| {
                     let tmax = best[r].map_or(rays[r].tmax, |b| b.1.t);
-                    if entry[r] <= tmax {
-                        any = true;
-                        local_ray(inst, &rays[r], tmax)
-                    } else {
-                        // An empty range: the ray does not take part.
-                        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
-                    }
-                });
-                if !any {
+                    (entry[r] <= tmax).then_some(tmax)
+                }) else {
                     continue;
-                }
+                };
                 let hits = inst.mesh.intersect8(&local);
                 for r in 0..8 {
                     if let Some(h) = hits[r] {
@@ -266,18 +273,10 @@ impl Scene {
         self.with_candidates8(rays, mask, |cands| {
             for &(slot, entry) in cands {
                 let inst = self.slot(slot);
-                let mut any = false;
-                let local: [Ray; 8] = std::array::from_fn(|r| {
-                    if !out[r] && entry[r] <= rays[r].tmax {
-                        any = true;
-                        local_ray(inst, &rays[r], rays[r].tmax)
-                    } else {
-                        Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0)
-                    }
-                });
-                if !any {
+                let tmax = |r: usize| (!out[r] && entry[r] <= rays[r].tmax).then_some(rays[r].tmax);
+                let Some(local) = local_rays8(inst, rays, tmax) else {
                     continue;
-                }
+                };
                 let occ = inst.mesh.occluded8(&local);
                 for r in 0..8 {
                     out[r] |= occ[r];
