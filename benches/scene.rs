@@ -22,6 +22,8 @@ struct World {
     ids: Vec<InstanceId>,
     motion: MovingInstances,
     frame: usize,
+    /// The frustum query's list, kept from frame to frame.
+    visible: Vec<InstanceId>,
 }
 
 impl World {
@@ -32,7 +34,7 @@ impl World {
         let mut scene = Scene::with_config(tree_config());
         let ids = (0..n).map(|i| scene.add(meshes[i % 3].clone(), motion.transform(i), i as u64).unwrap()).collect();
         scene.rebuild();
-        World { scene, ids, motion, frame: 0 }
+        World { scene, ids, motion, frame: 0, visible: Vec::new() }
     }
 
     /// One frame: hits of the 100 cursor rays, and instances in the frustum.
@@ -44,7 +46,9 @@ impl World {
         self.scene.set_transforms(&moves).unwrap();
         self.scene.optimize(self.ids.len() / 80 + 1);
         let hits = self.motion.cursor_rays(f).iter().filter(|r| self.scene.pick(r).is_some()).count();
-        (hits, self.scene.visible(&Frustum::from_view_projection(self.motion.camera().1)).unwrap().count())
+        let frustum = Frustum::from_view_projection(self.motion.camera().1);
+        self.scene.visible_into(&frustum, u32::MAX, &mut self.visible).unwrap();
+        (hits, self.visible.len())
     }
 }
 

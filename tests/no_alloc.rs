@@ -1,7 +1,7 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
 //! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, 8-ray
 //! packets, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
-//! `visible`) allocate their result and are not checked.
+//! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
 
@@ -84,6 +84,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     let rays = packets(&mut rng, side, 64);
     let mut ws = QueryWorkspace::new();
     let mut hits = 0usize;
+    let mut visible = Vec::new();
     let mut round = |count: &mut usize| {
         for pk in &rays {
             for r in pk {
@@ -114,6 +115,8 @@ fn ray_queries_allocate_nothing_once_warm() {
             let view = Mat4::look_at_rh(eye.into(), (eye + pk[2].dir()).into(), Vec3::Y);
             let frustum = Frustum::from_view_projection(Mat4::perspective_rh(0.8, 1.0, 0.1, side) * view);
             tree.frustum(&frustum, &mut ws, &mut touch).unwrap();
+            scene.visible_into(&frustum, u32::MAX, &mut visible).unwrap();
+            *count += visible.len();
         }
         tree.self_pairs(&mut ws, |_, _, _, _| {
             *count += 1;

@@ -175,6 +175,10 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     let frustum = Frustum::from_view_projection(Mat4::perspective_rh(rng.range(0.5, 1.5), 1.3, 0.5, 40.0) * view);
     let vis: Vec<InstanceId> = scene.visible(&frustum).unwrap().collect();
     seen[2] += vis.len();
+    // The caller's-vector form gives the same list, replacing what the vector held.
+    let mut into: Vec<InstanceId> = scene.iter().map(|(id, _)| id).take(3).collect();
+    scene.visible_into(&frustum, u32::MAX, &mut into).unwrap();
+    assert_eq!(into, vis);
     let mut dedup = vis.clone();
     dedup.sort();
     dedup.dedup();

@@ -78,6 +78,7 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
         (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()).collect();
     scene.rebuild();
     let mut t = Times::default();
+    let mut visible = Vec::new();
     for f in 0..frames() {
         let a = Instant::now();
         let moved = s.step(f);
@@ -94,7 +95,8 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
             }
         }
         let c = Instant::now();
-        t.visible += scene.visible(&Frustum::from_view_projection(s.camera().1)).unwrap().count();
+        scene.visible_into(&Frustum::from_view_projection(s.camera().1), u32::MAX, &mut visible).unwrap();
+        t.visible += visible.len();
         let d = Instant::now();
         t.update += (b - a).as_secs_f64();
         t.pick += (c - b).as_secs_f64();
