@@ -64,6 +64,10 @@ impl<T> Dbvt<T> {
         if self.rotate(n) {
             let node = &self.nodes[n as usize];
             self.nodes[n as usize].height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
+            // The same leaves, so the same box, unless the sibling awaited a refit (its stored
+            // box then predates its children's): store what the children now say.
+            let bounds = self.nodes[n as usize].union();
+            self.store_bounds(n, &bounds);
         }
         self.refit_upward(old_parent, true);
         Ok(())

@@ -70,8 +70,11 @@ pub(crate) struct Node {
     pub height: u16,
     /// Which child slot of the parent holds this node; [`FREE_SLOT`] on the free list.
     pub slot: u8,
-    /// Unused; keeps the node at exactly one cache line.
-    pub _reserved: u8,
+    /// A child's box stored here changed, and this node's own box (stored in its parent) has
+    /// not been recomputed since: the next [`super::Dbvt::refit`] must visit it. Every node
+    /// without the mark stores its exact union in its parent (`Dbvt::validate` checks this), so
+    /// a refit after moving 10% of the proxies skips the subtrees where nothing moved.
+    pub stale: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<Node>() == 64);
@@ -84,7 +87,7 @@ impl Node {
         parent: NULL,
         height: 0,
         slot: FREE_SLOT,
-        _reserved: 0,
+        stale: false,
     };
 
     /// The bounds stored in child slot `s`.

@@ -212,8 +212,14 @@ impl<T> Dbvt<T> {
         }
         debug_assert_eq!(items.len() as u32, t.leaves());
         let (parent, slot) = (self.nodes[t.root as usize].parent, self.nodes[t.root as usize].slot);
+        let old_bounds = self.bounds_of(ChildRef::node(t.root));
         let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(items);
         self.emit_preorder(&built, items, parent, slot, t.root..);
+        // The new nodes are exact unions of the leaves. The treelet's box is the same unless an
+        // enlarged (stale) node inside had left it loose; then the parent must be refitted.
+        if parent != NULL && self.bounds_of(ChildRef::node(t.root)) != old_bounds {
+            self.nodes[parent as usize].stale = true;
+        }
         self.update_heights_from(parent);
     }
 

@@ -65,6 +65,11 @@ impl<T> Dbvt<T> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
         self.proxies[p as usize].fat = fat;
+        // The ancestors only grow here; the next refit shrinks them back from the leaf's parent.
+        let parent = self.proxies[p as usize].parent;
+        if parent != NULL {
+            self.nodes[parent as usize].stale = true;
+        }
         let mut c = ChildRef::leaf(p);
         loop {
             let (parent, slot) = self.parent_of(c);
@@ -110,7 +115,10 @@ impl<T> Dbvt<T> {
         proxy.fat = fat;
         let (parent, slot) = (proxy.parent, proxy.slot);
         self.set_bounds_of(parent, slot, &fat);
-        self.refit_pending = parent != NULL;
+        if parent != NULL {
+            self.nodes[parent as usize].stale = true;
+            self.refit_pending = true;
+        }
         Ok(true)
     }
 
@@ -184,14 +192,17 @@ impl<T> Dbvt<T> {
         }
     }
 
-    /// Recomputes every internal node's bounds bottom-up, tight around its children, keeping the
-    /// structure. Call it once after a batch of [`Dbvt::update_proxy`] (required) or
-    /// [`Dbvt::enlarge_proxy`] (to tighten).
+    /// Recomputes the bounds of every internal node above a moved leaf, bottom-up, tight around
+    /// its children, keeping the structure. Call it once after a batch of [`Dbvt::update_proxy`]
+    /// (required) or [`Dbvt::enlarge_proxy`] (to tighten).
     ///
     /// The nodes are kept in depth-first pre-order, so this is one backwards sweep over the arena
-    /// (as parry's refit), with sequential memory access. When inserts, removals or rotations have
-    /// disturbed that order, the arena is first laid out again depth-first, which also makes
-    /// queries faster (better locality); that relayout costs one traversal.
+    /// (as parry's refit), with sequential memory access. Only nodes marked `stale` (the parent
+    /// of a moved leaf, then each parent of a recomputed node) are recomputed and written to
+    /// their parents; the others are read and passed over (Box2D v3's refit of "enlarged" nodes
+    /// works the same way). When inserts, removals or rotations have disturbed the order, the
+    /// arena is first laid out again depth-first, which also makes queries faster (better
+    /// locality); that relayout costs one traversal.
     pub fn refit(&mut self) {
         if !self.ordered {
             // A few changes (an incremental optimisation, some reinsertions): refit by a
@@ -205,10 +216,17 @@ impl<T> Dbvt<T> {
             self.relayout();
         }
         for n in (0..self.nodes.len()).rev() {
-            let node = &self.nodes[n];
+            let node = &mut self.nodes[n];
+            if !node.stale {
+                continue;
+            }
+            node.stale = false;
             let b = node.union();
             let (parent, slot) = (node.parent, node.slot);
             self.set_bounds_of(parent, slot, &b);
+            if parent != NULL {
+                self.nodes[parent as usize].stale = true;
+            }
         }
         self.refit_pending = false;
     }
@@ -223,8 +241,10 @@ impl<T> Dbvt<T> {
         let mut stack: Vec<(u32, bool)> = Vec::with_capacity(64);
         stack.push((root.index(), false));
         while let Some((n, children_done)) = stack.pop() {
-            let node = &self.nodes[n as usize];
+            let node = &mut self.nodes[n as usize];
             if children_done {
+                // Every node is recomputed on this path, so the marks are only cleared.
+                node.stale = false;
                 let b = node.union();
                 let (parent, slot) = (node.parent, node.slot);
                 self.set_bounds_of(parent, slot, &b);

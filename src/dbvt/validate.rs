@@ -23,6 +23,12 @@ pub enum ValidationError {
         /// Whether `index` is a proxy.
         leaf: bool,
     },
+    /// A node not marked for refit stores bounds (in its parent) other than exactly the union
+    /// of its children's: `refit`, which only visits marked nodes, would leave them wrong.
+    StaleBounds {
+        /// Internal node index.
+        node: u32,
+    },
     /// A node's height is not 1 + the larger of its children's heights.
     Height {
         /// Internal node index.
@@ -64,6 +70,9 @@ impl fmt::Display for ValidationError {
                 write!(f, "bounds of {} {index} do not contain its contents", kind(leaf))
             }
             ValidationError::Height { node } => write!(f, "height of node {node} is wrong"),
+            ValidationError::StaleBounds { node } => {
+                write!(f, "bounds of node {node} are not its children's union and it is not marked for refit")
+            }
             ValidationError::Layout { node } => write!(f, "node {node} is out of depth-first pre-order"),
             ValidationError::Reachability { index, leaf } => {
                 write!(f, "{} {index} reached twice or while free", kind(leaf))
@@ -133,6 +142,9 @@ impl<T> Dbvt<T> {
                 // Containment is suspended while `update_proxy` changes await a refit.
                 if !self.refit_pending && !bounds.contains(&node.union()) {
                     return Err(ValidationError::Containment { index: i, leaf: false });
+                }
+                if !node.stale && bounds != node.union() {
+                    return Err(ValidationError::StaleBounds { node: i });
                 }
                 for s in 0..2 {
                     let child = node.child[s];
