@@ -311,22 +311,25 @@ impl BinnedSah {
         let mut best_order = [0u8; EXACT_BELOW];
         let mut order = [0u8; EXACT_BELOW];
         let mut right_area = [0.0f32; EXACT_BELOW + 1];
+        let mut keys = [(0u64, 0u8); EXACT_BELOW];
         for a in 0..3 {
-            // Insertion sort of positions by (centroid, index): n is at most 12.
-            for i in 0..n {
-                let key = |p: u8| {
-                    let it = &items[p as usize];
-                    (it.centroid[a], it.index)
-                };
-                let (k, mut j) = (key(i as u8), i);
-                while j > 0 && {
-                    let (c, x) = key(order[j - 1]);
-                    c.total_cmp(&k.0).then(x.cmp(&k.1)).is_gt()
-                } {
-                    order[j] = order[j - 1];
+            // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
+            // as integers exactly as that pair does (`total_cmp`, then the index): one compare
+            // per step instead of two loads from the items and a float total order (measured
+            // with callgrind: the sort was a sixth of a tree rebuild).
+            for (i, it) in items.iter().enumerate() {
+                keys[i] = ((total_order_key(it.centroid[a]) as u64) << 32 | u64::from(it.index), i as u8);
+            }
+            for i in 1..n {
+                let (k, mut j) = (keys[i], i);
+                while j > 0 && keys[j - 1].0 > k.0 {
+                    keys[j] = keys[j - 1];
                     j -= 1;
                 }
-                order[j] = i as u8;
+                keys[j] = k;
+            }
+            for (o, k) in order.iter_mut().zip(&keys[..n]) {
+                *o = k.1;
             }
             let b = |i: usize| &items[order[i] as usize].bounds;
             let mut acc = Aabb::EMPTY;
@@ -362,6 +365,16 @@ impl BinnedSah {
     }
 }
 
+/// `x`'s bits as a `u32` that orders as [`f32::total_cmp`] orders the floats: negative numbers
+/// have their magnitude bits flipped (larger magnitudes first), then the sign bit is flipped so
+/// that negatives come before positives.
+#[inline(always)]
+fn total_order_key(x: f32) -> u32 {
+    let bits = x.to_bits();
+    let flip = ((bits as i32 >> 31) as u32 >> 1) | 0x8000_0000;
+    bits ^ flip
+}
+
 /// Nodes of at most this many items are split by [`BinnedSah::exact_split`].
 const EXACT_BELOW: usize = 12;
 
@@ -395,6 +408,34 @@ mod tests {
                 BuildItem::new(b, i as u32)
             })
             .collect()
+    }
+
+    /// The exact split's integer keys order floats exactly as `total_cmp` does.
+    #[test]
+    fn total_order_keys_order_as_total_cmp() {
+        let xs = [
+            f32::NEG_INFINITY,
+            -f32::MAX,
+            -1.5,
+            -1.0,
+            -f32::MIN_POSITIVE,
+            -1e-45,
+            -0.0,
+            0.0,
+            1e-45,
+            f32::MIN_POSITIVE,
+            1.0,
+            1.5,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+            -f32::NAN,
+        ];
+        for a in xs {
+            for b in xs {
+                assert_eq!(total_order_key(a).cmp(&total_order_key(b)), a.total_cmp(&b), "{a} vs {b}");
+            }
+        }
     }
 
     #[test]
