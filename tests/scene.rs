@@ -324,6 +324,41 @@ fn the_wide_copy_follows_every_change() {
     }
 }
 
+/// Batched moves of a rebuilt (pre-ordered) tree write their new boxes into the wide copy during
+/// the refit instead of setting the copy aside (`Dbvt::refit_mirrored`): every query after each
+/// batch must still equal brute force (dropping one child slot's write fails this test).
+#[test]
+fn batched_moves_keep_the_wide_copy_in_step() {
+    let mut rng = Rng(7);
+    let meshes = meshes(&mut rng);
+    let mut scene = Scene::new();
+    scene.set_ray_tree(RayTree::Wide);
+    let mut model: Vec<Model> = (0..80)
+        .map(|user| {
+            let mesh = rng.below(meshes.len());
+            let xf = random_transform(&mut rng, 12.0);
+            let id = scene.add(meshes[mesh].clone(), xf, user).unwrap();
+            Model { id, mesh, xf, user, mask: u32::MAX }
+        })
+        .collect();
+    scene.rebuild();
+    for round in 0..6 {
+        check_queries(&mut rng, &scene, &meshes, &model);
+        let step = Vec3::new(1.5, -1.0, 0.5) * if round % 2 == 0 { 1.0 } else { -2.0 };
+        let moves: Vec<_> = model
+            .iter_mut()
+            .skip(round % 3)
+            .step_by(3)
+            .map(|m| {
+                m.xf = Affine3A::from_translation(step) * m.xf;
+                (m.id, m.xf)
+            })
+            .collect();
+        assert!(scene.set_transforms(&moves).unwrap() > 0);
+    }
+    check_queries(&mut rng, &scene, &meshes, &model);
+}
+
 #[test]
 fn random_operations_against_brute_force() {
     let mut seen = [0usize; 3];

@@ -15,7 +15,7 @@
 
 use glam::Vec3A;
 
-use super::node::{ChildRef, NULL};
+use super::node::{ChildRef, NULL, Node};
 use super::{Dbvt, ProxyId};
 use crate::error::{DbvtError, InputError};
 use crate::math::Aabb;
@@ -215,12 +215,21 @@ impl<T> Dbvt<T> {
             }
             self.relayout();
         }
+        self.refit_sweep(|_, _| {});
+    }
+
+    /// The backwards sweep of [`Dbvt::refit`] over a pre-ordered arena: recomputes each stale
+    /// node, and hands it to `changed` first (both of its child boxes may be new), so that a
+    /// copy of the boxes (the 8-wide view) can be kept in step in the same pass.
+    pub(super) fn refit_sweep(&mut self, mut changed: impl FnMut(u32, &Node)) {
+        debug_assert!(self.ordered);
         for n in (0..self.nodes.len()).rev() {
             let node = &mut self.nodes[n];
             if !node.stale {
                 continue;
             }
             node.stale = false;
+            changed(n as u32, node);
             let b = node.union();
             let (parent, slot) = (node.parent, node.slot);
             self.set_bounds_of(parent, slot, &b);

@@ -18,7 +18,9 @@
 //! unchanged (its `topology` counter, which only insertion, removal, rotation, relayout,
 //! rebuild and optimisation bump), moving proxies changes only boxes, and the copy is refitted
 //! by copying each lane's box again from that slot: a gather with no traversal, a fraction of
-//! the collapse's cost (see [`Dbvt::wide_view`]).
+//! the collapse's cost (see [`Dbvt::wide_view`]). Better still, [`Dbvt::refit_mirrored`] writes
+//! each box into its lane as the tree's own refit recomputes it, through the inverse map
+//! (`lane_of`), so that a batch of moves costs the copy no pass of its own.
 
 use glam::Vec3A;
 
@@ -40,6 +42,10 @@ pub(crate) struct WideView {
     /// [`ROOT_LEAF`]; [`EMPTY`] after the last used lane.
     sources: Vec<[u32; 8]>,
     root_bounds: Aabb,
+    /// For each binary node slot `2 * node + slot`, the lane that copies its box
+    /// (`8 * wide node + lane`), or [`EMPTY`]: how [`Dbvt::refit_mirrored`] finds the lanes to
+    /// write. Only right while `topology` is the tree's.
+    lane_of: Vec<u32>,
     /// The tree's `topology` when the copy was collapsed.
     topology: u64,
 }
@@ -60,9 +66,52 @@ impl<T> Dbvt<T> {
                 self.refit_wide(&mut view);
                 Ok(view)
             }
-            Some(view) => Ok(self.collapse_wide(view.nodes, view.sources)),
-            None => Ok(self.collapse_wide(Vec::new(), Vec::new())),
+            Some(view) => Ok(self.collapse_wide(view)),
+            None => Ok(self.collapse_wide(WideView::empty())),
         }
+    }
+
+    /// [`Dbvt::refit`], also writing each box it changes into `view`'s lane for it, when `view`
+    /// is a copy of the tree as it stood before the moves being refitted (same `topology`, and
+    /// up to date until those moves): `view` then comes out a copy of the refitted tree, with no
+    /// second pass over it, and `true` is returned. Otherwise (no view, another topology, or an
+    /// arena that must be laid out again first) the refit runs alone and `false` says `view` is
+    /// stale. Measured at 10k instances with 10% moving per frame: the separate refit of the
+    /// copy, a gather from the binary boxes, cost 50 us per frame.
+    pub(crate) fn refit_mirrored(&mut self, view: Option<&mut WideView>) -> bool {
+        let Some(view) = view.filter(|v| v.topology == self.topology && self.ordered) else {
+            if self.refit_pending {
+                self.refit();
+            }
+            return false;
+        };
+        if self.refit_pending {
+            let (nodes, lane_of) = (&mut view.nodes, &view.lane_of);
+            self.refit_sweep(|n, node| {
+                for s in 0..2 {
+                    let lane = lane_of[(2 * n) as usize + s];
+                    if lane != EMPTY {
+                        let (w, l) = ((lane >> 3) as usize, (lane & 7) as usize);
+                        #[allow(clippy::needless_range_loop)] // plane by plane, as `refit_wide`
+                        for side in 0..2 {
+                            for a in 0..3 {
+                                nodes[w].bounds[side][a][l] = node.planes[side][a][s];
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        view.root_bounds = self.root_bounds;
+        if view.sources.first().is_some_and(|s| s[0] == ROOT_LEAF) {
+            view.nodes[0].set_bounds(0, &self.root_bounds);
+        }
+        true
+    }
+
+    /// The tree's `topology` counter: bumped by every change of links (see [`WideView`]).
+    pub(crate) fn topology(&self) -> u64 {
+        self.topology
     }
 
     /// `true` when a copy made at `view`'s moment can be refitted to the tree as it is now.
@@ -94,11 +143,29 @@ impl<T> Dbvt<T> {
         }
     }
 
-    /// Collapses the tree into 8-wide nodes, in the given storage.
-    fn collapse_wide(&self, mut nodes: Vec<Node8>, mut sources: Vec<[u32; 8]>) -> WideView {
+    /// Collapses the tree into 8-wide nodes, in `old`'s storage.
+    fn collapse_wide(&self, old: WideView) -> WideView {
+        let WideView { mut nodes, mut sources, mut lane_of, .. } = old;
         nodes.clear();
         sources.clear();
-        let view = |nodes, sources| WideView { nodes, sources, root_bounds: self.root_bounds, topology: self.topology };
+        lane_of.clear();
+        let mut view = |nodes, sources: Vec<[u32; 8]>| {
+            lane_of.resize(2 * self.nodes.len(), EMPTY);
+            for (w, lanes) in sources.iter().enumerate() {
+                for (l, &src) in lanes.iter().enumerate() {
+                    if src < ROOT_LEAF {
+                        lane_of[src as usize] = (8 * w + l) as u32;
+                    }
+                }
+            }
+            WideView {
+                nodes,
+                sources,
+                lane_of: std::mem::take(&mut lane_of),
+                root_bounds: self.root_bounds,
+                topology: self.topology,
+            }
+        };
         let Some(root) = self.root else {
             return view(nodes, sources);
         };
@@ -325,6 +392,17 @@ impl FrustumLanes<f32x8> {
 }
 
 impl WideView {
+    /// A copy of no tree, with no storage yet.
+    fn empty() -> WideView {
+        WideView {
+            nodes: Vec::new(),
+            sources: Vec::new(),
+            lane_of: Vec::new(),
+            root_bounds: Aabb::EMPTY,
+            topology: u64::MAX,
+        }
+    }
+
     /// Wide nodes in the copy.
     #[cfg(test)]
     pub(crate) fn node_count(&self) -> usize {
@@ -416,8 +494,9 @@ mod tests {
         }
     }
 
-    /// A copy refitted after moves equals a fresh collapse of the moved tree, lane for lane; after
-    /// a change of links the old copy is collapsed anew, and equals a fresh one too.
+    /// A copy refitted after moves, and one written by the refit itself (`refit_mirrored`), equal
+    /// a fresh collapse of the moved tree, lane for lane; after a change of links the old copy is
+    /// collapsed anew, and equals a fresh one too.
     #[test]
     fn refitted_copy_equals_a_fresh_collapse() {
         let bx = boxes(500, 9);
@@ -425,6 +504,7 @@ mod tests {
         let ids: Vec<_> = bx.iter().enumerate().map(|(i, b)| tree.insert(*b, i).unwrap()).collect();
         tree.rebuild();
         let mut view = tree.wide_view(None).unwrap();
+        let mut mirrored = tree.wide_view(None).unwrap();
         let moved = boxes(500, 10);
         for round in 0..3 {
             let moves: Vec<_> = (0..500)
@@ -438,7 +518,7 @@ mod tests {
                 })
                 .collect();
             tree.update_proxies(&moves).unwrap();
-            tree.refit();
+            assert!(tree.refit_mirrored(Some(&mut mirrored)), "a pre-ordered tree and a current copy");
             assert!(tree.can_refit_wide(&view), "moves alone keep the links");
             view = tree.wide_view(Some(view)).unwrap();
             let fresh = tree.wide_view(None).unwrap();
@@ -446,6 +526,7 @@ mod tests {
                 (&view.nodes, &view.sources, view.root_bounds),
                 (&fresh.nodes, &fresh.sources, fresh.root_bounds)
             );
+            assert_eq!((&mirrored.nodes, mirrored.root_bounds), (&fresh.nodes, fresh.root_bounds), "round {round}");
         }
         tree.insert(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 500).unwrap();
         assert!(!tree.can_refit_wide(&view));

@@ -147,6 +147,14 @@ pub struct Scene {
     wide_spare: Mutex<Option<WideView>>,
     /// Whether `wide_spare` can be refitted to the tree as it is: updated by each change.
     spare_refits: bool,
+    /// The instance tree's `topology` at the last change, to count the intervals between
+    /// changes of its links.
+    topology_seen: u64,
+    /// Intervals (changes with rays between them) since the tree's links last changed.
+    intervals_since_relink: u32,
+    /// Intervals the last time the links stayed unchanged, at least 1: how long a collapsed
+    /// wide copy is expected to live, since moves in between keep it up to date for free.
+    intervals_per_relink: u32,
     /// `set_transforms`' batch for the tree, kept so that a frame's moves allocate nothing.
     move_scratch: Vec<(ProxyId, Aabb, Vec3A)>,
     /// `set_transforms`' checked placements, kept for the same reason.
@@ -166,12 +174,15 @@ pub struct Scene {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RayTree {
-    /// The 8-wide copy when the rays expected before the next change repay making it, else the
-    /// binary dynamic tree. Rays run 1.3–1.6× faster on the copy, but it costs a collapse (O(n),
-    /// about 11 ns per instance) after a change of the tree's links, or a refit (about 3–4 ns
-    /// per instance) after moves alone. The forecast is the larger of the rays cast since the
-    /// last change and those cast between the two changes before: at 1k instances a hundred
-    /// picks per frame take the copy, at 100k they stay on the binary tree.
+    /// The 8-wide copy when the rays expected before it must be collapsed again repay making it,
+    /// else the binary dynamic tree. Rays run 1.5–1.6× faster on the copy, but it costs a
+    /// collapse (O(n), 17–20 ns per instance in the picking frame loop) after each change of
+    /// the tree's links. Batched moves ([`Scene::set_transforms`]) keep the links, and the
+    /// refit writes their boxes into the copy as it goes, so the copy lives until the
+    /// optimiser or an insertion next changes the links. The forecast is the rays per interval
+    /// between changes (the larger of those cast since the last change and those cast in the
+    /// interval before) times the intervals the links last stayed unchanged: at 1k instances a
+    /// hundred picks per frame take the copy, at 10k and 100k they stay on the binary tree.
     #[default]
     Auto,
     /// Always the binary dynamic tree; no copy is made.
@@ -181,12 +192,15 @@ pub enum RayTree {
 }
 
 /// [`RayTree::Auto`] makes the 8-wide copy once `rays * COLLAPSE_GAIN >= instances`, where
-/// `rays` is the larger of the rays cast since the last change and those cast in the last
-/// interval between changes (the forecast): about where the rays' savings repay a collapse.
-/// Measured on the picking workload: a collapse costs 11 us at 1k instances and 127 us at 10k,
-/// and a ray on the copy saves 0.2 us at 1k and 0.6 us at 10k, so a collapse pays off after
-/// about n/18 rays at 1k and n/50 at 10k.
-const COLLAPSE_GAIN: usize = 30;
+/// `rays` is the forecast of rays until the links next change (see [`RayTree::Auto`]): about
+/// where the rays' savings repay a collapse, with some margin. Measured on the picking workload
+/// (10% of the instances moving per frame, the optimiser changing the links every 10 frames at
+/// 1k and every 4 at 10k): a collapse costs 17 us at 1k and 200 us at 10k in the frame loop
+/// (measured alone, with warm caches: 11 and 127 us), and a ray on the copy saves 0.26 us at 1k
+/// (0.44 against 0.70 us) and 0.55 us at 10k, so a collapse pays off after about n/15 rays at
+/// 1k and n/27 at 10k; at 10k the refit's writes into the copy (about 25 us per frame) tip the
+/// balance to the binary tree, which this gain keeps.
+const COLLAPSE_GAIN: usize = 12;
 /// As [`COLLAPSE_GAIN`] when the last copy can be refitted instead (3.2 us at 1k, 45 us at 10k:
 /// repaid after about n/62 rays at 1k and n/140 at 10k).
 const REFIT_GAIN: usize = 100;
@@ -264,6 +278,9 @@ impl Scene {
             rays_last_interval: 0,
             wide_spare: Mutex::new(None),
             spare_refits: false,
+            topology_seen: 0,
+            intervals_since_relink: 0,
+            intervals_per_relink: 1,
             move_scratch: Vec::new(),
             place_scratch: Vec::new(),
             ray_tree: RayTree::Auto,
@@ -299,8 +316,14 @@ impl Scene {
             RayTree::Binary => return None,
             RayTree::Wide => {}
             RayTree::Auto => {
-                let forecast = self.rays_since_change.load(Ordering::Relaxed).max(self.rays_last_interval);
-                let gain = if self.spare_refits { REFIT_GAIN } else { COLLAPSE_GAIN };
+                let per_interval = self.rays_since_change.load(Ordering::Relaxed).max(self.rays_last_interval);
+                // A collapsed copy serves every ray until the links next change: batched moves
+                // in between are written into it by the refit (`Dbvt::refit_mirrored`).
+                let (forecast, gain) = if self.spare_refits {
+                    (per_interval, REFIT_GAIN)
+                } else {
+                    (per_interval.saturating_mul(u64::from(self.intervals_per_relink)), COLLAPSE_GAIN)
+                };
                 if (forecast as usize).saturating_mul(gain) < self.tree.len() {
                     return None;
                 }
@@ -327,6 +350,12 @@ impl Scene {
         let rays = std::mem::take(self.rays_since_change.get_mut());
         if rays > 0 {
             self.rays_last_interval = rays;
+            self.intervals_since_relink += 1;
+        }
+        if self.tree.topology() != self.topology_seen {
+            self.topology_seen = self.tree.topology();
+            self.intervals_per_relink = self.intervals_since_relink.max(1);
+            self.intervals_since_relink = 0;
         }
     }
 
@@ -473,13 +502,23 @@ impl Scene {
         let checked = self
             .plan_moves(moves, &mut tree_moves, &mut plan)
             .and_then(|()| Ok(self.tree.update_proxies(&tree_moves)?));
-        if let Ok(changed) = checked {
-            if self.tree.is_refit_pending() {
-                self.tree.refit();
+        if let Ok(changed) = checked
+            && changed > 0
+        {
+            // The wide copy, if there is one, is written by the refit as the boxes change (see
+            // `Dbvt::refit_mirrored`) and stays the copy; else it is set aside as by any change.
+            let mut view = self.wide.take();
+            if !self.tree.refit_mirrored(view.as_mut())
+                && let Some(stale) = view.take()
+            {
+                let _ = self.wide.set(stale);
             }
-            if changed > 0 {
-                self.changed();
+            self.changed();
+            if let Some(view) = view {
+                let _ = self.wide.set(view);
             }
+        }
+        if checked.is_ok() {
             for (i, p) in plan.drain(..) {
                 self.slots[i].inst.as_mut().expect("checked live").set_placement(p);
             }
