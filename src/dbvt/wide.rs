@@ -91,13 +91,7 @@ impl<T> Dbvt<T> {
                 for s in 0..2 {
                     let lane = lane_of[(2 * n) as usize + s];
                     if lane != EMPTY {
-                        let (w, l) = ((lane >> 3) as usize, (lane & 7) as usize);
-                        #[allow(clippy::needless_range_loop)] // plane by plane, as `refit_wide`
-                        for side in 0..2 {
-                            for a in 0..3 {
-                                nodes[w].bounds[side][a][l] = node.planes[side][a][s];
-                            }
-                        }
+                        copy_slot(&mut nodes[(lane >> 3) as usize], (lane & 7) as usize, &node.planes, s);
                     }
                 }
             });
@@ -131,14 +125,7 @@ impl<T> Dbvt<T> {
                 if src == EMPTY {
                     break;
                 }
-                // Plane by plane, without making an `Aabb`: this loop is the whole refit.
-                let (planes, s) = (&self.nodes[(src >> 1) as usize].planes, (src & 1) as usize);
-                #[allow(clippy::needless_range_loop)] // the iterator form ran 2x the instructions
-                for side in 0..2 {
-                    for a in 0..3 {
-                        node.bounds[side][a][lane] = planes[side][a][s];
-                    }
-                }
+                copy_slot(node, lane, &self.nodes[(src >> 1) as usize].planes, (src & 1) as usize);
             }
         }
     }
@@ -346,6 +333,18 @@ impl<T> Dbvt<T> {
             crate::hint::prefetch(self.slots.as_ptr().wrapping_add((child & !LEAF) as usize));
         } else {
             crate::hint::prefetch_wide(view.nodes.as_ptr().wrapping_add(child as usize));
+        }
+    }
+}
+
+/// Copies the box of child slot `s` of a binary node (its `planes`) into `lane` of `dst`, plane
+/// by plane, without making an `Aabb`: this is the whole of both refits of the copy.
+#[inline(always)]
+fn copy_slot(dst: &mut Node8, lane: usize, planes: &[[[f32; 2]; 3]; 2], s: usize) {
+    #[allow(clippy::needless_range_loop)] // the iterator form ran 2x the instructions
+    for side in 0..2 {
+        for a in 0..3 {
+            dst.bounds[side][a][lane] = planes[side][a][s];
         }
     }
 }
