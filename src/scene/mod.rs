@@ -82,9 +82,9 @@ impl InstanceId {
 pub struct Instance {
     mesh: Arc<MeshBvh>,
     transform: Affine3A,
+    /// World space to instance space; its linear part, transposed, carries normals to world
+    /// space (transposed per hit rather than stored: a move writes 48 fewer bytes).
     inverse: Affine3A,
-    /// Inverse transpose of the linear part, for normals.
-    normal_matrix: Mat3A,
     user_id: u64,
     mask: u32,
     proxy: ProxyId,
@@ -215,7 +215,6 @@ impl Default for Scene {
 struct Placement {
     transform: Affine3A,
     inverse: Affine3A,
-    normal_matrix: Mat3A,
     world: Aabb,
 }
 
@@ -235,14 +234,13 @@ fn place(mesh: &MeshBvh, transform: Affine3A) -> Result<Placement, SceneError> {
     let local = mesh.bounds().unwrap_or(Aabb::new(Vec3A::ZERO, Vec3A::ZERO));
     let world = transform_aabb(t, &local);
     world.validate()?;
-    Ok(Placement { transform, inverse, normal_matrix: inverse.matrix3.transpose(), world })
+    Ok(Placement { transform, inverse, world })
 }
 
 impl Instance {
     fn set_placement(&mut self, p: Placement) {
         self.transform = p.transform;
         self.inverse = p.inverse;
-        self.normal_matrix = p.normal_matrix;
         self.world = p.world;
     }
 }
@@ -399,8 +397,8 @@ impl Scene {
             self.slots.push(Slot { generation: 0, inst: None });
         }
         let slot = &mut self.slots[index as usize];
-        let (transform, inverse, normal_matrix, world) = (p.transform, p.inverse, p.normal_matrix, p.world);
-        slot.inst = Some(Instance { mesh, transform, inverse, normal_matrix, user_id, mask, proxy, world });
+        let (transform, inverse, world) = (p.transform, p.inverse, p.world);
+        slot.inst = Some(Instance { mesh, transform, inverse, user_id, mask, proxy, world });
         self.count += 1;
         Ok(InstanceId { index, generation: slot.generation, scene: self.tag })
     }

@@ -98,7 +98,7 @@ impl Scene {
 
     fn make_pick(&self, slot: u32, h: crate::mesh::Hit) -> ScenePick {
         let inst = self.slot(slot);
-        let n = (inst.normal_matrix * Vec3A::from(h.normal)).normalize_or_zero();
+        let n = (inst.inverse.matrix3.transpose() * Vec3A::from(h.normal)).normalize_or_zero();
         ScenePick {
             instance: self.id_of(slot),
             user_id: inst.user_id,
