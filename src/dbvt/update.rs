@@ -29,18 +29,37 @@ impl<T> Dbvt<T> {
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement.into());
         }
-        let stored = self.proxies[p as usize].fat;
-        let fat = self.fatten(aabb, displacement);
-        if stored.contains(aabb) {
-            // Still inside. Keep it unless the stored box became huge compared with what the
-            // motion now needs (an object that moved fast and then stopped, as in Box2D v2).
-            let huge = fat.expand(4.0 * self.config.margin);
-            if huge.contains(&stored) {
-                return Ok((p, None));
+        match self.fat_needed(p, aabb, displacement) {
+            None => Ok((p, None)),
+            Some(fat) => {
+                fat.validate()?;
+                Ok((p, Some(fat)))
             }
         }
-        fat.validate()?;
-        Ok((p, Some(fat)))
+    }
+
+    /// The fat box a move of live proxy `p` to `aabb` needs, or `None` when the stored one still
+    /// fits: unless the stored box became huge compared with what the motion now needs (an
+    /// object that moved fast and then stopped, as in Box2D v2). No checks.
+    #[inline]
+    fn fat_needed(&self, p: u32, aabb: &Aabb, displacement: Vec3A) -> Option<Aabb> {
+        let stored = self.proxies[p as usize].fat;
+        let fat = self.fatten(aabb, displacement);
+        let keep = stored.contains(aabb) && fat.expand(4.0 * self.config.margin).contains(&stored);
+        (!keep).then_some(fat)
+    }
+
+    /// Stores a moved proxy's new fat box in its leaf slot and marks the parent for the refit.
+    #[inline]
+    fn store_fat(&mut self, p: u32, fat: Aabb) {
+        let proxy = &mut self.proxies[p as usize];
+        proxy.fat = fat;
+        let (parent, slot) = (proxy.parent, proxy.slot);
+        self.set_bounds_of(parent, slot, &fat);
+        if parent != NULL {
+            self.nodes[parent as usize].stale = true;
+            self.refit_pending = true;
+        }
     }
 
     /// Moves a proxy to `aabb`, given its `displacement` since the last move (used to predict the
@@ -111,14 +130,7 @@ impl<T> Dbvt<T> {
     pub fn update_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
-        let proxy = &mut self.proxies[p as usize];
-        proxy.fat = fat;
-        let (parent, slot) = (proxy.parent, proxy.slot);
-        self.set_bounds_of(parent, slot, &fat);
-        if parent != NULL {
-            self.nodes[parent as usize].stale = true;
-            self.refit_pending = true;
-        }
+        self.store_fat(p, fat);
         Ok(true)
     }
 
@@ -162,7 +174,11 @@ impl<T> Dbvt<T> {
                     self.prefetch_node(parent);
                 }
             }
-            changed += usize::from(self.update_proxy(*id, *aabb, *d)?);
+            // Checked above, every entry: only the move itself is left.
+            if let Some(fat) = self.fat_needed(id.index, aabb, *d) {
+                self.store_fat(id.index, fat);
+                changed += 1;
+            }
         }
         Ok(changed)
     }

@@ -79,6 +79,7 @@ pub(crate) struct Ray8 {
 impl Ray8 {
     /// `inflate` is the half-extent of a swept box (zero for rays; only read by
     /// [`Ray8::test`]`::<true>`).
+    #[inline]
     pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8 {
         let (o, inv) = (ray.origin(), ray.inv_dir());
         let sign = ray.sign().map(usize::from);
