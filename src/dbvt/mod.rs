@@ -150,6 +150,8 @@ pub struct Dbvt<T> {
     optimize_cursor: u32,
     /// The previous arena, kept by `relayout` to copy into next time without fresh allocation.
     spare_nodes: Vec<Node>,
+    /// `relayout`'s map from old to new node indices, kept for the same reason.
+    relayout_map: Vec<u32>,
     /// Rounds of `optimize_incremental`, which rebuilds the top of the tree every few rounds.
     optimize_calls: u32,
     /// Leaves of rebuild work that `optimize_incremental` has been given but not yet spent.
@@ -200,6 +202,7 @@ impl<T> Dbvt<T> {
             optimize_calls: 0,
             optimize_credit: 0,
             spare_nodes: Vec::new(),
+            relayout_map: Vec::new(),
             ordered: true,
             disorder: 0,
             refit_pending: false,

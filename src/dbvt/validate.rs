@@ -286,7 +286,8 @@ impl<T> Dbvt<T> {
             sah_cost,
             memory_bytes: (self.nodes.capacity() + self.spare_nodes.capacity()) * std::mem::size_of::<Node>()
                 + self.proxies.capacity() * std::mem::size_of::<Proxy>()
-                + self.slots.capacity() * std::mem::size_of::<Slot<T>>(),
+                + self.slots.capacity() * std::mem::size_of::<Slot<T>>()
+                + self.relayout_map.capacity() * std::mem::size_of::<u32>(),
         }
     }
 }
