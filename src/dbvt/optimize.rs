@@ -269,6 +269,13 @@ impl<T> Dbvt<T> {
         while let Some((b, parent, slot)) = stack.pop() {
             match built[b as usize] {
                 BuildNode::Leaf { bounds, first, .. } => {
+                    // Leaves come in item order, and each writes its proxy's parent link, a cache
+                    // miss when proxies are many: start loading the link a few leaves ahead.
+                    if let Some(ahead) = items.get(first as usize + 8).map(|it| ChildRef::from_raw(it.index))
+                        && ahead.is_leaf()
+                    {
+                        crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(ahead.index() as usize));
+                    }
                     self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds);
                 }
                 BuildNode::Inner { bounds, left, right } => {
