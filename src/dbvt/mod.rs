@@ -15,7 +15,8 @@
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
 //! | `pairs.rs` | self pairs and tree-versus-tree pairs |
 //! | `validate.rs` | `validate()` and `stats()` |
-//! | `wide.rs` | an 8-wide read-only copy for ray casts and frustum culling (used by the scene), refitted while the links stay |
+//! | `wide/mod.rs` | an 8-wide read-only copy of the tree (used by the scene): collapse, refit, and the refit's mirrored writes |
+//! | `wide/query.rs` | ray casts and frustum culling over that copy |
 
 mod insert;
 pub(crate) mod node;

@@ -206,7 +206,7 @@ impl BoxLanes {
 }
 
 /// A frustum's planes splatted into lanes of `V` (`f32x4` for the node pairs here, `f32x8` for the
-/// 8-wide copy in `wide.rs`), with each plane's p-vertex side chosen once.
+/// 8-wide copy in `wide/query.rs`), with each plane's p-vertex side chosen once.
 pub(crate) struct FrustumLanes<V> {
     pub normal: [[V; 3]; 6],
     pub d: [V; 6],

@@ -21,17 +21,14 @@
 //! the collapse's cost (see [`Dbvt::wide_view`]). Better still, [`Dbvt::refit_mirrored`] writes
 //! each box into its lane as the tree's own refit recomputes it, through the inverse map
 //! (`lane_of`), so that a batch of moves costs the copy no pass of its own.
+//!
+//! The queries over the copy (ray cast and frustum culling) are in `query.rs`.
 
-use glam::Vec3A;
+mod query;
 
-use wide::f32x8;
-
-use super::node::FrustumLanes;
-use super::queries::{ALL_PLANES, LeafControl, LeafPolicy, RayLeaf, RayPolicy, frustum_box_test};
-use super::traverse::QueryStats;
 use super::{Dbvt, DbvtError};
-use crate::math::{Aabb, Frustum, Ray, ray_aabb2};
-use crate::mesh::collapse::{EMPTY, LEAF, Node8, Ray8};
+use crate::math::Aabb;
+use crate::mesh::collapse::{EMPTY, LEAF, Node8};
 
 /// The 8-wide copy of a [`Dbvt`] at one moment: valid until the tree next changes.
 #[derive(Clone, Debug)]
@@ -198,143 +195,6 @@ impl<T> Dbvt<T> {
         }
         view(nodes, sources)
     }
-
-    /// [`Dbvt::ray_cast`] over `view`, which must have been made from this tree since its last
-    /// change. The same proxies reach `policy`, nearest entry first among those waiting, so
-    /// closest-hit policies get the same answer (up to which of two equal distances is kept).
-    /// `stack` is scratch, kept by the caller so that queries allocate nothing once it has grown.
-    pub(crate) fn ray_cast_wide<P: RayPolicy<T>>(
-        &self,
-        view: &WideView,
-        ray: &Ray,
-        stack: &mut Vec<(u32, f32)>,
-        policy: &mut P,
-    ) -> Result<QueryStats, DbvtError> {
-        self.check_refitted()?;
-        ray.validate()?;
-        let mut stats = QueryStats::default();
-        if view.nodes.is_empty() || ray_aabb2(ray, &view.root_bounds).is_none() {
-            return Ok(stats);
-        }
-        let lanes = Ray8::new(ray, Vec3A::ZERO);
-        let mut tmax = ray.tmax;
-        stack.clear();
-        let mut cur = (0u32, ray.tmin);
-        loop {
-            let (c, key) = cur;
-            if key <= tmax {
-                if c & LEAF != 0 {
-                    let p = c & !LEAF;
-                    stats.leaves_visited += 1;
-                    let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-                    if !policy.visit(RayLeaf { id: self.id_of(p), data, t: key, tmax }).apply(&mut tmax) {
-                        break;
-                    }
-                } else {
-                    stats.nodes_visited += 1;
-                    let node = &view.nodes[c as usize];
-                    let (mut mask, near) = lanes.test::<false>(node, tmax);
-                    if mask != 0 {
-                        let d = near.to_array();
-                        if mask & (mask - 1) == 0 {
-                            let l = mask.trailing_zeros() as usize;
-                            cur = (node.child[l], d[l]);
-                            continue;
-                        }
-                        // Several: push them far to near, so the nearest is popped first.
-                        let base = stack.len();
-                        while mask != 0 {
-                            let l = mask.trailing_zeros() as usize;
-                            mask &= mask - 1;
-                            let e = (node.child[l], d[l]);
-                            self.prefetch_wide(view, e.0);
-                            stack.push(e);
-                            // Insertion into the descending run stack[base..].
-                            let mut j = stack.len() - 1;
-                            while j > base && stack[j - 1].1 < e.1 {
-                                stack[j] = stack[j - 1];
-                                j -= 1;
-                            }
-                            stack[j] = e;
-                        }
-                    }
-                }
-            }
-            match stack.pop() {
-                Some(e) => cur = e,
-                None => break,
-            }
-        }
-        Ok(stats)
-    }
-
-    /// [`Dbvt::frustum`] over `view` (made from this tree since its last change): the same
-    /// proxies reach `policy`, in another order. Plane masking as in the binary query (each
-    /// stacked entry carries the planes its box is not known to be inside; a subtree wholly
-    /// inside is walked without a test), eight lanes at a time.
-    pub(crate) fn frustum_wide<P: LeafPolicy<T>>(
-        &self,
-        view: &WideView,
-        frustum: &Frustum,
-        stack: &mut Vec<(u32, f32)>,
-        policy: &mut P,
-    ) -> Result<QueryStats, DbvtError> {
-        self.check_refitted()?;
-        frustum.validate()?;
-        let mut stats = QueryStats::default();
-        if view.nodes.is_empty() {
-            return Ok(stats);
-        }
-        let (keep, active) = frustum_box_test(frustum, &view.root_bounds, ALL_PLANES);
-        if !keep {
-            return Ok(stats);
-        }
-        let planes = FrustumLanes::new(frustum, f32x8::splat);
-        stack.clear();
-        // Keys are plane masks, exact as small f32s, so the ray stack serves.
-        stack.push((0, active as f32));
-        let mut visit = |p: u32, stats: &mut QueryStats| {
-            stats.leaves_visited += 1;
-            let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-            policy.visit(self.id_of(p), data) == LeafControl::Continue
-        };
-        while let Some((n, key)) = stack.pop() {
-            stats.nodes_visited += 1;
-            let node = &view.nodes[n as usize];
-            let (mut keep, partial) = planes.test(node, key as u32);
-            while keep != 0 {
-                let l = keep.trailing_zeros() as usize;
-                keep &= keep - 1;
-                let c = node.child[l];
-                if c & LEAF != 0 {
-                    if !visit(c & !LEAF, &mut stats) {
-                        return Ok(stats);
-                    }
-                } else if partial[l] == 0 && self.ordered {
-                    // Wholly inside: every leaf below, read from the binary tree's node range
-                    // (the lane's box is child `src & 1` of binary node `src >> 1`).
-                    let src = view.sources[n as usize][l];
-                    let below = self.nodes[(src >> 1) as usize].child[(src & 1) as usize].index();
-                    if !self.for_each_leaf_below(below, |p| visit(p, &mut stats)) {
-                        return Ok(stats);
-                    }
-                } else {
-                    stack.push((c, partial[l] as f32));
-                }
-            }
-        }
-        Ok(stats)
-    }
-
-    /// Starts loading what a stacked entry will read: a wide node's first lines, or a proxy slot.
-    #[inline(always)]
-    fn prefetch_wide(&self, view: &WideView, child: u32) {
-        if child & LEAF != 0 {
-            crate::hint::prefetch(self.slots.as_ptr().wrapping_add((child & !LEAF) as usize));
-        } else {
-            crate::hint::prefetch_wide(view.nodes.as_ptr().wrapping_add(child as usize));
-        }
-    }
 }
 
 /// Copies the box of child slot `s` of a binary node (its `planes`) into `lane` of `dst`, plane
@@ -346,47 +206,6 @@ fn copy_slot(dst: &mut Node8, lane: usize, planes: &[[[f32; 2]; 3]; 2], s: usize
         for a in 0..3 {
             dst.bounds[side][a][lane] = planes[side][a][s];
         }
-    }
-}
-
-/// The frustum test of [`Node8`]s: [`FrustumLanes::test_pair`] eight lanes at a time, in the
-/// same arithmetic order as [`crate::math::Plane::signed_distance`], so each lane's answer is
-/// [`frustum_box_test`]'s.
-impl FrustumLanes<f32x8> {
-    /// The used lanes of `node` outside none of the planes in `active` (the node's own box is
-    /// inside the others), as a bit mask, and for each lane the active planes it is not entirely
-    /// inside: 0 for a lane wholly in the frustum, whose subtree then needs no more tests.
-    #[inline(always)]
-    fn test(&self, node: &Node8, active: u32) -> (u32, [u8; 8]) {
-        let used = node.child.iter().enumerate().fold(0, |m, (l, &c)| m | ((c != EMPTY) as u32) << l);
-        let mut partial = [0u8; 8];
-        if active == 0 {
-            return (used, partial);
-        }
-        let zero = f32x8::splat(0.0);
-        let mut outside = 0u32;
-        for i in 0..6 {
-            if active & (1 << i) == 0 {
-                continue;
-            }
-            let distance = |far: usize| {
-                let corner = |a: usize| f32x8::new(node.bounds[self.side[i][a] ^ far][a]);
-                self.normal[i][0] * corner(0)
-                    + self.normal[i][1] * corner(1)
-                    + self.normal[i][2] * corner(2)
-                    + self.d[i]
-            };
-            // Outside: the p-vertex strictly below the plane. Inside: the n-vertex on or above
-            // it (a NaN distance is neither: kept, and tested again below).
-            outside |= distance(0).simd_lt(zero).to_bitmask();
-            let mut not_inside = !distance(1).simd_ge(zero).to_bitmask() & used;
-            while not_inside != 0 {
-                let l = not_inside.trailing_zeros() as usize;
-                not_inside &= not_inside - 1;
-                partial[l] |= 1 << i;
-            }
-        }
-        (used & !outside, partial)
     }
 }
 
@@ -424,8 +243,11 @@ impl WideView {
 
 #[cfg(test)]
 mod tests {
+    use super::super::queries::RayLeaf;
     use super::super::{ProxyId, RayControl};
     use super::*;
+    use crate::math::{Frustum, Ray, ray_aabb2};
+    use glam::Vec3A;
 
     fn boxes(n: usize, seed: u64) -> Vec<Aabb> {
         let mut s = seed;
