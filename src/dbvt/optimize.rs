@@ -29,6 +29,7 @@
 
 use super::Dbvt;
 use super::node::{ChildRef, NULL, Node};
+use super::update::LINK_LOOKAHEAD;
 use crate::build::{BinnedSah, BuildItem, BuildNode};
 
 /// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree. Measured on
@@ -271,7 +272,8 @@ impl<T> Dbvt<T> {
                 BuildNode::Leaf { bounds, first, .. } => {
                     // Leaves come in item order, and each writes its proxy's parent link, a cache
                     // miss when proxies are many: start loading the link a few leaves ahead.
-                    if let Some(ahead) = items.get(first as usize + 8).map(|it| ChildRef::from_raw(it.index))
+                    if let Some(ahead) =
+                        items.get(first as usize + LINK_LOOKAHEAD).map(|it| ChildRef::from_raw(it.index))
                         && ahead.is_leaf()
                     {
                         crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(ahead.index() as usize));

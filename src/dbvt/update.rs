@@ -20,6 +20,10 @@ use super::{Dbvt, ProxyId};
 use crate::error::{DbvtError, InputError};
 use crate::math::Aabb;
 
+/// How many entries ahead the batch passes (`update_proxies`, the optimiser's treelet emit)
+/// prefetch the links they will write: enough for a miss to memory to land first.
+pub(super) const LINK_LOOKAHEAD: usize = 8;
+
 impl<T> Dbvt<T> {
     /// Validates a move and returns the proxy slot and the fat box it needs, or `None` when the
     /// current fat box still fits.
@@ -165,10 +169,9 @@ impl<T> Dbvt<T> {
             }
             self.fatten(aabb, *d).validate()?;
         }
-        const AHEAD: usize = 8;
         let mut changed = 0;
         for (i, (id, aabb, d)) in moves.iter().enumerate() {
-            if let Some((ahead, _, _)) = moves.get(i + AHEAD) {
+            if let Some((ahead, _, _)) = moves.get(i + LINK_LOOKAHEAD) {
                 let parent = self.proxies[ahead.index as usize].parent;
                 if parent != NULL {
                     self.prefetch_node(parent);

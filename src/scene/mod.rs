@@ -343,6 +343,13 @@ impl Scene {
             }
             self.spare_refits = spare.as_ref().is_some_and(|v| self.tree.can_refit_wide(v));
         }
+        self.count_interval();
+    }
+
+    /// The forecast's bookkeeping of a change: the rays of the interval it closes, and whether
+    /// it changed the tree's links. [`Scene::changed`] does this too; a change that kept the
+    /// wide copy up to date (batched moves) does only this.
+    fn count_interval(&mut self) {
         // Consecutive changes with no ray between them (a move, then an optimisation) are one
         // interval for the forecast.
         let rays = std::mem::take(self.rays_since_change.get_mut());
@@ -505,15 +512,10 @@ impl Scene {
         {
             // The wide copy, if there is one, is written by the refit as the boxes change (see
             // `Dbvt::refit_mirrored`) and stays the copy; else it is set aside as by any change.
-            let mut view = self.wide.take();
-            if !self.tree.refit_mirrored(view.as_mut())
-                && let Some(stale) = view.take()
-            {
-                let _ = self.wide.set(stale);
-            }
-            self.changed();
-            if let Some(view) = view {
-                let _ = self.wide.set(view);
+            if self.tree.refit_mirrored(self.wide.get_mut()) {
+                self.count_interval();
+            } else {
+                self.changed();
             }
         }
         if checked.is_ok() {

@@ -30,7 +30,8 @@ use super::{Dbvt, DbvtError};
 use crate::math::Aabb;
 use crate::mesh::collapse::{EMPTY, LEAF, Node8};
 
-/// The 8-wide copy of a [`Dbvt`] at one moment: valid until the tree next changes.
+/// The 8-wide copy of a [`Dbvt`] at one moment: valid until the tree next changes, unless
+/// [`Dbvt::refit_mirrored`] writes the change into it.
 #[derive(Clone, Debug)]
 pub(crate) struct WideView {
     /// Node 0 is the root; empty when the tree is.
@@ -93,10 +94,7 @@ impl<T> Dbvt<T> {
                 }
             });
         }
-        view.root_bounds = self.root_bounds;
-        if view.sources.first().is_some_and(|s| s[0] == ROOT_LEAF) {
-            view.nodes[0].set_bounds(0, &self.root_bounds);
-        }
+        view.set_root_bounds(&self.root_bounds);
         true
     }
 
@@ -112,9 +110,7 @@ impl<T> Dbvt<T> {
 
     /// Copies every lane's box again from where the binary tree keeps it.
     fn refit_wide(&self, view: &mut WideView) {
-        view.root_bounds = self.root_bounds;
-        if view.sources.first().is_some_and(|s| s[0] == ROOT_LEAF) {
-            view.nodes[0].set_bounds(0, &self.root_bounds);
+        if view.set_root_bounds(&self.root_bounds) {
             return;
         }
         for (node, sources) in view.nodes.iter_mut().zip(&view.sources) {
@@ -219,6 +215,17 @@ impl WideView {
             root_bounds: Aabb::EMPTY,
             topology: u64::MAX,
         }
+    }
+
+    /// Takes the tree's root bounds, also into the one lane of a tree whose root is a leaf;
+    /// returns `true` in that case, where they are the whole copy.
+    fn set_root_bounds(&mut self, root: &Aabb) -> bool {
+        self.root_bounds = *root;
+        let root_leaf = self.sources.first().is_some_and(|s| s[0] == ROOT_LEAF);
+        if root_leaf {
+            self.nodes[0].set_bounds(0, root);
+        }
+        root_leaf
     }
 
     /// Wide nodes in the copy.
