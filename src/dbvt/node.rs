@@ -124,56 +124,82 @@ impl Node {
 
 /// A ray (or a swept box's centre ray) prepared for testing node pairs, lane-splatted once per
 /// query.
+///
+/// A node stores each side's planes as `x0 x1 y0 y1 z0 z1` (child 0, child 1 per axis), so the
+/// test reads each side in two loads: the x and y planes of both children as one `f32x4` (`xy`
+/// lanes below: `x x y y`) and the z planes as another (`z` lanes: `z z z z`). The ray's
+/// per-axis values are laid out the same way, and the sign of each axis picks the near side of
+/// its lanes with one blend per register, where a load per plane and axis chosen by the sign
+/// took three times the instructions (measured with callgrind on the scene's picks).
 pub(crate) struct RayLanes {
-    origin: [f32x4; 3],
-    inv_dir: [f32x4; 3],
+    origin_xy: f32x4,
+    origin_z: f32x4,
+    inv_dir_xy: f32x4,
+    inv_dir_z: f32x4,
+    /// Lanes whose axis has a negative direction: there the near plane is the max side.
+    negative_xy: f32x4,
+    negative_z: f32x4,
     /// Added to the near and far plane of each axis: `∓ half_extent` for a box cast, else 0.
-    near_offset: [f32x4; 3],
-    far_offset: [f32x4; 3],
-    sign: [usize; 3],
+    near_offset_xy: f32x4,
+    near_offset_z: f32x4,
     tmin: f32x4,
 }
 
 impl RayLanes {
     /// `inflate` is the half-extent of a swept box (zero for rays).
     pub(crate) fn new(origin: Vec3A, inv_dir: Vec3A, sign: [u8; 3], tmin: f32, inflate: Vec3A) -> Self {
-        let s = |v: f32| f32x4::splat(v);
-        let sign = sign.map(|b| b as usize);
+        let xy = |v: [f32; 3]| f32x4::new([v[0], v[0], v[1], v[1]]);
+        let z = |v: [f32; 3]| f32x4::splat(v[2]);
+        let negative = sign.map(|b| if b == 1 { f32::from_bits(u32::MAX) } else { 0.0 });
         // The near plane of a positive-direction axis is the min plane, moved out by -e.
-        let near_off = |a: usize| if sign[a] == 1 { inflate[a] } else { -inflate[a] };
+        let near_offset = std::array::from_fn(|a| if sign[a] == 1 { inflate[a] } else { -inflate[a] });
         RayLanes {
-            origin: [s(origin.x), s(origin.y), s(origin.z)],
-            inv_dir: [s(inv_dir.x), s(inv_dir.y), s(inv_dir.z)],
-            near_offset: [s(near_off(0)), s(near_off(1)), s(near_off(2))],
-            far_offset: [s(-near_off(0)), s(-near_off(1)), s(-near_off(2))],
-            sign,
-            tmin: s(tmin),
+            origin_xy: xy(origin.to_array()),
+            origin_z: z(origin.to_array()),
+            inv_dir_xy: xy(inv_dir.to_array()),
+            inv_dir_z: z(inv_dir.to_array()),
+            negative_xy: xy(negative),
+            negative_z: z(negative),
+            near_offset_xy: xy(near_offset),
+            near_offset_z: z(near_offset),
+            tmin: f32x4::splat(tmin),
         }
     }
 
     /// Slab test of both children of `node`: a 2-bit hit mask and the entry distances.
     ///
     /// Lane for lane this performs the operations of [`crate::math::slab_interval`] in the same
-    /// order, with `maxps`/`minps` keeping the accumulator on NaN, so it agrees bit for bit with
-    /// the scalar reference (checked in the tests). `INFLATE` adds the box-cast offsets.
+    /// order (x, then y, then z), with `maxps`/`minps` keeping the accumulator on NaN, so it
+    /// agrees bit for bit with the scalar reference (checked in the tests). `INFLATE` adds the
+    /// box-cast offsets.
     #[inline(always)]
     pub(crate) fn test_pair<const INFLATE: bool>(&self, node: &Node, tmax: f32) -> (u32, [f32; 2]) {
-        let mut near = self.tmin;
-        let mut far = f32x4::splat(tmax);
-        let pad = f32x4::splat(FAR_PAD);
-        for a in 0..3 {
-            let s = self.sign[a];
-            let mut np = node.pair(s, a);
-            let mut fp = node.pair(1 - s, a);
-            if INFLATE {
-                np += self.near_offset[a];
-                fp += self.far_offset[a];
-            }
-            let tn = (np - self.origin[a]) * self.inv_dir[a];
-            let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
-            near = tn.fast_max(near);
-            far = tf.fast_min(far);
+        let p = &node.planes;
+        let xy = |side: usize| f32x4::new([p[side][0][0], p[side][0][1], p[side][1][0], p[side][1][1]]);
+        let z = |side: usize| f32x4::new([p[side][2][0], p[side][2][1], p[side][2][0], p[side][2][1]]);
+        let (min_xy, max_xy, min_z, max_z) = (xy(0), xy(1), z(0), z(1));
+        let mut near_xy = self.negative_xy.select(max_xy, min_xy);
+        let mut far_xy = self.negative_xy.select(min_xy, max_xy);
+        let mut near_z = self.negative_z.select(max_z, min_z);
+        let mut far_z = self.negative_z.select(min_z, max_z);
+        if INFLATE {
+            near_xy += self.near_offset_xy;
+            far_xy -= self.near_offset_xy;
+            near_z += self.near_offset_z;
+            far_z -= self.near_offset_z;
         }
+        let pad = f32x4::splat(FAR_PAD);
+        let tn_xy = (near_xy - self.origin_xy) * self.inv_dir_xy;
+        let tf_xy = (far_xy - self.origin_xy) * self.inv_dir_xy * pad;
+        let tn_z = (near_z - self.origin_z) * self.inv_dir_z;
+        let tf_z = (far_z - self.origin_z) * self.inv_dir_z * pad;
+        // The y lanes (2, 3) moved down to lanes 0 and 1.
+        let high = |v: f32x4| {
+            let a = v.to_array();
+            f32x4::new([a[2], a[3], a[2], a[3]])
+        };
+        let near = tn_z.fast_max(high(tn_xy).fast_max(tn_xy.fast_max(self.tmin)));
+        let far = tf_z.fast_min(high(tf_xy).fast_min(tf_xy.fast_min(f32x4::splat(tmax))));
         // As `SlabInterval::is_hit`: entered within range, at a finite distance.
         let mask = (near.simd_le(far) & near.simd_lt(f32x4::splat(f32::INFINITY))).to_bitmask() & 3;
         let n = near.to_array();
