@@ -162,6 +162,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
                 Mat4::perspective_rh(1.2, 1.3, 0.5, 40.0) * Mat4::look_at_rh(eye, target, up),
             );
             assert_eq!(tree_frustum(tree, &f, ws), brute_frustum(model, &f), "frustum differs ({mode:?})");
+            assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
             s.push(
                 tree.ray_cast(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue).unwrap(),
             );

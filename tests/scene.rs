@@ -175,10 +175,14 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     let frustum = Frustum::from_view_projection(Mat4::perspective_rh(rng.range(0.5, 1.5), 1.3, 0.5, 40.0) * view);
     let vis: Vec<InstanceId> = scene.visible(&frustum).unwrap().collect();
     seen[2] += vis.len();
-    // The caller's-vector form gives the same list, replacing what the vector held.
+    // The caller's-vector form gives the same instances (perhaps in another order: this second
+    // query may scan where the first walked the tree), replacing what the vector held.
     let mut into: Vec<InstanceId> = scene.iter().map(|(id, _)| id).take(3).collect();
     scene.visible_into(&frustum, u32::MAX, &mut into).unwrap();
-    assert_eq!(into, vis);
+    into.sort();
+    let mut sorted_vis = vis.clone();
+    sorted_vis.sort();
+    assert_eq!(into, sorted_vis);
     let mut dedup = vis.clone();
     dedup.sort();
     dedup.dedup();
@@ -510,4 +514,92 @@ fn masks_filter_shadow_rays() {
     assert_eq!(hit.instance, fid);
     assert!((hit.t - 0.625).abs() < 1e-5, "{}", hit.t);
     assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-5), "{}", hit.normal);
+}
+
+/// The frustum query scans every box when the last one saw a quarter of the scene or more, and
+/// walks the tree otherwise: both must give the same instances, which must agree with the
+/// tree's own walk and scan and with a brute-force test of the world boxes.
+#[test]
+fn frustum_culling_scans_or_walks_with_the_same_answer() {
+    let mut rng = Rng(11);
+    let meshes = meshes(&mut rng);
+    let mut scene = Scene::new();
+    let mut model: Vec<Model> = (0..300)
+        .map(|user| {
+            let mesh = rng.below(meshes.len());
+            let xf = random_transform(&mut rng, 20.0);
+            let mask = 1 << rng.below(3);
+            let id = scene.add_masked(meshes[mesh].clone(), xf, user, mask).unwrap();
+            Model { id, mesh, xf, user, mask }
+        })
+        .collect();
+    // Free slots keep their last boxes in the tree's proxy table: the scan must skip them.
+    for _ in 0..40 {
+        let m = model.swap_remove(rng.below(model.len()));
+        scene.remove(m.id).unwrap();
+    }
+    let frustum = |fov: f32| {
+        let view = Mat4::look_at_rh(Vec3::new(0.0, 0.0, 60.0), Vec3::ZERO, Vec3::Y);
+        Frustum::from_view_projection(Mat4::perspective_rh(fov, 1.0, 0.5, 200.0) * view)
+    };
+    let (wide, narrow) = (frustum(1.2), frustum(0.05));
+    let sorted = |mut v: Vec<InstanceId>| {
+        v.sort();
+        v
+    };
+    let query = |f: &Frustum, mask: u32| {
+        let mut v = Vec::new();
+        scene.visible_into(f, mask, &mut v).unwrap();
+        sorted(v)
+    };
+    // The tree's walk and scan of the same boxes.
+    let tree_lists = |f: &Frustum| {
+        let (mut walk, mut scan) = (Vec::new(), Vec::new());
+        let mut ws = slabtree::QueryWorkspace::new();
+        scene
+            .tree()
+            .frustum(f, &mut ws, &mut |_, s: &slabtree::scene::InstanceSlot| {
+                walk.push(s.index);
+                slabtree::LeafControl::Continue
+            })
+            .unwrap();
+        scene
+            .tree()
+            .frustum_scan(f, &mut |_, s: &slabtree::scene::InstanceSlot| {
+                scan.push(s.index);
+                slabtree::LeafControl::Continue
+            })
+            .unwrap();
+        walk.sort();
+        (walk, scan)
+    };
+    for f in [&wide, &narrow] {
+        let (walk, scan) = tree_lists(f);
+        assert_eq!(walk, scan);
+        assert!(!walk.is_empty());
+    }
+    let (all_wide, all_narrow) = (tree_lists(&wide).0.len(), tree_lists(&narrow).0.len());
+    assert!(all_wide * 4 >= model.len() && all_narrow * 4 < model.len(), "{all_wide} {all_narrow}");
+    // Narrow, narrow: walks. Wide after narrow: walks; wide after wide: scans. Narrow after wide:
+    // scans; then walks again. Each frustum is answered both ways, for every mask.
+    for mask in [u32::MAX, 1, 2 | 4] {
+        query(&narrow, mask);
+        let narrow_walk = query(&narrow, mask);
+        let wide_walk = query(&wide, mask);
+        let wide_scan = query(&wide, mask);
+        let narrow_scan = query(&narrow, mask);
+        assert_eq!(wide_walk, wide_scan, "mask {mask:#x}");
+        assert_eq!(narrow_walk, narrow_scan, "mask {mask:#x}");
+        for (f, got) in [(&wide, &wide_scan), (&narrow, &narrow_scan)] {
+            for m in &model {
+                let world = scene.get(m.id).unwrap().world_aabb();
+                let listed = got.contains(&m.id);
+                if m.mask & mask == 0 {
+                    assert!(!listed, "an instance outside the mask was listed");
+                } else if f.may_contain(&world) {
+                    assert!(listed, "a visible instance was missed");
+                }
+            }
+        }
+    }
 }

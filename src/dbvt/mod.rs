@@ -13,6 +13,7 @@
 //! | `rebuild.rs` | full binned-SAH rebuild and bulk build |
 //! | `traverse.rs` | the one traversal loop, its workspace and statistics |
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries and their policies |
+//! | `scan.rs` | frustum culling by a linear scan of the leaf boxes, for views that see most of the tree |
 //! | `pairs.rs` | self pairs and tree-versus-tree pairs |
 //! | `validate.rs` | `validate()` and `stats()` |
 //! | `wide/mod.rs` | an 8-wide read-only copy of the tree (used by the scene): collapse, refit, and the refit's mirrored writes |
@@ -25,6 +26,7 @@ mod pairs;
 mod queries;
 mod rebuild;
 mod remove;
+mod scan;
 mod traverse;
 mod update;
 mod validate;

@@ -161,6 +161,10 @@ pub struct Scene {
     place_scratch: Vec<(usize, Placement)>,
     /// Which tree ray queries walk.
     ray_tree: RayTree,
+    /// Instances in view at the last frustum query (before masks): when that was at least a
+    /// quarter of the scene, the next query scans every box instead of walking the tree
+    /// ([`Dbvt::frustum_scan`]).
+    last_in_view: AtomicU32,
 }
 
 /// Which form of the instance tree ray queries (`pick`, `occluded` and their batches) walk. All
@@ -273,6 +277,7 @@ impl Scene {
             tag: NEXT_SCENE_TAG.fetch_add(1, Ordering::Relaxed),
             wide: OnceLock::new(),
             rays_since_change: AtomicU64::new(0),
+            last_in_view: AtomicU32::new(0),
             rays_last_interval: 0,
             wide_spare: Mutex::new(None),
             spare_refits: false,

@@ -2,6 +2,7 @@
 //! culling and box overlap.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
@@ -291,6 +292,12 @@ impl Scene {
 
     /// Instances whose (fat) world box is not certainly outside the frustum: conservative, as
     /// [`Frustum::may_contain`].
+    ///
+    /// The order is unspecified. When the previous frustum query found at least a quarter of
+    /// the instances in view, this one tests every instance's box in a linear SIMD scan
+    /// ([`crate::Dbvt::frustum_scan`]) instead of walking the tree, which is several times
+    /// faster when much of the scene is in view (a camera moves little between frames, so the
+    /// last count is a good forecast); the instances are the same either way.
     pub fn visible(&self, frustum: &Frustum) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
         self.visible_masked(frustum, u32::MAX)
     }
@@ -336,12 +343,21 @@ impl Scene {
             }
             LeafControl::Continue
         };
-        // The 8-wide copy when there is one (a frustum query counts as one ray towards making
-        // it): the same instances, in another order.
-        with_ws(|ws| match self.wide_view(1) {
-            Some(view) => self.tree.frustum_wide(view, frustum, &mut ws.wide_stack, &mut policy),
-            None => self.tree.frustum(frustum, ws, &mut policy),
-        })?;
+        // When the last query found a quarter of the scene or more in view, a scan of every box
+        // beats any walk of the tree (measured at 10k instances, 80% in view: a quarter of the
+        // time of the binary walk). Otherwise the 8-wide copy when there is one (a frustum query
+        // counts as one ray towards making it), else the binary tree. All three hand over the
+        // same instances, in different orders.
+        let scan = self.last_in_view.load(Ordering::Relaxed) as usize * 4 >= self.tree.len();
+        let stats = if scan {
+            self.tree.frustum_scan(frustum, &mut policy)
+        } else {
+            with_ws(|ws| match self.wide_view(1) {
+                Some(view) => self.tree.frustum_wide(view, frustum, &mut ws.wide_stack, &mut policy),
+                None => self.tree.frustum(frustum, ws, &mut policy),
+            })
+        }?;
+        self.last_in_view.store(stats.leaves_visited, Ordering::Relaxed);
         Ok(())
     }
 

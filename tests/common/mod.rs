@@ -128,6 +128,19 @@ pub fn tree_frustum(tree: &Dbvt<u32>, f: &Frustum, ws: &mut QueryWorkspace) -> V
     v
 }
 
+/// [`Dbvt::frustum_scan`]'s proxies, sorted; the scan must hand them over in slot order.
+pub fn tree_frustum_scan(tree: &Dbvt<u32>, f: &Frustum) -> Vec<ProxyId> {
+    let mut v: Vec<ProxyId> = Vec::new();
+    tree.frustum_scan(f, &mut |id: ProxyId, _: &u32| {
+        v.push(id);
+        LeafControl::Continue
+    })
+    .unwrap();
+    assert!(v.windows(2).all(|w| w[0].index() < w[1].index()), "frustum_scan out of slot order");
+    v.sort();
+    v
+}
+
 pub fn tree_pairs(tree: &Dbvt<u32>, ws: &mut QueryWorkspace) -> Vec<(ProxyId, ProxyId)> {
     let mut v = Vec::new();
     tree.self_pairs(ws, |a, _, b, _| {
