@@ -10,10 +10,17 @@
 //! visible (parry has no frustum query: `Bvh::leaves` with the same p-vertex plane test).
 //! Answers are compared (hit count, sum of t); a difference prints `MISMATCH`.
 //!
+//! The two libraries run alternately, in blocks of 10 frames each (each keeps its own scene and
+//! its own copy of the moving instances, so each sees every frame in order). This machine's
+//! speed drifts by ±10% over seconds; with all of one library's frames before the other's, the
+//! ratio drifted with it, while alternating blocks exposes both to the same drift. Each block
+//! starts with caches the other library has used, as a frame in a renderer would.
+//!
 //! Usage: `scene_vs_parry [N ...]` (default 1000 10000 100000). Environment: `FRAMES` (default
 //! 30), `SLABTREE_ONLY=1` (skip parry), `WATERTIGHT=1` (slabtree meshes use the watertight test),
 //! `RAY_TREE=binary|wide` (the scene's `RayTree` instead of `Auto`), `OPT_DIV` (slabtree's
-//! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80).
+//! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80), `BLOCK` (frames per
+//! block of the alternation; default 10, 0 for all of slabtree's frames first).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +51,12 @@ fn pose(q: Quat, p: Vec3) -> Pose {
     Pose::from_parts(Vector::new(p.x, p.y, p.z), parry3d::math::Rot3::from_xyzw(q.x, q.y, q.z, q.w))
 }
 
+/// Frames per block of the alternation: 10, or the `BLOCK` environment variable (0: no
+/// alternation, all of slabtree's frames first).
+fn block() -> usize {
+    std::env::var("BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(10)
+}
+
 #[derive(Default, Debug, Clone, Copy)]
 struct Times {
     update: f64,
@@ -59,6 +72,16 @@ struct Times {
     visible: usize,
 }
 
+impl Times {
+    /// Adds one frame whose update ran from `a` to `b`, picks to `c` and frustum to `d`.
+    fn add_frame(&mut self, a: Instant, b: Instant, c: Instant, d: Instant) {
+        self.update += (b - a).as_secs_f64();
+        self.pick += (c - b).as_secs_f64();
+        self.frustum += (d - c).as_secs_f64();
+        self.worst = self.worst.max((d - a).as_secs_f64());
+    }
+}
+
 /// Möller–Trumbore by default, as a renderer would pick; `WATERTIGHT=1` for the watertight test.
 fn build_options() -> BuildOptions {
     let mut o = BuildOptions::default();
@@ -68,27 +91,38 @@ fn build_options() -> BuildOptions {
     o
 }
 
-fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
-    let bvhs: Vec<Arc<MeshBvh>> = meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
-    let mut s = Setup::new(n);
-    let mut scene = Scene::with_config(tree_config());
-    match std::env::var("RAY_TREE").as_deref() {
-        Ok("binary") => scene.set_ray_tree(slabtree::RayTree::Binary),
-        Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
-        _ => {}
+/// slabtree's side of the loop: its scene, and its own copy of the moving instances.
+struct SlabtreeRun {
+    s: Setup,
+    scene: Scene,
+    ids: Vec<InstanceId>,
+    visible: Vec<InstanceId>,
+    n: usize,
+}
+
+impl SlabtreeRun {
+    fn new(n: usize, meshes: &[TriMesh]) -> SlabtreeRun {
+        let bvhs: Vec<Arc<MeshBvh>> = meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
+        let s = Setup::new(n);
+        let mut scene = Scene::with_config(tree_config());
+        match std::env::var("RAY_TREE").as_deref() {
+            Ok("binary") => scene.set_ray_tree(slabtree::RayTree::Binary),
+            Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
+            _ => {}
+        }
+        let ids = (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()).collect();
+        scene.rebuild();
+        SlabtreeRun { s, scene, ids, visible: Vec::new(), n }
     }
-    let ids: Vec<InstanceId> =
-        (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()).collect();
-    scene.rebuild();
-    let mut t = Times::default();
-    let mut visible = Vec::new();
-    for f in 0..frames() {
+
+    fn frame(&mut self, f: usize, t: &mut Times) {
+        let (s, scene) = (&mut self.s, &mut self.scene);
         let a = Instant::now();
         let moved = s.step(f);
-        let moves: Vec<_> = moved.iter().map(|&i| (ids[i], s.transform(i))).collect();
+        let moves: Vec<_> = moved.iter().map(|&i| (self.ids[i], s.transform(i))).collect();
         scene.set_transforms(&moves).unwrap();
         let o = Instant::now();
-        scene.optimize(n / opt_div() + 1);
+        scene.optimize(self.n / opt_div() + 1);
         let b = Instant::now();
         t.optimize += (b - o).as_secs_f64();
         for r in s.cursor_rays(f) {
@@ -98,52 +132,64 @@ fn run_slabtree(n: usize, meshes: &[TriMesh]) -> Times {
             }
         }
         let c = Instant::now();
-        scene.visible_into(&Frustum::from_view_projection(s.camera().1), u32::MAX, &mut visible).unwrap();
-        t.visible += visible.len();
+        scene.visible_into(&Frustum::from_view_projection(s.camera().1), u32::MAX, &mut self.visible).unwrap();
+        t.visible += self.visible.len();
         let d = Instant::now();
-        t.update += (b - a).as_secs_f64();
-        t.pick += (c - b).as_secs_f64();
-        t.frustum += (d - c).as_secs_f64();
-        t.worst = t.worst.max((d - a).as_secs_f64());
+        t.add_frame(a, b, c, d);
     }
-    let mut fresh = scene.tree().clone();
-    fresh.rebuild();
-    eprintln!(
-        "N={n}: slabtree tree SAH cost after {} frames {:.1}, rebuilt {:.1}",
-        frames(),
-        scene.tree().stats().sah_cost,
-        fresh.stats().sah_cost
-    );
-    t
+
+    /// Prints the tree's SAH cost against a fresh rebuild's (how much it has aged).
+    fn report_quality(&self, frames: usize) {
+        let mut fresh = self.scene.tree().clone();
+        fresh.rebuild();
+        eprintln!(
+            "N={}: slabtree tree SAH cost after {frames} frames {:.1}, rebuilt {:.1}",
+            self.n,
+            self.scene.tree().stats().sah_cost,
+            fresh.stats().sah_cost
+        );
+    }
 }
 
-fn run_parry(n: usize, meshes: &[TriMesh]) -> Times {
-    let pmeshes: Vec<PTriMesh> = meshes
-        .iter()
-        .map(|m| {
-            let v = m.positions().iter().map(|p| Vector::new(p.x, p.y, p.z)).collect();
-            PTriMesh::new(v, m.triangles().to_vec()).unwrap()
-        })
-        .collect();
-    let mut s = Setup::new(n);
-    let mut poses: Vec<Pose> = (0..n).map(|i| pose(s.rot[i], s.pos[i])).collect();
-    assert_eq!(MARGIN, tree_config().margin);
-    let mut bvh = Bvh::new();
-    for i in 0..n {
-        let b = pmeshes[i % 3].aabb(&poses[i]).loosened(MARGIN);
-        bvh.insert(b, i as u32);
+/// parry3d's side of the loop.
+struct ParryRun {
+    s: Setup,
+    pmeshes: Vec<PTriMesh>,
+    poses: Vec<Pose>,
+    bvh: Bvh,
+    ws: BvhWorkspace,
+}
+
+impl ParryRun {
+    fn new(n: usize, meshes: &[TriMesh]) -> ParryRun {
+        let pmeshes: Vec<PTriMesh> = meshes
+            .iter()
+            .map(|m| {
+                let v = m.positions().iter().map(|p| Vector::new(p.x, p.y, p.z)).collect();
+                PTriMesh::new(v, m.triangles().to_vec()).unwrap()
+            })
+            .collect();
+        let s = Setup::new(n);
+        let poses: Vec<Pose> = (0..n).map(|i| pose(s.rot[i], s.pos[i])).collect();
+        assert_eq!(MARGIN, tree_config().margin);
+        let mut bvh = Bvh::new();
+        for i in 0..n {
+            let b = pmeshes[i % 3].aabb(&poses[i]).loosened(MARGIN);
+            bvh.insert(b, i as u32);
+        }
+        ParryRun { s, pmeshes, poses, bvh, ws: BvhWorkspace::default() }
     }
-    let mut ws = BvhWorkspace::default();
-    let mut t = Times::default();
-    for f in 0..frames() {
+
+    fn frame(&mut self, f: usize, t: &mut Times) {
+        let ParryRun { s, pmeshes, poses, bvh, ws } = self;
         let a = Instant::now();
         let moved = s.step(f);
         for &i in &moved {
             poses[i] = pose(s.rot[i], s.pos[i]);
             bvh.insert_or_update_partially(pmeshes[i % 3].aabb(&poses[i]), i as u32, MARGIN);
         }
-        bvh.refit(&mut ws);
-        bvh.optimize_incremental(&mut ws);
+        bvh.refit(ws);
+        bvh.optimize_incremental(ws);
         let b = Instant::now();
         for r in s.cursor_rays(f) {
             let (o, d) = (r.origin(), r.dir());
@@ -165,12 +211,31 @@ fn run_parry(n: usize, meshes: &[TriMesh]) -> Times {
             .count();
         t.visible += visible;
         let d = Instant::now();
-        t.update += (b - a).as_secs_f64();
-        t.pick += (c - b).as_secs_f64();
-        t.frustum += (d - c).as_secs_f64();
-        t.worst = t.worst.max((d - a).as_secs_f64());
+        t.add_frame(a, b, c, d);
     }
-    t
+}
+
+/// Runs `frames` frames of both libraries at `n` instances, alternating in blocks of `block`
+/// frames (each library's frames stay in order; `block == 0` runs all of slabtree's, then all of
+/// parry3d's).
+fn run_both(n: usize, meshes: &[TriMesh], frames: usize, block: usize, with_parry: bool) -> (Times, Times) {
+    let (mut st, mut pt) = (Times::default(), Times::default());
+    let mut slab = SlabtreeRun::new(n, meshes);
+    let mut parry = with_parry.then(|| ParryRun::new(n, meshes));
+    let block = if block == 0 { frames.max(1) } else { block };
+    for start in (0..frames).step_by(block) {
+        let end = (start + block).min(frames);
+        for f in start..end {
+            slab.frame(f, &mut st);
+        }
+        if let Some(parry) = parry.as_mut() {
+            for f in start..end {
+                parry.frame(f, &mut pt);
+            }
+        }
+    }
+    slab.report_quality(frames);
+    (st, pt)
 }
 
 fn main() {
@@ -182,8 +247,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|");
     for n in sizes {
-        let s = run_slabtree(n, &meshes);
-        let p = if std::env::var_os("SLABTREE_ONLY").is_some() { Times::default() } else { run_parry(n, &meshes) };
+        let (s, p) = run_both(n, &meshes, frames(), block(), std::env::var_os("SLABTREE_ONLY").is_none());
         let ms = |x: f64| x * 1e3 / frames() as f64;
         let tot = |t: &Times| ms(t.update + t.pick + t.frustum);
         for (name, t) in [("slabtree", &s), ("parry3d", &p)] {
