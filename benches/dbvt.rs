@@ -9,7 +9,9 @@
 //! `frame` (one frame moving 10% of the proxies by 0.05–0.5, via `move_proxy`, or via
 //! `enlarge_proxy` then `refit`; each iteration on a fresh clone of the tree), and `query_inserted`
 //! / `query_built` (1000 closest-hit rays on the tight boxes kept as user data, 1000 box casts,
-//! and all self pairs, on the tree built by insertion and on the bulk-built one).
+//! and all self pairs, on the tree built by insertion and on the bulk-built one), and `frustum`
+//! (at 10k, the tree walk against the linear scan, from a few to most of the proxies in view, on
+//! both trees).
 //!
 //! Run with `cargo bench --bench dbvt` (about two minutes plus the build), or filter, e.g.
 //! `cargo bench --bench dbvt -- ray_cast`.
@@ -293,5 +295,60 @@ fn bench_queries(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench_build, bench_move, bench_queries);
+/// Frustum culling at 10k proxies: the tree walk (`Dbvt::frustum`) against the linear scan
+/// (`Dbvt::frustum_scan`), on the tree built by insertion (its arena out of depth-first order)
+/// and on the bulk-built one (in order, so the walk lists a subtree wholly in view by a
+/// sequential sweep), for a camera outside the scene cube looking at its centre with fields of
+/// view from narrow to wide. The benchmark id carries the percentage of proxies in view.
+fn bench_frustum(c: &mut Criterion) {
+    let n = 10_000;
+    let boxes = scene(n, 1);
+    let (inserted, _) = insert_all(&boxes);
+    let (built, _) = Dbvt::build(boxes.iter().map(|b| (*b, *b))).expect("valid boxes");
+    let half = scene_half(n);
+    let eye = glam::Vec3::new(-half * 1.5, half * 0.3, -half * 1.5);
+    let view = glam::Mat4::look_at_rh(eye, glam::Vec3::ZERO, glam::Vec3::Y);
+    let mut ws = QueryWorkspace::new();
+    let mut group = c.benchmark_group("frustum");
+    configure(&mut group, n);
+    for (name, tree) in [("inserted", &inserted), ("built", &built)] {
+        for fov in [0.1f32, 0.3, 0.6, 1.2] {
+            let f = slabtree::Frustum::from_view_projection(
+                glam::Mat4::perspective_rh(fov, 16.0 / 9.0, 0.1, half * 6.0) * view,
+            );
+            let mut in_view = 0usize;
+            tree.frustum_scan(&f, &mut |_, _: &Aabb| {
+                in_view += 1;
+                slabtree::LeafControl::Continue
+            })
+            .unwrap();
+            let id = |how: &str| BenchmarkId::new(format!("{name}_{how}"), format!("{}pct_in_view", 100 * in_view / n));
+            group.bench_function(id("walk"), |b| {
+                b.iter(|| {
+                    let mut k = 0u32;
+                    tree.frustum(&f, &mut ws, &mut |_, _: &Aabb| {
+                        k += 1;
+                        slabtree::LeafControl::Continue
+                    })
+                    .unwrap();
+                    k
+                })
+            });
+            group.bench_function(id("scan"), |b| {
+                b.iter(|| {
+                    let mut k = 0u32;
+                    tree.frustum_scan(&f, &mut |_, _: &Aabb| {
+                        k += 1;
+                        slabtree::LeafControl::Continue
+                    })
+                    .unwrap();
+                    k
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_build, bench_move, bench_queries, bench_frustum);
 criterion_main!(benches);

@@ -344,8 +344,8 @@ impl Scene {
             LeafControl::Continue
         };
         // When the last query found a quarter of the scene or more in view, a scan of every box
-        // beats any walk of the tree (measured at 10k instances, 80% in view: a quarter of the
-        // time of the binary walk). Otherwise the 8-wide copy when there is one (a frustum query
+        // beats a walk of the tree (the frame loop of the peer benchmark at 10k instances, 80%
+        // in view: 0.086 against 0.125 ms, median of eight runs). Otherwise the 8-wide copy when there is one (a frustum query
         // counts as one ray towards making it), else the binary tree. All three hand over the
         // same instances, in different orders.
         let scan = self.last_in_view.load(Ordering::Relaxed) as usize * 4 >= self.tree.len();
