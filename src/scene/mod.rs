@@ -247,6 +247,14 @@ impl Instance {
         self.inverse = p.inverse;
         self.world = p.world;
     }
+
+    /// An instance-space normal in world space, unit length (zero if degenerate): multiplied by
+    /// the inverse transpose of the linear part, which keeps it perpendicular to the surface
+    /// under non-uniform scale and shear.
+    #[inline]
+    pub(crate) fn normal_to_world(&self, n: Vec3A) -> Vec3A {
+        (self.inverse.matrix3.transpose() * n).normalize_or_zero()
+    }
 }
 
 /// The world box of `local` under `t` (Arvo 1990: centre transformed, half-extents by |M|),

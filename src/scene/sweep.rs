@@ -87,7 +87,7 @@ impl Scene {
                 instance: self.id_of(s),
                 user_id: inst.user_id,
                 triangle,
-                normal: (inst.inverse.matrix3.transpose() * Vec3A::from(n)).normalize_or_zero().into(),
+                normal: inst.normal_to_world(Vec3A::from(n)).into(),
             }
         })
     }
