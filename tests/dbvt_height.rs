@@ -197,3 +197,53 @@ fn optimize_incremental_repairs_a_shuffled_tree() {
     let last = *ratios.last().unwrap();
     assert!(last < 1.5, "after 200 calls the SAH cost is still {last:.2}x a bulk build's ({ratios:.2?})");
 }
+
+/// A tree of at most `whole_rebuild_max` proxies is one treelet. After every proxy teleports
+/// (the SAH cost several times a fresh build's), calls whose saved-up budget does not yet cover
+/// the tree change nothing, and the call that covers it rebuilds every leaf and leaves exactly
+/// the quality of a bulk build over the same fat boxes (the oracle). With treelets instead
+/// (`whole_rebuild_max: 0`), the same calls leave the tree worse: the whole rebuild is what
+/// gives that quality.
+#[test]
+fn small_trees_are_rebuilt_whole() {
+    let n = 1000;
+    let run = |whole_rebuild_max: usize| {
+        let mut f = common::rng::xorshift_units(0x5DEECE66Du64);
+        let side = 4.0 * (n as f32).cbrt();
+        let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
+        let cfg = DbvtConfig { whole_rebuild_max, ..DbvtConfig::default() };
+        let (mut tree, ids) = Dbvt::build_with_config((0..n).map(|i| (place(), i)), cfg).unwrap();
+        let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
+        tree.update_proxies(&moves).unwrap();
+        tree.refit();
+        let fat: Vec<_> = ids.iter().map(|&id| (tree.fat_aabb(id).unwrap(), ())).collect();
+        let oracle = Dbvt::build_with_config(fat, DbvtConfig { margin: 0.0, prediction: 0.0, ..cfg })
+            .unwrap()
+            .0
+            .stats()
+            .sah_cost;
+        let shuffled = tree.stats().sah_cost / oracle;
+        assert!(shuffled > 3.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
+        // 1.25% of the leaves per call, as the scene frame loop: the credit covers the tree at
+        // the 77th call.
+        let budget = n / 80 + 1;
+        let mut rebuilt = Vec::new();
+        for call in 1..=80 {
+            let before = tree.stats().sah_cost;
+            let r = tree.optimize_incremental(budget);
+            tree.validate().unwrap();
+            if r == 0 {
+                assert_eq!(tree.stats().sah_cost, before, "call {call} only saved credit");
+            } else {
+                rebuilt.push((call, r));
+            }
+        }
+        (tree.stats().sah_cost / oracle, rebuilt)
+    };
+    let (whole, rebuilt) = run(DbvtConfig::default().whole_rebuild_max);
+    assert_eq!(rebuilt, vec![(77, n)], "one whole rebuild, once the credit covers every leaf");
+    assert!((whole - 1.0).abs() < 1e-4, "a whole rebuild gives a bulk build's tree: ratio {whole}");
+    let (treelets, _) = run(0);
+    eprintln!("SAH cost / bulk build after 80 calls: whole {whole:.5}, treelets {treelets:.3}");
+    assert!(treelets > 1.2, "treelet rounds alone should not reach a fresh build (ratio {treelets:.3})");
+}

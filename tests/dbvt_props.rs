@@ -236,8 +236,13 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..70),
         probes in proptest::collection::vec(probe(), 3),
         margin in prop_oneof![Just(0.0f32), Just(0.1f32), 0.0f32..1.0],
+        whole in any::<bool>(),
     ) {
-        let cfg = DbvtConfig { margin, parallel_threshold: 16, ..DbvtConfig::default() };
+        // These trees are small: under the default `whole_rebuild_max` the optimiser rebuilds
+        // them whole; with 0 it cuts treelets, whose paths (the parent's stale mark, the top
+        // rebuild) are then checked too.
+        let whole_rebuild_max = if whole { DbvtConfig::default().whole_rebuild_max } else { 0 };
+        let cfg = DbvtConfig { margin, parallel_threshold: 16, whole_rebuild_max, ..DbvtConfig::default() };
         let mut tree = Dbvt::with_config(cfg);
         let mut model = Vec::new();
         let mut ws = QueryWorkspace::new();
@@ -369,7 +374,8 @@ fn refit_after_few_and_many_structural_changes() {
 #[test]
 fn enlarged_boxes_stay_marked_through_optimisation() {
     let mut rng = common::rng::Rng(77);
-    let mut tree = Dbvt::new();
+    // Treelets, not whole rebuilds: a treelet whose box shrank must mark its parent.
+    let mut tree = Dbvt::with_config(DbvtConfig { whole_rebuild_max: 0, ..DbvtConfig::default() });
     let ids: Vec<_> = (0..300)
         .map(|i| {
             tree.insert(Aabb::from_center_half_extents(Vec3A::from(rng.vec(0.0, 100.0)), Vec3A::splat(0.5)), i).unwrap()

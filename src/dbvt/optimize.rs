@@ -26,6 +26,19 @@
 //! A round's cost is fixed by the tree's size, so a budget smaller than a treelet is saved up as
 //! credit and a round runs once it covers one: the caller's budget sets the average cost per
 //! call, as it says.
+//!
+//! Small trees (up to [`DbvtConfig::whole_rebuild_max`] leaves, 2048 by default) are one
+//! treelet: a round rebuilds the whole tree, once the credit covers every leaf. Treelets of
+//! √n-scale are a large part of a small tree, yet they cannot undo its global decay: at 1k
+//! instances (the scene frame loop, budget 1.25% per frame) the treelet rounds left the SAH
+//! cost at 1.27x a rebuild's after 1000 frames for 11 us of optimisation per frame, where a
+//! whole rebuild every 77 frames brings it back to 1.0x for less (update 0.017 against
+//! 0.019 ms per frame, picks 0.041 against 0.049 ms; 2k and 4k instances gained as much).
+//! The price is a spike: the whole rebuild lands in one frame (0.6 ms at 1k, 1.2 ms at 2k,
+//! 2.4 ms at 4k), hence the cap. At 10k, whole rebuilds cost more per frame than the treelets
+//! (update 0.28 against 0.19 ms) for no faster picks.
+//!
+//! [`DbvtConfig::whole_rebuild_max`]: super::DbvtConfig::whole_rebuild_max
 
 use super::Dbvt;
 use super::node::{ChildRef, NULL, Node};
@@ -59,7 +72,9 @@ impl<T> Dbvt<T> {
     /// Improves the tree's structure, spending about `budget` leaves of rebuild work per call on
     /// average. Subtrees ("treelets") of up to `max(8, 4√n)` leaves are rebuilt in place with
     /// binned SAH, round-robin in depth-first leaf order; every eighth round also rebuilds the
-    /// top of the tree over its subtrees of at most a quarter of that size. A budget smaller than
+    /// top of the tree over its subtrees of at most a quarter of that size. A tree of at most
+    /// [`DbvtConfig::whole_rebuild_max`](super::DbvtConfig::whole_rebuild_max) leaves is one
+    /// treelet, rebuilt whole once the saved-up budget covers it. A budget smaller than
     /// a treelet is saved up: such calls only add to a credit, and a round runs once the credit
     /// covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
     /// few calls, and costs that much on average). Ids, fat boxes and query results are
@@ -99,7 +114,11 @@ impl<T> Dbvt<T> {
         // budget shrank them below the top rebuild's groups, and trees of moving proxies
         // decayed); a small budget makes rounds rarer instead. The credit is capped so that a
         // tree left alone for a long time does not pay it all back in one call.
-        let size = ((4.0 * (n as f32).sqrt()).ceil() as u32).max(8);
+        let size = if n as usize <= self.config.whole_rebuild_max {
+            n
+        } else {
+            ((4.0 * (n as f32).sqrt()).ceil() as u32).max(8)
+        };
         let cap = 2 * u64::from(n.max(size));
         self.optimize_credit = (self.optimize_credit + budget as u64).min(cap);
         if self.optimize_credit < u64::from(size) {
@@ -109,14 +128,17 @@ impl<T> Dbvt<T> {
             self.relayout();
         }
         self.optimize_calls = self.optimize_calls.wrapping_add(1);
-        if self.optimize_calls.is_multiple_of(TOP_PERIOD) {
+        // (The top of a tree rebuilt whole needs no rebuild of its own.)
+        if size < n && self.optimize_calls.is_multiple_of(TOP_PERIOD) {
             // Pseudo-leaves a quarter of a treelet: each treelet then spans several of them, so
             // leaves mix across the groups the top rebuild moves around. (With pseudo-leaves as
             // big as treelets, a leaf could never leave its group, and trees of moving proxies
             // decayed: SAH cost 8x a rebuild's after 1000 frames.)
             self.rebuild_top((size / 4).max(2));
         }
-        let credit = self.optimize_credit.min(u64::from(u32::MAX)) as u32;
+        // At most one pass over the leaves per round: a credit above `n` (it is capped at `2n`)
+        // would have the wrap-around pick the same treelets again.
+        let credit = self.optimize_credit.min(u64::from(n)) as u32;
         let treelets = self.pick_treelets(size, credit);
         let mut items = Vec::with_capacity(size as usize);
         let mut done = 0;

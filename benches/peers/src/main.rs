@@ -141,7 +141,7 @@ fn fat(b: &Aabb) -> Aabb {
 
 fn slab_config() -> DbvtConfig {
     // No motion prediction (parry has none) and a serial rebuild (one thread).
-    DbvtConfig { margin: MARGIN, prediction: 0.0, parallel_threshold: usize::MAX }
+    DbvtConfig { margin: MARGIN, prediction: 0.0, parallel_threshold: usize::MAX, ..DbvtConfig::default() }
 }
 
 fn ms(t: Instant) -> f64 {
