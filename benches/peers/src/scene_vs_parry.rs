@@ -57,7 +57,7 @@ fn block() -> usize {
     std::env::var("BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(10)
 }
 
-#[derive(Default, Debug, Clone, Copy)]
+#[derive(Default, Debug, Clone)]
 struct Times {
     update: f64,
     /// slabtree only: the part of `update` spent in `optimize`.
@@ -67,6 +67,9 @@ struct Times {
     /// The slowest frame (update, picks and frustum), in seconds: a budget spent in bursts
     /// (optimiser rounds) shows here, not in the means.
     worst: f64,
+    /// Every frame's total, in seconds: the median is robust to a stall of the machine, which
+    /// over 30 frames moves the mean by several percent (one 1 ms stall at 1k: 0.04 ms/frame).
+    totals: Vec<f64>,
     hits: usize,
     tsum: f64,
     visible: usize,
@@ -79,6 +82,14 @@ impl Times {
         self.pick += (c - b).as_secs_f64();
         self.frustum += (d - c).as_secs_f64();
         self.worst = self.worst.max((d - a).as_secs_f64());
+        self.totals.push((d - a).as_secs_f64());
+    }
+
+    /// The median frame total, in seconds (0 without frames).
+    fn median(&self) -> f64 {
+        let mut t = self.totals.clone();
+        t.sort_by(f64::total_cmp);
+        if t.is_empty() { 0.0 } else { t[t.len() / 2] }
     }
 }
 
@@ -268,6 +279,12 @@ fn main() {
         }
         eprintln!("N={n}: slabtree optimize {:.3} ms/frame of its update", ms(s.optimize));
         eprintln!("N={n}: worst frame slabtree {:.3} ms, parry3d {:.3} ms", s.worst * 1e3, p.worst * 1e3);
+        eprintln!(
+            "N={n}: median frame slabtree {:.3} ms, parry3d {:.3} ms, parry / slabtree {:.2}x",
+            s.median() * 1e3,
+            p.median() * 1e3,
+            p.median() / s.median()
+        );
         eprintln!("N={n}: visible (summed over frames) slabtree {} parry3d {}", s.visible, p.visible);
     }
 }
