@@ -77,7 +77,8 @@ impl<T> Dbvt<T> {
     /// treelet, rebuilt whole once the saved-up budget covers it. A budget smaller than
     /// a treelet is saved up: such calls only add to a credit, and a round runs once the credit
     /// covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
-    /// few calls, and costs that much on average). Ids, fat boxes and query results are
+    /// few calls in a large tree, and a small tree whole every 40 calls: either costs that much
+    /// on average). Ids, fat boxes and query results are
     /// unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
     /// pending. Returns the number of leaves whose subtree was rebuilt by this call: 0 exactly
     /// when the call only saved credit and left the tree as it was.
