@@ -35,8 +35,12 @@
 //! whole rebuild every 77 frames brings it back to 1.0x for less (update 0.017 against
 //! 0.019 ms per frame, picks 0.041 against 0.049 ms; 2k and 4k instances gained as much).
 //! The price is a spike: the whole rebuild lands in one frame (0.6 ms at 1k, 1.2 ms at 2k,
-//! 2.4 ms at 4k), hence the cap. At 10k, whole rebuilds cost more per frame than the treelets
-//! (update 0.28 against 0.19 ms) for no faster picks.
+//! 2.4 ms at 4k), hence the cap. At 10k (measured again in session 10, 1000 frames, three
+//! alternating runs), whole rebuilds every 80 frames cost more in the update than the treelets
+//! (0.24-0.29 against 0.21-0.25 ms per frame), but the links then change once per rebuild, so
+//! the scene's rays take its 8-wide copy and the picks run faster (0.15-0.17 against
+//! 0.22-0.24 ms): the mean frame is 5-10% shorter, and one frame in 80 takes 7-9 ms. That
+//! stall is what keeps the default cap at 2048; raise it for throughput.
 //!
 //! [`DbvtConfig::whole_rebuild_max`]: super::DbvtConfig::whole_rebuild_max
 

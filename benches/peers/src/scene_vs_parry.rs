@@ -20,7 +20,9 @@
 //! 30), `SLABTREE_ONLY=1` (skip parry), `WATERTIGHT=1` (slabtree meshes use the watertight test),
 //! `RAY_TREE=binary|wide` (the scene's `RayTree` instead of `Auto`), `OPT_DIV` (slabtree's
 //! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80), `BLOCK` (frames per
-//! block of the alternation; default 10, 0 for all of slabtree's frames first).
+//! block of the alternation; default 10, 0 for all of slabtree's frames first),
+//! `WHOLE_REBUILD_MAX` (slabtree's `DbvtConfig::whole_rebuild_max`; default 2048: set it above N
+//! to rebuild the whole tree every n/budget frames instead of in treelets).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -115,7 +117,11 @@ impl SlabtreeRun {
     fn new(n: usize, meshes: &[TriMesh]) -> SlabtreeRun {
         let bvhs: Vec<Arc<MeshBvh>> = meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
         let s = Setup::new(n);
-        let mut scene = Scene::with_config(tree_config());
+        let mut config = tree_config();
+        if let Some(max) = std::env::var("WHOLE_REBUILD_MAX").ok().and_then(|v| v.parse().ok()) {
+            config.whole_rebuild_max = max;
+        }
+        let mut scene = Scene::with_config(config);
         match std::env::var("RAY_TREE").as_deref() {
             Ok("binary") => scene.set_ray_tree(slabtree::RayTree::Binary),
             Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
