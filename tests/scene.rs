@@ -183,8 +183,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     let mut sorted_vis = vis.clone();
     sorted_vis.sort();
     assert_eq!(into, sorted_vis);
-    let mut dedup = vis.clone();
-    dedup.sort();
+    let mut dedup = sorted_vis;
     dedup.dedup();
     assert_eq!(dedup.len(), vis.len());
     for m in model {

@@ -250,6 +250,19 @@ impl<V> FrustumLanes<V> {
     }
 }
 
+impl<V: Copy + std::ops::Mul<Output = V> + std::ops::Add<Output = V>> FrustumLanes<V> {
+    /// The signed distance to plane `i` of a vertex per lane, where `corner(side, axis)` gives
+    /// the lanes' coordinate on `axis` from the plane's p-vertex side (0 min, 1 max). In the
+    /// arithmetic order of [`crate::math::Plane::signed_distance`], so each lane's answer is the
+    /// scalar test's bit for bit: the one formula every SIMD frustum test (this node's pair, the
+    /// 8-wide copy's nodes, the scan's boxes) goes through.
+    #[inline(always)]
+    pub(crate) fn p_vertex_distance(&self, i: usize, corner: impl Fn(usize, usize) -> V) -> V {
+        let c = |a: usize| corner(self.side[i][a], a);
+        self.normal[i][0] * c(0) + self.normal[i][1] * c(1) + self.normal[i][2] * c(2) + self.d[i]
+    }
+}
+
 impl FrustumLanes<f32x4> {
     /// Tests both children against the planes in `active` (a 6-bit plane mask; the parent is
     /// inside all the others). Returns a 2-bit mask of the children outside no active plane, and,
@@ -271,13 +284,11 @@ impl FrustumLanes<f32x4> {
             if active & (1 << i) == 0 {
                 continue;
             }
-            let lanes = |a: usize| {
-                let s = self.side[i][a];
+            // Lanes 0-1: the p-vertices (side `s`), lanes 2-3: the n-vertices (side `1 - s`).
+            let sd = self.p_vertex_distance(i, |s, a| {
                 let (p, n) = (node.planes[s][a], node.planes[1 - s][a]);
                 f32x4::new([p[0], p[1], n[0], n[1]])
-            };
-            let sd =
-                self.normal[i][0] * lanes(0) + self.normal[i][1] * lanes(1) + self.normal[i][2] * lanes(2) + self.d[i];
+            });
             // Outside: the p-vertex is strictly below the plane. Inside: the n-vertex is on or
             // above it. A NaN distance is neither, so the box is kept and tested again below.
             outside |= sd.simd_lt(zero).to_bitmask() & 3;

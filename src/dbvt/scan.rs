@@ -94,8 +94,8 @@ impl<T> Dbvt<T> {
 }
 
 /// The lanes of eight boxes not certainly outside the frustum: for each plane, the signed
-/// distance of each box's p-vertex, in [`crate::math::Plane::signed_distance`]'s order, so that
-/// the answer is [`Frustum::may_contain`]'s bit for bit. Each box's corners are loaded whole and
+/// distance of each box's p-vertex (`FrustumLanes::p_vertex_distance`), so that the answer is
+/// [`Frustum::may_contain`]'s bit for bit. Each box's corners are loaded whole and
 /// transposed, four boxes at a time, into x, y and z lanes (gathering the lanes one float at a
 /// time took more instructions than the plane tests; testing four boxes per `f32x4` instead of
 /// eight per `f32x8` repeated the per-plane work; callgrind on the scene's frustum query).
@@ -118,12 +118,8 @@ fn in_view(planes: &FrustumLanes<f32x8>, boxes: [&Aabb; 8]) -> u32 {
     let zero = f32x8::splat(0.0);
     let mut outside = 0u32;
     for i in 0..6 {
-        let s = planes.side[i];
-        let sd = planes.normal[i][0] * b[s[0] & 1][0]
-            + planes.normal[i][1] * b[s[1] & 1][1]
-            + planes.normal[i][2] * b[s[2] & 1][2]
-            + planes.d[i];
-        outside |= sd.simd_lt(zero).to_bitmask();
+        // (`& 1`: the sides are 0 or 1, and saying so drops the bounds checks.)
+        outside |= planes.p_vertex_distance(i, |s, a| b[s & 1][a]).simd_lt(zero).to_bitmask();
     }
     !outside & 0xff
 }

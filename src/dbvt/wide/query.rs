@@ -172,13 +172,9 @@ impl FrustumLanes<f32x8> {
             if active & (1 << i) == 0 {
                 continue;
             }
-            let distance = |far: usize| {
-                let corner = |a: usize| f32x8::new(node.bounds[self.side[i][a] ^ far][a]);
-                self.normal[i][0] * corner(0)
-                    + self.normal[i][1] * corner(1)
-                    + self.normal[i][2] * corner(2)
-                    + self.d[i]
-            };
+            // `far` 0: the p-vertices; 1: the n-vertices (the other side on every axis). The
+            // `& 1` tells the compiler the side is 0 or 1 and drops a bounds check per axis.
+            let distance = |far: usize| self.p_vertex_distance(i, |s, a| f32x8::new(node.bounds[(s ^ far) & 1][a]));
             // Outside: the p-vertex strictly below the plane. Inside: the n-vertex on or above
             // it (a NaN distance is neither: kept, and tested again below).
             outside |= distance(0).simd_lt(zero).to_bitmask();
