@@ -167,38 +167,45 @@ fn incremental_trees_stay_close_to_bulk_build_quality() {
 /// Teleporting every proxy to a random place leaves the structure meaningless (the SAH cost many
 /// times a fresh build's). `optimize_incremental` at 5% of the leaves per call must bring it back
 /// near a bulk build over the same fat boxes, which is the oracle here; without it the cost stays
-/// high, so the test fails if the optimiser stops repairing.
+/// high, so the test fails if the optimiser stops repairing. Both ways it can: treelet rounds
+/// (`refresh_max: 0`) and, by default at this size, a refresh (a whole Morton rebuild).
 #[test]
 fn optimize_incremental_repairs_a_shuffled_tree() {
-    let mut f = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
-    let n = 20_000;
-    let side = 4.0 * (n as f32).cbrt();
-    let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
-    let (mut tree, ids) = Dbvt::build((0..n).map(|i| (place(), i))).unwrap();
-    let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
-    tree.update_proxies(&moves).unwrap();
-    tree.refit();
-    let oracle = |t: &Dbvt<usize>| {
-        let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
-        let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
-        Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
-    };
-    let shuffled = tree.stats().sah_cost / oracle(&tree);
-    assert!(shuffled > 4.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
-    let mut ratios = Vec::new();
-    for call in 1..=200 {
-        tree.optimize_incremental(n / 20);
-        if call % 40 == 0 {
-            tree.validate().unwrap();
-            ratios.push(tree.stats().sah_cost / oracle(&tree));
+    for refresh_max in [0, DbvtConfig::default().refresh_max] {
+        let mut f = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
+        let n = 20_000;
+        let side = 4.0 * (n as f32).cbrt();
+        let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
+        let cfg = DbvtConfig { refresh_max, ..DbvtConfig::default() };
+        let (mut tree, ids) = Dbvt::build_with_config((0..n).map(|i| (place(), i)), cfg).unwrap();
+        let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
+        tree.update_proxies(&moves).unwrap();
+        tree.refit();
+        let oracle = |t: &Dbvt<usize>| {
+            let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
+            let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
+            Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
+        };
+        let shuffled = tree.stats().sah_cost / oracle(&tree);
+        assert!(shuffled > 4.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
+        let mut ratios = Vec::new();
+        for call in 1..=200 {
+            tree.optimize_incremental(n / 20);
+            if call % 40 == 0 {
+                tree.validate().unwrap();
+                ratios.push(tree.stats().sah_cost / oracle(&tree));
+            }
         }
+        eprintln!(
+            "refresh_max {refresh_max}: SAH cost / bulk build: shuffled {shuffled:.2}, every 40 calls {ratios:.2?}"
+        );
+        let last = *ratios.last().unwrap();
+        assert!(last < 1.5, "after 200 calls the SAH cost is still {last:.2}x a bulk build's ({ratios:.2?})");
     }
-    eprintln!("SAH cost / bulk build: shuffled {shuffled:.2}, every 40 calls {ratios:.2?}");
-    let last = *ratios.last().unwrap();
-    assert!(last < 1.5, "after 200 calls the SAH cost is still {last:.2}x a bulk build's ({ratios:.2?})");
 }
 
-/// A tree of at most `whole_rebuild_max` proxies is one treelet. After every proxy teleports
+/// A tree of at most `whole_rebuild_max` proxies (2048 here; 0 by default, which refreshes
+/// instead) is one treelet. After every proxy teleports
 /// (the SAH cost several times a fresh build's), calls whose saved-up budget does not yet cover
 /// the tree change nothing, and the call that covers it rebuilds every leaf and leaves exactly
 /// the quality of a bulk build over the same fat boxes (the oracle). With treelets instead
@@ -208,10 +215,12 @@ fn optimize_incremental_repairs_a_shuffled_tree() {
 fn small_trees_are_rebuilt_whole() {
     let n = 1000;
     let run = |whole_rebuild_max: usize| {
+        // (Without whole rebuilds this size would be refreshed by Morton rebuilds instead, which
+        // `moving_trees_are_refreshed` checks; here the other way is treelets.)
         let mut f = common::rng::xorshift_units(0x5DEECE66Du64);
         let side = 4.0 * (n as f32).cbrt();
         let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
-        let cfg = DbvtConfig { whole_rebuild_max, ..DbvtConfig::default() };
+        let cfg = DbvtConfig { whole_rebuild_max, refresh_max: 0, ..DbvtConfig::default() };
         let (mut tree, ids) = Dbvt::build_with_config((0..n).map(|i| (place(), i)), cfg).unwrap();
         let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
         tree.update_proxies(&moves).unwrap();
@@ -240,10 +249,76 @@ fn small_trees_are_rebuilt_whole() {
         }
         (tree.stats().sah_cost / oracle, rebuilt)
     };
-    let (whole, rebuilt) = run(DbvtConfig::default().whole_rebuild_max);
+    let (whole, rebuilt) = run(2048);
     assert_eq!(rebuilt, vec![(77, n)], "one whole rebuild, once the credit covers every leaf");
     assert!((whole - 1.0).abs() < 1e-4, "a whole rebuild gives a bulk build's tree: ratio {whole}");
     let (treelets, _) = run(0);
     eprintln!("SAH cost / bulk build after 80 calls: whole {whole:.5}, treelets {treelets:.3}");
     assert!(treelets > 1.2, "treelet rounds alone should not reach a fresh build (ratio {treelets:.3})");
+}
+
+/// Above `whole_rebuild_max`, trees of moving proxies are refreshed: once the SAH cost has grown
+/// by `refresh_growth` since the last whole rebuild, one call rebuilds every leaf along a Morton
+/// curve, and the budgets of the following calls pay for it (an eighth of a leaf per proxy)
+/// before the next. A tree that does not move is left exactly as it is. The oracle for quality
+/// is a binned-SAH bulk build over the same fat boxes.
+#[test]
+fn moving_trees_are_refreshed() {
+    let n = 10_000;
+    let mut f = common::rng::xorshift_units(0x2545F4914F6CDD1Du64);
+    let side = 4.0 * (n as f32).cbrt();
+    let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
+    let cfg = DbvtConfig::default();
+    assert!(cfg.whole_rebuild_max < n && n <= cfg.refresh_max, "this size is in the refresh range");
+    let (mut tree, ids) = Dbvt::build_with_config((0..n).map(|i| (place(), i)), cfg).unwrap();
+    let budget = n / 80 + 1;
+
+    // Nothing moves: no call rebuilds anything.
+    let built = tree.stats().sah_cost;
+    for call in 0..50 {
+        assert_eq!(tree.optimize_incremental(budget), 0, "static call {call}");
+    }
+    assert_eq!(tree.stats().sah_cost, built);
+
+    let mut shuffle = |tree: &mut Dbvt<usize>| {
+        let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
+        tree.update_proxies(&moves).unwrap();
+        tree.refit();
+    };
+    let oracle = |t: &Dbvt<usize>| {
+        let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
+        let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
+        Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
+    };
+    // Calls until one rebuilds, with what each returned.
+    let until_refresh = |tree: &mut Dbvt<usize>, max_calls: usize| {
+        for call in 1..=max_calls {
+            match tree.optimize_incremental(budget) {
+                0 => {}
+                r => {
+                    assert_eq!(r, n, "a refresh rebuilds every leaf");
+                    return Some(call);
+                }
+            }
+        }
+        None
+    };
+
+    shuffle(&mut tree);
+    let shuffled = tree.stats().sah_cost / oracle(&tree);
+    assert!(shuffled > 4.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
+    let first = until_refresh(&mut tree, 8).expect("the SAH cost is checked every 8 calls");
+    tree.validate().unwrap();
+    let refreshed = tree.stats().sah_cost / oracle(&tree);
+    eprintln!("SAH cost / bulk build: shuffled {shuffled:.2}, refreshed at call {first} {refreshed:.3}");
+    assert!(refreshed < 1.15, "a Morton rebuild of random boxes is within 15% of binned SAH ({refreshed:.3})");
+
+    // Ruined again at once: the next refresh waits until n/8 leaves of budget have come in (the
+    // refreshing call's own budget counts), then for the next check.
+    shuffle(&mut tree);
+    let owed = (n / 8).div_ceil(budget) - 1;
+    let second = until_refresh(&mut tree, owed + 8).expect("a refresh once the debt is paid");
+    eprintln!("refreshed again after {second} calls ({owed} to pay for the last)");
+    assert!(second >= owed, "refreshed again after {second} calls, before {owed} calls paid for the last");
+    tree.validate().unwrap();
 }

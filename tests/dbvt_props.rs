@@ -37,6 +37,7 @@ enum Op {
         budget: usize,
     },
     Rebuild,
+    RebuildMorton,
     Refit,
 }
 
@@ -54,6 +55,7 @@ fn op() -> impl Strategy<Value = Op> {
         // Budgets up to a few treelets, so that rounds run between other changes.
         1 => (0usize..48).prop_map(|budget| Op::Optimize { budget }),
         1 => Just(Op::Rebuild),
+        1 => Just(Op::RebuildMorton),
         2 => Just(Op::Refit),
     ]
 }
@@ -224,6 +226,7 @@ fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &
             tree.optimize_incremental(budget);
         }
         Op::Rebuild => tree.rebuild(),
+        Op::RebuildMorton => tree.rebuild_morton(),
         Op::Refit => tree.refit(),
     }
 }
@@ -236,13 +239,26 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..70),
         probes in proptest::collection::vec(probe(), 3),
         margin in prop_oneof![Just(0.0f32), Just(0.1f32), 0.0f32..1.0],
-        whole in any::<bool>(),
+        optimiser in 0..3u8,
     ) {
-        // These trees are small: under the default `whole_rebuild_max` the optimiser rebuilds
-        // them whole; with 0 it cuts treelets, whose paths (the parent's stale mark, the top
-        // rebuild) are then checked too.
-        let whole_rebuild_max = if whole { DbvtConfig::default().whole_rebuild_max } else { 0 };
-        let cfg = DbvtConfig { margin, parallel_threshold: 16, whole_rebuild_max, ..DbvtConfig::default() };
+        // These trees are small: under a `whole_rebuild_max` of 2048 the optimiser rebuilds
+        // them whole with binned SAH; by default it refreshes them (Morton rebuilds once the
+        // SAH cost has grown by 25-50% here), or with both off it cuts treelets, whose paths
+        // (the parent's stale mark, the top rebuild) are then checked too.
+        let (whole_rebuild_max, refresh_max) = match optimiser {
+            0 => (2048, 0),
+            1 => (0, usize::MAX),
+            _ => (0, 0),
+        };
+        let refresh_growth = f32::from(optimiser) * 0.25;
+        let cfg = DbvtConfig {
+            margin,
+            parallel_threshold: 16,
+            whole_rebuild_max,
+            refresh_max,
+            refresh_growth,
+            ..DbvtConfig::default()
+        };
         let mut tree = Dbvt::with_config(cfg);
         let mut model = Vec::new();
         let mut ws = QueryWorkspace::new();
@@ -375,7 +391,7 @@ fn refit_after_few_and_many_structural_changes() {
 fn enlarged_boxes_stay_marked_through_optimisation() {
     let mut rng = common::rng::Rng(77);
     // Treelets, not whole rebuilds: a treelet whose box shrank must mark its parent.
-    let mut tree = Dbvt::with_config(DbvtConfig { whole_rebuild_max: 0, ..DbvtConfig::default() });
+    let mut tree = Dbvt::with_config(DbvtConfig { whole_rebuild_max: 0, refresh_max: 0, ..DbvtConfig::default() });
     let ids: Vec<_> = (0..300)
         .map(|i| {
             tree.insert(Aabb::from_center_half_extents(Vec3A::from(rng.vec(0.0, 100.0)), Vec3A::splat(0.5)), i).unwrap()

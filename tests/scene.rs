@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh};
+use slabtree::{
+    Aabb, BuildOptions, DbvtConfig, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh,
+};
 
 mod common;
 use common::rng::{Rng, triangle_soup};
@@ -264,7 +266,9 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
 fn the_wide_copy_follows_every_change() {
     let mut rng = Rng(99);
     let meshes = meshes(&mut rng);
-    let mut scene = Scene::new();
+    // Whole binned rebuilds, so that `optimize` always makes a new structure here (a refresh
+    // would wait for the tree to age).
+    let mut scene = Scene::with_config(DbvtConfig { whole_rebuild_max: 2048, ..DbvtConfig::default() });
     scene.set_ray_tree(RayTree::Wide);
     let mut model: Vec<Model> = Vec::new();
     let add = |rng: &mut Rng, scene: &mut Scene, model: &mut Vec<Model>, user: u64| {

@@ -287,7 +287,8 @@ impl<T> Dbvt<T> {
             memory_bytes: (self.nodes.capacity() + self.spare_nodes.capacity()) * std::mem::size_of::<Node>()
                 + self.proxies.capacity() * std::mem::size_of::<Proxy>()
                 + self.slots.capacity() * std::mem::size_of::<Slot<T>>()
-                + self.relayout_map.capacity() * std::mem::size_of::<u32>(),
+                + self.relayout_map.capacity() * std::mem::size_of::<u32>()
+                + self.morton.memory_bytes(),
         }
     }
 }

@@ -185,8 +185,10 @@ pub enum RayTree {
     /// refit writes their boxes into the copy as it goes, so the copy lives until the
     /// optimiser or an insertion next changes the links. The forecast is the rays per interval
     /// between changes (the larger of those cast since the last change and those cast in the
-    /// interval before) times the intervals the links last stayed unchanged: at 1k instances a
-    /// hundred picks per frame take the copy, at 10k and 100k they stay on the binary tree.
+    /// interval before) times the intervals the links last stayed unchanged. In the picking
+    /// frame loop (100 picks per frame) the rays take the copy at 1k and 10k instances, where
+    /// the optimiser refreshes the tree every couple of dozen frames, and stay on the binary
+    /// tree at 100k, where its treelet rounds change the links every frame or two.
     #[default]
     Auto,
     /// Always the binary dynamic tree; no copy is made.
@@ -199,7 +201,7 @@ pub enum RayTree {
 /// `rays` is the forecast of rays until the links next change (see [`RayTree::Auto`]): about
 /// where the rays' savings repay a collapse, with some margin. Measured on the picking workload
 /// (10% of the instances moving per frame, the optimiser changing the links every 10 frames at
-/// 1k and every 4 at 10k): a collapse costs 17 us at 1k and 200 us at 10k in the frame loop
+/// 1k and every 4 at 10k, before the refresh of session 11): a collapse costs 17 us at 1k and 200 us at 10k in the frame loop
 /// (measured alone, with warm caches: 11 and 127 us), and a ray on the copy saves 0.26 us at 1k
 /// (0.44 against 0.70 us) and 0.55 us at 10k, so a collapse pays off after about n/15 rays at
 /// 1k and n/27 at 10k; at 10k the refit's writes into the copy (about 25 us per frame) tip the

@@ -22,7 +22,9 @@
 //! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80), `BLOCK` (frames per
 //! block of the alternation; default 10, 0 for all of slabtree's frames first),
 //! `WHOLE_REBUILD_MAX` (slabtree's `DbvtConfig::whole_rebuild_max`; default 2048: set it above N
-//! to rebuild the whole tree every n/budget frames instead of in treelets).
+//! to rebuild the whole tree every n/budget frames with binned SAH), `REFRESH_MAX` and
+//! `REFRESH_GROWTH` (its `refresh_max`, default 65536, and `refresh_growth`, default 0.05:
+//! `REFRESH_MAX=0` gives treelets above 2048, as before session 11).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -122,6 +124,12 @@ impl SlabtreeRun {
         let mut config = tree_config();
         if let Some(max) = std::env::var("WHOLE_REBUILD_MAX").ok().and_then(|v| v.parse().ok()) {
             config.whole_rebuild_max = max;
+        }
+        if let Some(max) = std::env::var("REFRESH_MAX").ok().and_then(|v| v.parse().ok()) {
+            config.refresh_max = max;
+        }
+        if let Some(growth) = std::env::var("REFRESH_GROWTH").ok().and_then(|v| v.parse().ok()) {
+            config.refresh_growth = growth;
         }
         let mut scene = Scene::with_config(config);
         match std::env::var("RAY_TREE").as_deref() {

@@ -1,0 +1,85 @@
+//! Morton codes (Morton 1966; Lauterbach et al., "Fast BVH Construction on GPUs", 2009): a
+//! point's quantised coordinates with their bits interleaved, so that sorting points by code
+//! lays them along a Z-order curve and every run of codes sharing a prefix is one cell of an
+//! octree. The dynamic tree's fast rebuild (`Dbvt::rebuild_morton`) splits on those prefixes.
+
+use glam::Vec3A;
+
+use crate::math::Aabb;
+
+/// Bits per axis: 3 × 21 = 63 bits in a `u64`.
+const BITS: u32 = 21;
+/// The largest quantised coordinate.
+const CELLS_MAX: f32 = ((1u32 << BITS) - 1) as f32;
+
+/// Spreads the low 21 bits of `v` three apart (bit i to bit 3i), by the usual shift-and-mask
+/// steps.
+#[inline(always)]
+fn spread(v: u32) -> u64 {
+    let mut x = u64::from(v) & 0x1f_ffff;
+    x = (x | x << 32) & 0x001f_0000_0000_ffff;
+    x = (x | x << 16) & 0x001f_0000_ff00_00ff;
+    x = (x | x << 8) & 0x100f_00f0_0f00_f00f;
+    x = (x | x << 4) & 0x10c3_0c30_c30c_30c3;
+    x = (x | x << 2) & 0x1249_2492_4924_9249;
+    x
+}
+
+/// Quantises points inside `bounds` to a 2^21 grid per axis and interleaves the bits.
+#[derive(Clone, Copy, Debug)]
+pub struct MortonGrid {
+    min: Vec3A,
+    scale: Vec3A,
+}
+
+impl MortonGrid {
+    /// A grid of cubic cells over `bounds` (the points' bounds), as many along its longest
+    /// axis as the code has room for. Cubic, so that the curve's splits (each at a cell's
+    /// midplane) cut the longest side of the points' spread first: stretched to fill every
+    /// axis instead, a flat scene's thin axis would be split as often as its wide ones.
+    pub fn new(bounds: &Aabb) -> MortonGrid {
+        let extent = (bounds.max - bounds.min).max_element().max(f32::MIN_POSITIVE);
+        let scale = Vec3A::splat(CELLS_MAX / extent);
+        // An empty or NaN-free but infinite extent gives a zero or NaN scale: every point then
+        // lands in cell 0 (`code` clamps NaN to 0), which the builder splits at the middle.
+        MortonGrid { min: bounds.min, scale }
+    }
+
+    /// The 63-bit Morton code of `p` (clamped to the grid).
+    #[inline(always)]
+    pub fn code(&self, p: Vec3A) -> u64 {
+        let q = ((p - self.min) * self.scale).max(Vec3A::ZERO).min(Vec3A::splat(CELLS_MAX));
+        spread(q.x as u32) << 2 | spread(q.y as u32) << 1 | spread(q.z as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The code against a bit-by-bit interleave.
+    #[test]
+    fn codes_interleave_the_bits() {
+        let grid = MortonGrid::new(&Aabb::new(Vec3A::ZERO, Vec3A::splat(CELLS_MAX)));
+        for (x, y, z) in
+            [(0u32, 0u32, 0u32), (1, 0, 0), (0, 1, 0), (0, 0, 1), (2_097_151, 5, 1_234_567), (77, 2_000_000, 3)]
+        {
+            let mut want = 0u64;
+            for b in 0..BITS {
+                want |= u64::from(x >> b & 1) << (3 * b + 2);
+                want |= u64::from(y >> b & 1) << (3 * b + 1);
+                want |= u64::from(z >> b & 1) << (3 * b);
+            }
+            assert_eq!(grid.code(Vec3A::new(x as f32, y as f32, z as f32)), want, "{x} {y} {z}");
+        }
+    }
+
+    /// Points outside the grid, and NaN, clamp instead of wrapping.
+    #[test]
+    fn codes_clamp() {
+        let grid = MortonGrid::new(&Aabb::new(Vec3A::ZERO, Vec3A::ONE));
+        assert_eq!(grid.code(Vec3A::splat(-5.0)), 0);
+        assert_eq!(grid.code(Vec3A::splat(5.0)), grid.code(Vec3A::ONE));
+        assert_eq!(grid.code(Vec3A::splat(f32::NAN)), 0);
+    }
+}
