@@ -44,7 +44,7 @@
 //! 0.22-0.24 ms): the mean frame is 5-10% shorter, and one frame in 80 takes 7-9 ms. That
 //! stall is what kept the cap at 2048.
 //!
-//! Trees up to [`DbvtConfig::refresh_max`] leaves (65536 by default) are *refreshed* instead
+//! Trees up to [`DbvtConfig::refresh_max`] leaves (131072 by default) are *refreshed* instead
 //! (session 11): a whole rebuild along a Morton curve
 //! ([`Dbvt::rebuild_morton`], a linear BVH: Lauterbach et al. 2009, Karras 2012) once the SAH
 //! cost has grown by [`DbvtConfig::refresh_growth`] (5%) since the last whole rebuild, as
@@ -109,7 +109,7 @@ impl<T> Dbvt<T> {
     /// - up to [`DbvtConfig::whole_rebuild_max`](super::DbvtConfig::whole_rebuild_max) (0 by
     ///   default), the tree is one treelet, rebuilt whole with binned SAH once the saved-up
     ///   budget covers it;
-    /// - up to [`DbvtConfig::refresh_max`](super::DbvtConfig::refresh_max) (65536), it is
+    /// - up to [`DbvtConfig::refresh_max`](super::DbvtConfig::refresh_max) (131072), it is
     ///   refreshed: rebuilt whole with [`Dbvt::rebuild_morton`] once its SAH cost has grown by
     ///   [`DbvtConfig::refresh_growth`](super::DbvtConfig::refresh_growth) since the last whole
     ///   rebuild and the budgets since the last refresh have paid for it (`n / 8` leaves); a

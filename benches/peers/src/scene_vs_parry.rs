@@ -23,8 +23,8 @@
 //! block of the alternation; default 10, 0 for all of slabtree's frames first),
 //! `WHOLE_REBUILD_MAX` (slabtree's `DbvtConfig::whole_rebuild_max`; default 2048: set it above N
 //! to rebuild the whole tree every n/budget frames with binned SAH), `REFRESH_MAX` and
-//! `REFRESH_GROWTH` (its `refresh_max`, default 65536, and `refresh_growth`, default 0.05:
-//! `REFRESH_MAX=0` gives treelets above 2048, as before session 11).
+//! `REFRESH_GROWTH` (its `refresh_max`, default 131072, and `refresh_growth`, default 0.05:
+//! `REFRESH_MAX=0 WHOLE_REBUILD_MAX=2048` gives sessions 9 and 10's optimiser).
 
 use std::sync::Arc;
 use std::time::Instant;
