@@ -181,11 +181,7 @@ fn optimize_incremental_repairs_a_shuffled_tree() {
         let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
         tree.update_proxies(&moves).unwrap();
         tree.refit();
-        let oracle = |t: &Dbvt<usize>| {
-            let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
-            let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
-            Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
-        };
+        let oracle = |t: &Dbvt<usize>| bulk_build_sah(t, &ids);
         let shuffled = tree.stats().sah_cost / oracle(&tree);
         assert!(shuffled > 4.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
         let mut ratios = Vec::new();
@@ -285,11 +281,7 @@ fn moving_trees_are_refreshed() {
         tree.update_proxies(&moves).unwrap();
         tree.refit();
     };
-    let oracle = |t: &Dbvt<usize>| {
-        let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
-        let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
-        Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
-    };
+    let oracle = |t: &Dbvt<usize>| bulk_build_sah(t, &ids);
     // Calls until one rebuilds, with what each returned.
     let until_refresh = |tree: &mut Dbvt<usize>, max_calls: usize| {
         for call in 1..=max_calls {
@@ -321,4 +313,12 @@ fn moving_trees_are_refreshed() {
     eprintln!("refreshed again after {second} calls ({owed} to pay for the last)");
     assert!(second >= owed, "refreshed again after {second} calls, before {owed} calls paid for the last");
     tree.validate().unwrap();
+}
+
+/// The optimiser tests' oracle: the SAH cost of a binned bulk build over the fat boxes of `ids`
+/// in `t`, as they are now.
+fn bulk_build_sah<T>(t: &Dbvt<T>, ids: &[slabtree::ProxyId]) -> f32 {
+    let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
+    let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
+    Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
 }

@@ -241,7 +241,7 @@ impl<T> Dbvt<T> {
     }
 
     /// The SAH cost as [`Dbvt::stats`] gives it, by one sweep of the arena.
-    pub(crate) fn sah_sweep(&self) -> f32 {
+    pub(super) fn sah_sweep(&self) -> f32 {
         let root_area = self.root_bounds.half_area();
         if root_area.is_nan() || root_area <= 0.0 {
             return 0.0;
