@@ -221,12 +221,7 @@ fn small_trees_are_rebuilt_whole() {
         let moves: Vec<_> = ids.iter().map(|&id| (id, place(), Vec3A::ZERO)).collect();
         tree.update_proxies(&moves).unwrap();
         tree.refit();
-        let fat: Vec<_> = ids.iter().map(|&id| (tree.fat_aabb(id).unwrap(), ())).collect();
-        let oracle = Dbvt::build_with_config(fat, DbvtConfig { margin: 0.0, prediction: 0.0, ..cfg })
-            .unwrap()
-            .0
-            .stats()
-            .sah_cost;
+        let oracle = bulk_build_sah(&tree, &ids);
         let shuffled = tree.stats().sah_cost / oracle;
         assert!(shuffled > 3.0, "the shuffle should ruin the tree (ratio {shuffled:.2})");
         // 1.25% of the leaves per call, as the scene frame loop: the credit covers the tree at
@@ -282,7 +277,7 @@ fn moving_trees_are_refreshed() {
         tree.refit();
     };
     let oracle = |t: &Dbvt<usize>| bulk_build_sah(t, &ids);
-    // Calls until one rebuilds, with what each returned.
+    // The number of calls until one rebuilds (it must rebuild every leaf), if one does.
     let until_refresh = |tree: &mut Dbvt<usize>, max_calls: usize| {
         for call in 1..=max_calls {
             match tree.optimize_incremental(budget) {

@@ -243,20 +243,19 @@ proptest! {
     ) {
         // These trees are small: under a `whole_rebuild_max` of 2048 the optimiser rebuilds
         // them whole with binned SAH; by default it refreshes them (Morton rebuilds once the
-        // SAH cost has grown by 25-50% here), or with both off it cuts treelets, whose paths
+        // SAH cost has grown by 25% here), or with both off it cuts treelets, whose paths
         // (the parent's stale mark, the top rebuild) are then checked too.
         let (whole_rebuild_max, refresh_max) = match optimiser {
             0 => (2048, 0),
             1 => (0, usize::MAX),
             _ => (0, 0),
         };
-        let refresh_growth = f32::from(optimiser) * 0.25;
         let cfg = DbvtConfig {
             margin,
             parallel_threshold: 16,
             whole_rebuild_max,
             refresh_max,
-            refresh_growth,
+            refresh_growth: 0.25,
             ..DbvtConfig::default()
         };
         let mut tree = Dbvt::with_config(cfg);

@@ -79,7 +79,8 @@ use crate::build::{BinnedSah, BuildItem, BuildNode};
 pub(crate) const TOP_PERIOD: u32 = 8;
 
 /// A refresh (a whole [`Dbvt::rebuild_morton`]) costs about a ninth of a binned-SAH rebuild of
-/// as many leaves (0.62 against 5.6 ms at 10k proxies): the leaves of budget it uses up.
+/// as many leaves (0.62 against 5.6 ms at 10k proxies), rounded up to an eighth: it uses up
+/// `n / REFRESH_COST_DIVISOR` leaves of budget.
 const REFRESH_COST_DIVISOR: u64 = 8;
 
 /// The refresh checks the SAH cost (one sweep of the arena, about 20 us at 10k proxies) every
@@ -118,14 +119,11 @@ impl<T> Dbvt<T> {
     ///   binned SAH, round-robin in depth-first leaf order, and every eighth round also
     ///   rebuilds the top of the tree over its subtrees of at most a quarter of that size.
     ///
-    /// A budget smaller than
-    /// a treelet is saved up: such calls only add to a credit, and a round runs once the credit
-    /// covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
+    /// A budget smaller than a treelet is saved up: such calls only add to a credit, and a round
+    /// runs once the credit covers a treelet (so `optimize_incremental(n / 40)` rebuilds one 4√n-leaf treelet every
     /// few calls in a large tree, and a tree under `whole_rebuild_max` whole every 40 calls:
     /// either costs that much on average). Setting both limits to 0 gives treelets at every
-    /// size. Ids, fat boxes and
-    /// query results are
-    /// unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
+    /// size. Ids, fat boxes and query results are unchanged; queries get faster. Refits first if [`Dbvt::update_proxy`] changes are
     /// pending. Returns the number of leaves whose subtree was rebuilt by this call: 0 exactly
     /// when the call only saved credit and left the tree as it was.
     ///
@@ -159,13 +157,13 @@ impl<T> Dbvt<T> {
         if n < 3 || budget == 0 {
             return 0;
         }
+        if n as usize > self.config.whole_rebuild_max && n as usize <= self.config.refresh_max {
+            return self.refresh_if_aged(budget as u64);
+        }
         // Treelets of 4√n leaves, as parry's, whatever the budget (capping them at a small
         // budget shrank them below the top rebuild's groups, and trees of moving proxies
         // decayed); a small budget makes rounds rarer instead. The credit is capped so that a
         // tree left alone for a long time does not pay it all back in one call.
-        if n as usize > self.config.whole_rebuild_max && n as usize <= self.config.refresh_max {
-            return self.refresh_if_aged(budget as u64);
-        }
         let size = if n as usize <= self.config.whole_rebuild_max {
             n
         } else {
@@ -223,7 +221,7 @@ impl<T> Dbvt<T> {
         if !check {
             return 0;
         }
-        let sah = self.sah_sweep();
+        let sah = self.sah_cost();
         if self.rebuilt_sah == 0.0 {
             // Never rebuilt (built by insertion): aging counts from the first look. An inserted
             // tree can be better than a Morton build (sorted, near-1D scenes), so it is not
@@ -238,28 +236,6 @@ impl<T> Dbvt<T> {
         let n = self.proxy_count;
         self.refresh_debt = (u64::from(n) / REFRESH_COST_DIVISOR).saturating_sub(budget - paid);
         n as usize
-    }
-
-    /// The SAH cost as [`Dbvt::stats`] gives it, by one sweep of the arena.
-    pub(super) fn sah_sweep(&self) -> f32 {
-        let root_area = self.root_bounds.half_area();
-        if root_area.is_nan() || root_area <= 0.0 {
-            return 0.0;
-        }
-        let mut area = 0.0f32;
-        for node in &self.nodes {
-            if node.slot == super::node::FREE_SLOT {
-                continue;
-            }
-            let p = &node.planes;
-            let extent = |a: usize, c: usize| p[1][a][c] - p[0][a][c];
-            let half_area = |c| {
-                let (x, y, z) = (extent(0, c), extent(1, c), extent(2, c));
-                x * y + y * z + z * x
-            };
-            area += half_area(0) + half_area(1);
-        }
-        1.0 + area / root_area
     }
 
     /// The root subtree, or `None` when the root is a leaf or absent.

@@ -59,26 +59,17 @@ impl<T> Dbvt<T> {
         let builder =
             BinnedSah { max_leaf: 1, parallel_threshold: self.config.parallel_threshold, ..Default::default() };
         let built = builder.build(&mut items);
-        self.topology += 1;
-        self.nodes.clear();
-        self.free_node = NULL;
-        self.free_node_count = 0;
-        self.root = None;
-        self.root_bounds = Aabb::EMPTY;
+        // A build over n items with one item per leaf has n - 1 internal nodes; write them in
+        // pre-order (child 0 right after its parent), which `refit` and `optimize_incremental`
+        // rely on.
+        self.clear_arena(items.len().saturating_sub(1));
         if !built.is_empty() {
-            // A build over n items with one item per leaf has n - 1 internal nodes; write them
-            // in pre-order (child 0 right after its parent), which `refit` and
-            // `optimize_incremental` rely on.
-            self.nodes.resize(items.len() - 1, Node::FREE);
             for it in items.iter_mut() {
                 it.index = ChildRef::leaf(it.index).raw();
             }
             self.emit_preorder(&built, &items, NULL, 0, 0..);
         }
-        self.ordered = true;
-        self.disorder = 0;
-        self.refit_pending = false;
-        self.after_whole_rebuild();
+        self.finish_whole_rebuild();
     }
 
     /// Rebuilds the whole tree along a Morton curve (a linear BVH: Lauterbach et al. 2009,
@@ -124,13 +115,7 @@ impl<T> Dbvt<T> {
         leaf_links.clear();
         leaf_links.resize(keys.len(), (NULL, 0));
 
-        self.topology += 1;
-        self.nodes.clear();
-        self.nodes.resize(keys.len().saturating_sub(1), Node::FREE);
-        self.free_node = NULL;
-        self.free_node_count = 0;
-        self.root = None;
-        self.root_bounds = Aabb::EMPTY;
+        self.clear_arena(keys.len().saturating_sub(1));
         if !keys.is_empty() {
             let mut next = 0;
             let (root, bounds, _) = self.emit_morton(keys, boxes, leaf_links, 0, &mut next);
@@ -148,11 +133,8 @@ impl<T> Dbvt<T> {
             proxy.parent = parent;
             proxy.slot = slot;
         }
-        self.ordered = true;
-        self.disorder = 0;
-        self.refit_pending = false;
         self.morton = scratch;
-        self.after_whole_rebuild();
+        self.finish_whole_rebuild();
     }
 
     /// Writes the subtree over `keys` (sorted Morton codes with their proxies; `boxes` and
@@ -201,9 +183,25 @@ impl<T> Dbvt<T> {
         (ChildRef::node(me), lb.union(&rb), height)
     }
 
-    /// What every whole rebuild ends with: the SAH cost the optimiser measures aging against.
-    fn after_whole_rebuild(&mut self) {
-        self.rebuilt_sah = self.sah_sweep();
+    /// What every whole rebuild starts with: no root, no free list, and `internal` fresh nodes
+    /// for the build to fill in pre-order.
+    fn clear_arena(&mut self, internal: usize) {
+        self.topology += 1;
+        self.nodes.clear();
+        self.nodes.resize(internal, Node::FREE);
+        self.free_node = NULL;
+        self.free_node_count = 0;
+        self.root = None;
+        self.root_bounds = Aabb::EMPTY;
+    }
+
+    /// What every whole rebuild ends with: an arena in pre-order with nothing to refit, and the
+    /// SAH cost the optimiser measures aging against.
+    fn finish_whole_rebuild(&mut self) {
+        self.ordered = true;
+        self.disorder = 0;
+        self.refit_pending = false;
+        self.rebuilt_sah = self.sah_cost();
     }
 }
 

@@ -259,31 +259,32 @@ impl<T> Dbvt<T> {
         Ok(())
     }
 
+    /// The SAH cost with unit traversal and intersection costs (see [`TreeStats::sah_cost`]), by
+    /// one sequential sweep of the arena: every node not on the free list is in the tree
+    /// ([`Dbvt::validate`] checks that). Each child's area counts once, internal children as
+    /// traversal steps and leaves as intersection tests; the root adds 1. The optimiser's
+    /// refresh measures the tree's aging with it every few calls (about 20 us at 10k proxies).
+    pub(super) fn sah_cost(&self) -> f32 {
+        let root_area = f64::from(self.root_bounds.half_area());
+        if self.root.is_none() || root_area.is_nan() || root_area <= 0.0 {
+            return 0.0;
+        }
+        let area: f64 = (self.nodes.iter())
+            .filter(|node| node.slot != FREE_SLOT)
+            .map(|node| f64::from(node.bounds(0).half_area()) + f64::from(node.bounds(1).half_area()))
+            .sum();
+        (1.0 + area / root_area) as f32
+    }
+
     /// Node count, height, SAH cost and memory.
     pub fn stats(&self) -> TreeStats {
         let internal_nodes = self.nodes.len() - self.free_node_count as usize;
         let height = self.root.map_or(0, |r| self.height_of(r) as u32);
-        let mut area = 0.0f64;
-        if let Some(root) = self.root {
-            let mut stack = vec![root];
-            while let Some(c) = stack.pop() {
-                if c.is_leaf() {
-                    continue;
-                }
-                let node = &self.nodes[c.index() as usize];
-                // Each child's area counts once: internal children as traversal steps, leaves as
-                // intersection tests; the root is added below.
-                area += node.bounds(0).half_area() as f64 + node.bounds(1).half_area() as f64;
-                stack.extend(node.child);
-            }
-        }
-        let root_area = self.root_bounds.half_area() as f64;
-        let sah_cost = if self.root.is_some() && root_area > 0.0 { (1.0 + area / root_area) as f32 } else { 0.0 };
         TreeStats {
             leaves: self.proxy_count as usize,
             internal_nodes,
             height,
-            sah_cost,
+            sah_cost: self.sah_cost(),
             memory_bytes: (self.nodes.capacity() + self.spare_nodes.capacity()) * std::mem::size_of::<Node>()
                 + self.proxies.capacity() * std::mem::size_of::<Proxy>()
                 + self.slots.capacity() * std::mem::size_of::<Slot<T>>()
