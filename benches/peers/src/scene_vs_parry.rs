@@ -37,15 +37,20 @@ use parry3d::query::{Ray as PRay, RayCast};
 use parry3d::shape::TriMesh as PTriMesh;
 use slabtree::{Aabb, BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
+/// The environment variable `name` parsed as a `T`, if set and well-formed.
+fn env<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
 /// Frames per run: 30, or the `FRAMES` environment variable.
 fn frames() -> usize {
-    std::env::var("FRAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(30)
+    env("FRAMES").unwrap_or(30)
 }
 /// parry's margin: the same as slabtree's (`tree_config`).
 const MARGIN: f32 = 0.1;
 /// The optimiser's budget per frame is `n / OPT_DIV + 1` leaves (default 80).
 fn opt_div() -> usize {
-    std::env::var("OPT_DIV").ok().and_then(|v| v.parse().ok()).unwrap_or(80)
+    env("OPT_DIV").unwrap_or(80)
 }
 #[path = "../../../examples/support/moving_instances.rs"]
 mod moving_instances;
@@ -58,7 +63,7 @@ fn pose(q: Quat, p: Vec3) -> Pose {
 /// Frames per block of the alternation: 10, or the `BLOCK` environment variable (0: no
 /// alternation, all of slabtree's frames first).
 fn block() -> usize {
-    std::env::var("BLOCK").ok().and_then(|v| v.parse().ok()).unwrap_or(10)
+    env("BLOCK").unwrap_or(10)
 }
 
 #[derive(Default, Debug, Clone)]
@@ -122,15 +127,9 @@ impl SlabtreeRun {
         let bvhs: Vec<Arc<MeshBvh>> = meshes.iter().map(|m| Arc::new(MeshBvh::build(m, &build_options()))).collect();
         let s = Setup::new(n);
         let mut config = tree_config();
-        if let Some(max) = std::env::var("WHOLE_REBUILD_MAX").ok().and_then(|v| v.parse().ok()) {
-            config.whole_rebuild_max = max;
-        }
-        if let Some(max) = std::env::var("REFRESH_MAX").ok().and_then(|v| v.parse().ok()) {
-            config.refresh_max = max;
-        }
-        if let Some(growth) = std::env::var("REFRESH_GROWTH").ok().and_then(|v| v.parse().ok()) {
-            config.refresh_growth = growth;
-        }
+        config.whole_rebuild_max = env("WHOLE_REBUILD_MAX").unwrap_or(config.whole_rebuild_max);
+        config.refresh_max = env("REFRESH_MAX").unwrap_or(config.refresh_max);
+        config.refresh_growth = env("REFRESH_GROWTH").unwrap_or(config.refresh_growth);
         let mut scene = Scene::with_config(config);
         match std::env::var("RAY_TREE").as_deref() {
             Ok("binary") => scene.set_ray_tree(slabtree::RayTree::Binary),
