@@ -4,171 +4,15 @@
 //! `cargo bench --bench d2`. The cases are read at run time from `$SLABTREE_BOX2D_REF` (default
 //! `../shared/reference/box2d`); without them the bench prints a note and measures nothing.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec2;
-use slabtree::d2::{
-    self, DistanceInput, OrientedBox, Polygon, RayCastInput, Rot, ShapeProxy, SimplexCache, Sweep, ToiInput, Transform,
-};
-
-/// A minimal JSON reader for the reference lines (see `tests/box2d_oracle.rs`).
-enum J {
-    Num(f64),
-    Other,
-    Arr(Vec<J>),
-    Obj(Vec<(String, J)>),
-}
-
-impl J {
-    fn get(&self, k: &str) -> &J {
-        match self {
-            J::Obj(v) => v.iter().find(|(a, _)| a == k).map(|(_, v)| v).unwrap_or_else(|| panic!("missing {k}")),
-            _ => panic!("not an object"),
-        }
-    }
-    fn f(&self) -> f32 {
-        match self {
-            J::Num(x) => *x as f32,
-            _ => panic!("not a number"),
-        }
-    }
-    fn fs(&self) -> Vec<f32> {
-        match self {
-            J::Arr(v) => v.iter().map(J::f).collect(),
-            _ => panic!("not an array"),
-        }
-    }
-    fn is_true(&self) -> bool {
-        matches!(self, J::Num(x) if *x != 0.0)
-    }
-}
-
-fn parse(s: &str) -> J {
-    fn value(b: &[u8], i: &mut usize) -> J {
-        while b[*i].is_ascii_whitespace() {
-            *i += 1;
-        }
-        match b[*i] {
-            b'{' | b'[' => {
-                let obj = b[*i] == b'{';
-                *i += 1;
-                let (mut kv, mut arr) = (Vec::new(), Vec::new());
-                loop {
-                    while b[*i].is_ascii_whitespace() || b[*i] == b',' {
-                        *i += 1;
-                    }
-                    if b[*i] == b'}' || b[*i] == b']' {
-                        *i += 1;
-                        return if obj { J::Obj(kv) } else { J::Arr(arr) };
-                    }
-                    if obj {
-                        let key = string(b, i);
-                        while b[*i] != b':' {
-                            *i += 1;
-                        }
-                        *i += 1;
-                        kv.push((key, value(b, i)));
-                    } else {
-                        arr.push(value(b, i));
-                    }
-                }
-            }
-            b'"' => {
-                string(b, i);
-                J::Other
-            }
-            b't' => {
-                *i += 4;
-                J::Num(1.0)
-            }
-            b'f' => {
-                *i += 5;
-                J::Num(0.0)
-            }
-            b'n' => {
-                *i += 4;
-                J::Other
-            }
-            _ => {
-                let start = *i;
-                while matches!(b[*i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
-                    *i += 1;
-                }
-                J::Num(std::str::from_utf8(&b[start..*i]).unwrap().parse().unwrap())
-            }
-        }
-    }
-    fn string(b: &[u8], i: &mut usize) -> String {
-        *i += 1;
-        let start = *i;
-        while b[*i] != b'"' {
-            *i += if b[*i] == b'\\' { 2 } else { 1 };
-        }
-        *i += 1;
-        String::from_utf8_lossy(&b[start..*i - 1]).into_owned()
-    }
-    value(s.as_bytes(), &mut 0)
-}
-
-fn v2(j: &J) -> Vec2 {
-    let a = j.fs();
-    Vec2::new(a[0], a[1])
-}
-
-fn rot(j: &J) -> Rot {
-    let a = j.fs();
-    Rot::from_cos_sin(a[0], a[1])
-}
-
-fn pts(j: &J) -> Vec<Vec2> {
-    j.fs().chunks_exact(2).map(|c| Vec2::new(c[0], c[1])).collect()
-}
-
-fn proxy(j: &J) -> ShapeProxy {
-    ShapeProxy::new(&pts(j.get("v")), j.get("radius").f())
-}
-
-fn polygon(j: &J) -> Polygon {
-    let (v, n) = (pts(j.get("v")), pts(j.get("n")));
-    let mut p = Polygon::make_box(1.0, 1.0);
-    p.count = v.len();
-    p.vertices[..v.len()].copy_from_slice(&v);
-    p.normals[..n.len()].copy_from_slice(&n);
-    p.centroid = v2(j.get("centroid"));
-    p.radius = j.get("radius").f();
-    p
-}
-
-fn xf(j: &J) -> Transform {
-    Transform::new(v2(j.get("p")), rot(j.get("q")))
-}
-
-fn sweep(j: &J) -> Sweep {
-    Sweep {
-        local_center: v2(j.get("localCenter")),
-        c1: v2(j.get("c1")),
-        c2: v2(j.get("c2")),
-        q1: rot(j.get("q1")),
-        q2: rot(j.get("q2")),
-    }
-}
-
-fn cases<T>(dir: &Path, file: &str, f: impl Fn(&J) -> T) -> Vec<T> {
-    let text = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| f(&parse(l))).collect()
-}
-
-fn ref_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("SLABTREE_BOX2D_REF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/box2d"));
-    dir.is_dir().then_some(dir)
-}
+use slabtree::d2::{self, DistanceInput, OrientedBox, RayCastInput, SimplexCache, ToiInput};
+use slabtree_testkit::box2d::{J, cases, find_ref_dir, polygon, proxy, rot, sweep, v2, xf};
 
 fn d2_benches(c: &mut Criterion) {
-    let Some(dir) = ref_dir() else {
+    let Some(dir) = find_ref_dir() else {
         println!("d2 bench: Box2D reference cases not found (set SLABTREE_BOX2D_REF); nothing measured");
         return;
     };
@@ -185,7 +29,7 @@ fn d2_benches(c: &mut Criterion) {
         proxy_a: proxy(c.get("A")),
         proxy_b: proxy(c.get("B")),
         transform: xf(c.get("xf")),
-        use_radii: c.get("useRadii").is_true(),
+        use_radii: c.get("useRadii").b(),
     });
     let tois = cases(&dir, "v3_toi.jsonl", |c| ToiInput {
         proxy_a: proxy(c.get("A")),

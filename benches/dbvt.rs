@@ -307,14 +307,14 @@ fn bench_frustum(c: &mut Criterion) {
     let (built, _) = Dbvt::build(boxes.iter().map(|b| (*b, *b))).expect("valid boxes");
     let half = scene_half(n);
     let eye = glam::Vec3::new(-half * 1.5, half * 0.3, -half * 1.5);
-    let view = glam::Mat4::look_at_rh(eye, glam::Vec3::ZERO, glam::Vec3::Y);
+    let view = glam::camera::rh::view::look_at_mat4(eye, glam::Vec3::ZERO, glam::Vec3::Y);
     let mut ws = QueryWorkspace::new();
     let mut group = c.benchmark_group("frustum");
     configure(&mut group, n);
     for (name, tree) in [("inserted", &inserted), ("built", &built)] {
         for fov in [0.1f32, 0.3, 0.6, 1.2] {
             let f = slabtree::Frustum::from_view_projection(
-                glam::Mat4::perspective_rh(fov, 16.0 / 9.0, 0.1, half * 6.0) * view,
+                glam::camera::rh::proj::directx::perspective(fov, 16.0 / 9.0, 0.1, half * 6.0) * view,
             );
             let mut in_view = 0usize;
             tree.frustum_scan(&f, &mut |_, _: &Aabb| {

@@ -4,27 +4,14 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3A;
 use slabtree::{Aabb, Dbvt, LeafControl, NodeTest, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
-
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3A {
-        Vec3A::new(self.f(), self.f(), self.f())
-    }
-}
+use slabtree_testkit::rng::Rng;
 
 fn scene(n: usize) -> (Dbvt<Aabb>, Vec<Ray>, Vec<Aabb>) {
     let mut r = Rng(n as u64);
     let side = 4.0 * (n as f32).cbrt();
     let boxes: Vec<(Aabb, Aabb)> = (0..n)
         .map(|_| {
-            let b = Aabb::from_center_half_extents(r.v() * side, Vec3A::splat(0.1) + r.v() * 0.9);
+            let b = Aabb::from_center_half_extents(r.unit3a() * side, Vec3A::splat(0.1) + r.unit3a() * 0.9);
             (b, b)
         })
         .collect();
@@ -32,11 +19,11 @@ fn scene(n: usize) -> (Dbvt<Aabb>, Vec<Ray>, Vec<Aabb>) {
     let c = Vec3A::splat(side * 0.5);
     let rays = (0..10_000)
         .map(|_| {
-            let o = c + (r.v() * 2.0 - Vec3A::ONE).normalize_or(Vec3A::X) * side;
-            Ray::new(o, (r.v() * side - o).normalize())
+            let o = c + (r.unit3a() * 2.0 - Vec3A::ONE).normalize_or(Vec3A::X) * side;
+            Ray::new(o, (r.unit3a() * side - o).normalize())
         })
         .collect();
-    let queries = (0..10_000).map(|_| Aabb::from_center_half_extents(r.v() * side, Vec3A::ONE)).collect();
+    let queries = (0..10_000).map(|_| Aabb::from_center_half_extents(r.unit3a() * side, Vec3A::ONE)).collect();
     (tree, rays, queries)
 }
 

@@ -13,9 +13,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use glam::Vec3;
 use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
-#[path = "../examples/support/moving_instances.rs"]
-mod moving_instances;
-use moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
+use slabtree_testkit::moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
 
 struct World {
     scene: Scene,

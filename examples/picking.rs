@@ -11,9 +11,7 @@ use std::time::Instant;
 use glam::Vec3;
 use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
 
-#[path = "support/moving_instances.rs"]
-mod moving_instances;
-use moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
+use slabtree_testkit::moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
 
 /// The scene and the motion that drives it.
 struct World {

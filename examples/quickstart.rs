@@ -7,29 +7,16 @@ use std::time::Instant;
 
 use glam::Vec3A;
 use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
-
-/// A small deterministic generator (splitmix64), so every run sees the same scene.
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3A {
-        Vec3A::new(self.f(), self.f(), self.f())
-    }
-}
+use slabtree_testkit::rng::Rng;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = 100_000;
     let mut rng = Rng(7);
     let side = 4.0 * (n as f32).cbrt();
     // Each proxy keeps its tight box as user data; the tree stores fat boxes.
-    let boxes: Vec<Aabb> =
-        (0..n).map(|_| Aabb::from_center_half_extents(rng.v() * side, Vec3A::splat(0.1) + rng.v() * 0.9)).collect();
+    let boxes: Vec<Aabb> = (0..n)
+        .map(|_| Aabb::from_center_half_extents(rng.unit3a() * side, Vec3A::splat(0.1) + rng.unit3a() * 0.9))
+        .collect();
 
     let t = Instant::now();
     let (mut tree, ids) = Dbvt::build(boxes.iter().map(|b| (*b, *b)))?;
@@ -48,8 +35,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let frames = 10;
     for _ in 0..frames {
         for _ in 0..n / 10 {
-            let i = (rng.f() * n as f32) as usize % n;
-            let d = (rng.v() * 2.0 - Vec3A::ONE) * 0.5;
+            let i = (rng.unit() * n as f32) as usize % n;
+            let d = (rng.unit3a() * 2.0 - Vec3A::ONE) * 0.5;
             let moved = Aabb::new(tree.get(ids[i])?.min + d, tree.get(ids[i])?.max + d);
             *tree.get_mut(ids[i])? = moved;
             tree.enlarge_proxy(ids[i], moved, d)?;
@@ -64,8 +51,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let center = Vec3A::splat(side * 0.5);
     let rays: Vec<Ray> = (0..200_000)
         .map(|_| {
-            let o = center + (rng.v() * 2.0 - Vec3A::ONE).normalize_or(Vec3A::X) * side;
-            Ray::new(o, (rng.v() * side - o).normalize())
+            let o = center + (rng.unit3a() * 2.0 - Vec3A::ONE).normalize_or(Vec3A::X) * side;
+            Ray::new(o, (rng.unit3a() * side - o).normalize())
         })
         .collect();
     let t = Instant::now();

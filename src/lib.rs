@@ -37,6 +37,7 @@ mod hint;
 pub mod io;
 pub mod math;
 pub mod mesh;
+mod par;
 pub mod scene;
 
 pub use dbvt::NodeTest;

@@ -9,8 +9,8 @@ use slabtree::{
     TriangleTest,
 };
 
-mod common;
 use common::rng::Rng;
+use slabtree_testkit as common;
 
 fn assert_send_sync<T: Send + Sync>() {}
 

@@ -1,6 +1,6 @@
 //! Height bounds and large trees: sorted insertion must not degrade the tree into a list.
 
-mod common;
+use slabtree_testkit as common;
 
 use common::*;
 use glam::Vec3A;
@@ -139,7 +139,7 @@ fn rebuild_and_bulk_build_give_good_trees() {
 /// (queries up to 20x slower than parry's); this guards against that class of regression.
 #[test]
 fn incremental_trees_stay_close_to_bulk_build_quality() {
-    let mut f = common::rng::xorshift_units(0x2545F4914F6CDD1Du64);
+    let mut f = common::rng::units(0x2545F4914F6CDD1Du64);
     let n = 20_000;
     let side = 4.0 * (n as f32).cbrt();
     let boxes: Vec<Aabb> = (0..n)
@@ -172,7 +172,7 @@ fn incremental_trees_stay_close_to_bulk_build_quality() {
 #[test]
 fn optimize_incremental_repairs_a_shuffled_tree() {
     for refresh_max in [0, DbvtConfig::default().refresh_max] {
-        let mut f = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
+        let mut f = common::rng::units(0x9E3779B97F4A7C15u64);
         let n = 20_000;
         let side = 4.0 * (n as f32).cbrt();
         let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
@@ -213,7 +213,7 @@ fn small_trees_are_rebuilt_whole() {
     let run = |whole_rebuild_max: usize| {
         // (Without whole rebuilds this size would be refreshed by Morton rebuilds instead, which
         // `moving_trees_are_refreshed` checks; here the other way is treelets.)
-        let mut f = common::rng::xorshift_units(0x5DEECE66Du64);
+        let mut f = common::rng::units(0x5DEECE66Du64);
         let side = 4.0 * (n as f32).cbrt();
         let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
         let cfg = DbvtConfig { whole_rebuild_max, refresh_max: 0, ..DbvtConfig::default() };
@@ -256,7 +256,7 @@ fn small_trees_are_rebuilt_whole() {
 #[test]
 fn moving_trees_are_refreshed() {
     let n = 10_000;
-    let mut f = common::rng::xorshift_units(0x2545F4914F6CDD1Du64);
+    let mut f = common::rng::units(0x2545F4914F6CDD1Du64);
     let side = 4.0 * (n as f32).cbrt();
     let mut place = || Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * side, Vec3A::splat(0.5));
     let cfg = DbvtConfig::default();

@@ -2,10 +2,10 @@
 //! every query kind, with both node tests (SIMD and scalar), returns exactly what brute force over
 //! an independent model of the live proxies returns.
 
-mod common;
+use slabtree_testkit as common;
 
 use common::*;
-use glam::{Mat4, Vec3, Vec3A};
+use glam::{Vec3, Vec3A};
 use proptest::prelude::*;
 use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, RayCastHit};
 
@@ -161,7 +161,8 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
             let up = if look.cross(Vec3::Y).length() > 1e-2 { Vec3::Y } else { Vec3::X };
             let target = eye + look;
             let f = Frustum::from_view_projection(
-                Mat4::perspective_rh(1.2, 1.3, 0.5, 40.0) * Mat4::look_at_rh(eye, target, up),
+                glam::camera::rh::proj::directx::perspective(1.2, 1.3, 0.5, 40.0)
+                    * glam::camera::rh::view::look_at_mat4(eye, target, up),
             );
             assert_eq!(tree_frustum(tree, &f, ws), brute_frustum(model, &f), "frustum differs ({mode:?})");
             assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
@@ -298,7 +299,7 @@ proptest! {
 
 #[test]
 fn tree_pairs_match_brute_force() {
-    let mut next = common::rng::xorshift_units(0x9E3779B97F4A7C15u64);
+    let mut next = common::rng::units(0x9E3779B97F4A7C15u64);
     let mut boxes = |n: usize| -> Vec<(Aabb, u32)> {
         (0..n as u32)
             .map(|i| {
@@ -337,7 +338,7 @@ fn tree_pairs_match_brute_force() {
 #[test]
 fn refit_after_few_and_many_structural_changes() {
     let cfg = DbvtConfig::default();
-    let mut f = common::rng::xorshift_units(7u64);
+    let mut f = common::rng::units(7u64);
     let boxes: Vec<Aabb> = (0..2000)
         .map(|_| Aabb::from_center_half_extents(Vec3A::new(f(), f(), f()) * 60.0, Vec3A::splat(0.2 + f())))
         .collect();

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use glam::Vec3;
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-mod common;
 use common::triangle::mt64;
+use slabtree_testkit as common;
 
 fn scenes_dir() -> PathBuf {
     let dir = std::env::var_os("SLABTREE_SCENES")

@@ -18,9 +18,9 @@
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, Dbvt, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest};
 
-mod common;
 use common::rng::Rng;
 use common::triangle::{margin, mt64};
+use slabtree_testkit as common;
 
 /// The library's closed torus as raw arrays, which this test offsets far from the origin.
 fn torus(major: f32, minor: f32, nu: u32, nv: u32) -> (Vec<Vec3>, Vec<[u32; 3]>) {

@@ -421,21 +421,7 @@ fn extension_is_case_insensitive() {
 // ------------------------------------------------------------------------------------------------
 // (d) Corrupted input never panics
 
-/// xorshift64*: a small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use slabtree_testkit::rng::Rng;
 
 /// Bytes that make parsers take different paths.
 const INTERESTING: &[u8] = b"0123456789-+.eE /#\n\r\t vfplx\x00\xff\x7f\x80";

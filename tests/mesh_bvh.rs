@@ -4,9 +4,9 @@
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-mod common;
 use common::rng::Rng;
 use common::triangle::{margin, mt64};
+use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
     let mut r = Rng(seed);

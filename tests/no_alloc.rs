@@ -9,13 +9,13 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
 
-use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
+use glam::{Affine3A, Quat, Vec3, Vec3A};
 use slabtree::{
     Aabb, BuildOptions, Dbvt, Frustum, LeafControl, MeshBvh, PairControl, ProxyId, QueryWorkspace, Ray, Scene, TriMesh,
 };
 
-mod common;
 use common::rng::Rng;
+use slabtree_testkit as common;
 
 struct Counting;
 
@@ -112,8 +112,9 @@ fn ray_queries_allocate_nothing_once_warm() {
             )
             .unwrap();
             let eye = pk[2].origin();
-            let view = Mat4::look_at_rh(eye.into(), (eye + pk[2].dir()).into(), Vec3::Y);
-            let frustum = Frustum::from_view_projection(Mat4::perspective_rh(0.8, 1.0, 0.1, side) * view);
+            let view = glam::camera::rh::view::look_at_mat4(eye.into(), (eye + pk[2].dir()).into(), Vec3::Y);
+            let frustum =
+                Frustum::from_view_projection(glam::camera::rh::proj::directx::perspective(0.8, 1.0, 0.1, side) * view);
             tree.frustum(&frustum, &mut ws, &mut touch).unwrap();
             scene.visible_into(&frustum, u32::MAX, &mut visible).unwrap();
             *count += visible.len();

@@ -5,9 +5,9 @@
 use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-mod common;
 use common::rays::primary_tiles;
 use common::rng::{Rng, triangle_soup};
+use slabtree_testkit as common;
 
 /// A flat grid of unit squares in z = 0: rays through its vertices and edges meet exact ties.
 fn grid(n: u32) -> TriMesh {

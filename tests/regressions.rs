@@ -118,13 +118,8 @@ fn overflowing_triangle_gives_no_nan_hit() {
 /// 1e17-scale, denormal and duplicated coordinates must give a valid hull or none, never a panic.
 #[test]
 fn hull_of_extreme_points_never_overflows() {
-    let mut s = 0x9E3779B97F4A7C15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut rng = slabtree_testkit::rng::Rng(0x9E3779B97F4A7C15);
+    let mut next = move || rng.next();
     let pick = |r: u64| -> f32 {
         match r % 8 {
             0 => 9.97e17,

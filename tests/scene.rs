@@ -9,8 +9,8 @@ use slabtree::{
     Aabb, BuildOptions, DbvtConfig, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh,
 };
 
-mod common;
 use common::rng::{Rng, triangle_soup};
+use slabtree_testkit as common;
 
 fn meshes(rng: &mut Rng) -> Vec<Arc<MeshBvh>> {
     let o = BuildOptions::default();
@@ -173,8 +173,10 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     }
     // Visible: every instance whose world box passes the planes is reported (conservative).
     let eye = rng.vec(-20.0, 20.0);
-    let view = Mat4::look_at_rh(eye, rng.vec(-5.0, 5.0), Vec3::Y);
-    let frustum = Frustum::from_view_projection(Mat4::perspective_rh(rng.range(0.5, 1.5), 1.3, 0.5, 40.0) * view);
+    let view = glam::camera::rh::view::look_at_mat4(eye, rng.vec(-5.0, 5.0), Vec3::Y);
+    let frustum = Frustum::from_view_projection(
+        glam::camera::rh::proj::directx::perspective(rng.range(0.5, 1.5), 1.3, 0.5, 40.0) * view,
+    );
     let vis: Vec<InstanceId> = scene.visible(&frustum).unwrap().collect();
     seen[2] += vis.len();
     // The caller's-vector form gives the same instances (perhaps in another order: this second
@@ -542,8 +544,8 @@ fn frustum_culling_scans_or_walks_with_the_same_answer() {
         scene.remove(m.id).unwrap();
     }
     let frustum = |fov: f32| {
-        let view = Mat4::look_at_rh(Vec3::new(0.0, 0.0, 60.0), Vec3::ZERO, Vec3::Y);
-        Frustum::from_view_projection(Mat4::perspective_rh(fov, 1.0, 0.5, 200.0) * view)
+        let view = glam::camera::rh::view::look_at_mat4(Vec3::new(0.0, 0.0, 60.0), Vec3::ZERO, Vec3::Y);
+        Frustum::from_view_projection(glam::camera::rh::proj::directx::perspective(fov, 1.0, 0.5, 200.0) * view)
     };
     let (wide, narrow) = (frustum(1.2), frustum(0.05));
     let sorted = |mut v: Vec<InstanceId>| {

@@ -17,8 +17,8 @@ use std::time::Instant;
 use glam::Vec3A;
 use slabtree::{Aabb, Dbvt, LeafControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
 
-mod common;
 use common::rng::Rng;
+use slabtree_testkit as common;
 
 const N: usize = 100_000;
 const WORLD: f32 = 200.0;

@@ -17,23 +17,9 @@ use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-/// SplitMix64 keyed by ray index, so the rays are the same whatever the thread count.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E3779B97F4A7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
-    z ^ (z >> 31)
-}
-struct Rng(u64);
-impl Rng {
-    fn f(&mut self) -> f32 {
-        self.0 = mix(self.0);
-        (self.0 >> 40) as f32 / (1u64 << 24) as f32
-    }
-    fn v(&mut self) -> Vec3 {
-        Vec3::new(self.f(), self.f(), self.f())
-    }
-}
+// Rays are keyed by their index through SplitMix64's mix, so they are the same whatever the
+// thread count.
+use slabtree_testkit::rng::{Rng, mix};
 
 pub fn icosphere(r: f32, subdivisions: u32) -> TriMesh {
     let t = (1.0 + 5f32.sqrt()) / 2.0;
@@ -135,13 +121,13 @@ pub fn subdivided_cube(h: f32, n: i32) -> TriMesh {
 /// A target on the mesh: a vertex, an edge midpoint, or a random point of an edge.
 fn target(mesh: &TriMesh, r: &mut Rng) -> Vec3 {
     let tri = mesh.triangles()[(mix(r.0 ^ 0x5555) % mesh.len() as u64) as usize];
-    r.0 = mix(r.0);
+    let h = r.next();
     let [a, b, c] = tri.map(|i| mesh.positions()[i as usize]);
-    let (e0, e1) = [(a, b), (b, c), (c, a)][(r.0 % 3) as usize];
-    match (r.0 >> 8) % 3 {
+    let (e0, e1) = [(a, b), (b, c), (c, a)][(h % 3) as usize];
+    match (h >> 8) % 3 {
         0 => e0,
         1 => (e0 + e1) * 0.5,
-        _ => e0 + (e1 - e0) * r.f(),
+        _ => e0 + (e1 - e0) * r.unit(),
     }
 }
 
@@ -160,7 +146,7 @@ fn shapes() -> Vec<Shape> {
             inside: |r, _| {
                 // Uniform in the ball of radius 0.9 (inside the inscribed polyhedron).
                 loop {
-                    let p = r.v() * 2.0 - Vec3::ONE;
+                    let p = r.unit3() * 2.0 - Vec3::ONE;
                     if p.length_squared() <= 1.0 {
                         return p * 0.9;
                     }
@@ -172,13 +158,13 @@ fn shapes() -> Vec<Shape> {
             mesh: TriMesh::torus(2.0, 0.7, 128, 64),
             inside: |r, t| {
                 let ang = t.z.atan2(t.x);
-                Vec3::new(2.0 * ang.cos(), 0.0, 2.0 * ang.sin()) + (r.v() - Vec3::splat(0.5)) * 0.6
+                Vec3::new(2.0 * ang.cos(), 0.0, 2.0 * ang.sin()) + (r.unit3() - Vec3::splat(0.5)) * 0.6
             },
         },
         Shape {
             name: "cube (±1, 32×32 per face)",
             mesh: subdivided_cube(1.0, 32),
-            inside: |r, _| (r.v() * 2.0 - Vec3::ONE) * 0.95,
+            inside: |r, _| (r.unit3() * 2.0 - Vec3::ONE) * 0.95,
         },
     ]
 }

@@ -1,11 +1,8 @@
-//! The glTF loader of the `slabtree` command (src/cli/gltf.rs, compiled here from source with the
-//! rest of the CLI module) on arbitrary bytes, as `.glb` and as `.gltf`: never panics; a scene it
+//! The glTF loader of the `slabtree` command (`cli/src/gltf.rs`) on arbitrary bytes, as `.glb` and as `.gltf`: never panics; a scene it
 //! returns holds a well-formed mesh.
 #![no_main]
-#![allow(dead_code, unused_imports)]
 
-#[path = "../../src/cli/mod.rs"]
-mod cli;
+use slabtree_cli as cli;
 
 use std::io::Write;
 use std::path::PathBuf;

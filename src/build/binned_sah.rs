@@ -146,7 +146,7 @@ impl BinnedSah {
         let right_first = first + mid as u32;
         let (left_index, right_index);
         if n > self.parallel_threshold {
-            let (lv, rv) = rayon::join(
+            let (lv, rv) = crate::par::join(
                 || {
                     let mut v = Vec::new();
                     self.build_into(left, first, depth + 1, lb, &mut v);

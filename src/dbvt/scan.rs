@@ -37,8 +37,8 @@ impl<T> Dbvt<T> {
     ///     let c = Vec3A::new(0.0, 0.0, -2.0 * i as f32 - 1.0); // a row down -z
     ///     tree.insert(Aabb::from_center_half_extents(c, Vec3A::splat(0.25)), i)?;
     /// }
-    /// let view = Mat4::look_at_rh(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y);
-    /// let f = Frustum::from_view_projection(Mat4::perspective_rh(1.0, 1.0, 0.1, 10.0) * view);
+    /// let view = glam::camera::rh::view::look_at_mat4(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y);
+    /// let f = Frustum::from_view_projection(glam::camera::rh::proj::directx::perspective(1.0, 1.0, 0.1, 10.0) * view);
     /// let (mut scanned, mut walked) = (Vec::new(), Vec::new());
     /// tree.frustum_scan(&f, &mut |_, &i: &i32| { scanned.push(i); LeafControl::Continue })?;
     /// tree.frustum(&f, &mut QueryWorkspace::new(), &mut |_, &i: &i32| { walked.push(i); LeafControl::Continue })?;

@@ -47,8 +47,8 @@ impl Plane {
 /// ```
 /// use slabtree::{Aabb, Frustum};
 /// use glam::{Mat4, Vec3, Vec3A};
-/// let proj = Mat4::perspective_rh(1.0, 1.0, 0.1, 100.0);
-/// let view = Mat4::look_at_rh(Vec3::new(0.0, 0.0, 10.0), Vec3::ZERO, Vec3::Y);
+/// let proj = glam::camera::rh::proj::directx::perspective(1.0, 1.0, 0.1, 100.0);
+/// let view = glam::camera::rh::view::look_at_mat4(Vec3::new(0.0, 0.0, 10.0), Vec3::ZERO, Vec3::Y);
 /// let f = Frustum::from_view_projection(proj * view);
 /// assert!(f.may_contain(&Aabb::new(Vec3A::splat(-1.0), Vec3A::splat(1.0))));
 /// assert!(!f.may_contain(&Aabb::new(Vec3A::splat(50.0), Vec3A::splat(51.0))));
@@ -60,8 +60,8 @@ pub struct Frustum {
 }
 
 impl Frustum {
-    /// Extracts the six planes of a view-projection matrix with clip depth in `[0, 1]` (glam's
-    /// `perspective_rh` convention), after Gribb and Hartmann, "Fast Extraction of Viewing Frustum
+    /// Extracts the six planes of a view-projection matrix with clip depth in `[0, 1]` (the convention of
+    /// glam's `camera::rh::proj::directx::perspective`), after Gribb and Hartmann, "Fast Extraction of Viewing Frustum
     /// Planes from the World-View-Projection Matrix" (2001).
     pub fn from_view_projection(m: Mat4) -> Frustum {
         let (r0, r1, r2, r3) = (m.row(0), m.row(1), m.row(2), m.row(3));

@@ -11,7 +11,6 @@ use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use glam::{Vec3, Vec3A};
-use rayon::prelude::*;
 
 use super::TriMesh;
 use super::collapse::{EMPTY, LEAF, Node8, Ray8, collapse};
@@ -134,11 +133,9 @@ impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
     pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
         let start = Instant::now();
-        let mut items: Vec<BuildItem> = (0..mesh.len() as u32)
-            .into_par_iter()
-            .with_min_len(4096)
-            .map(|i| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i))
-            .collect();
+        let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, |i| {
+            BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i)
+        });
         let builder = BinnedSah {
             bins: options.bins,
             max_leaf: 4,
@@ -182,7 +179,7 @@ impl MeshBvh {
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
         let mesh = &self.mesh;
-        self.packs.par_iter_mut().with_min_len(1024).for_each(|p| {
+        crate::par::for_each_mut(&mut self.packs, 1024, |p| {
             for lane in 0..4 {
                 if p.prim[lane] != NO_PRIM {
                     let prim = p.prim[lane];
@@ -254,12 +251,12 @@ impl MeshBvh {
 
     /// [`MeshBvh::intersect`] over many rays on all of rayon's threads.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Hit>> {
-        rays.par_iter().with_min_len(256).map(|r| self.intersect(r)).collect()
+        crate::par::map(rays, 256, |r| self.intersect(r))
     }
 
     /// [`MeshBvh::occluded`] over many rays on all of rayon's threads.
     pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
-        rays.par_iter().with_min_len(256).map(|r| self.occluded(r)).collect()
+        crate::par::map(rays, 256, |r| self.occluded(r))
     }
 
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's

@@ -5,7 +5,6 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
 use glam::{Vec3, Vec3A};
-use rayon::prelude::*;
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
@@ -171,13 +170,13 @@ impl Scene {
     pub fn pick_batch(&self, rays: &[Ray], mask: u32) -> Vec<Option<ScenePick>> {
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        rays.par_iter().with_min_len(64).map(|r| self.pick_counted(r, mask, 0)).collect()
+        crate::par::map(rays, 64, |r| self.pick_counted(r, mask, 0))
     }
 
     /// [`Scene::occluded_masked`] over many rays on rayon's threads.
     pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Vec<bool> {
         self.wide_view(rays.len() as u64);
-        rays.par_iter().with_min_len(64).map(|r| self.occluded_counted(r, mask, 0)).collect()
+        crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0))
     }
 
     /// Calls `f` with the instances whose fat world box reaches each ray within its range, with
@@ -328,8 +327,8 @@ impl Scene {
     /// let mut scene = Scene::new();
     /// let ahead = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 1)?;
     /// scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, 5.0)), 2)?; // behind
-    /// let view = Mat4::look_at_rh(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y);
-    /// let frustum = Frustum::from_view_projection(Mat4::perspective_rh(1.0, 1.0, 0.1, 100.0) * view);
+    /// let view = glam::camera::rh::view::look_at_mat4(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y);
+    /// let frustum = Frustum::from_view_projection(glam::camera::rh::proj::directx::perspective(1.0, 1.0, 0.1, 100.0) * view);
     ///
     /// let mut visible = Vec::new(); // kept across frames
     /// scene.visible_into(&frustum, u32::MAX, &mut visible)?;

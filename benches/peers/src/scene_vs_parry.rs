@@ -52,9 +52,7 @@ const MARGIN: f32 = 0.1;
 fn opt_div() -> usize {
     env("OPT_DIV").unwrap_or(80)
 }
-#[path = "../../../examples/support/moving_instances.rs"]
-mod moving_instances;
-use moving_instances::{MovingInstances as Setup, meshes, tree_config};
+use slabtree_testkit::moving_instances::{MovingInstances as Setup, meshes, tree_config};
 
 fn pose(q: Quat, p: Vec3) -> Pose {
     Pose::from_parts(Vector::new(p.x, p.y, p.z), parry3d::math::Rot3::from_xyzw(q.x, q.y, q.z, q.w))

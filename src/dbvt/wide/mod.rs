@@ -384,7 +384,6 @@ mod tests {
     #[test]
     fn wide_frustum_matches_the_binary_query_and_brute_force() {
         use crate::dbvt::LeafControl;
-        use glam::Mat4;
         // Inserted trees, and rebuilt ones, whose pre-ordered arena lets subtrees wholly inside
         // be read as node ranges.
         for ((n, seed), rebuilt) in
@@ -410,8 +409,8 @@ mod tests {
                 let eye = glam::Vec3::new(-20.0 + k as f32 * 2.0, 20.0, (k % 7) as f32 * 10.0 - 20.0);
                 let target = glam::Vec3::new((k % 5) as f32 * 10.0, (k % 3) as f32 * 15.0, 20.0);
                 let far = 5.0 + k as f32 * 3.0;
-                let vp = Mat4::perspective_rh(0.3 + k as f32 * 0.05, 1.5, 0.1, far)
-                    * Mat4::look_at_rh(eye, target, glam::Vec3::Y);
+                let vp = glam::camera::rh::proj::directx::perspective(0.3 + k as f32 * 0.05, 1.5, 0.1, far)
+                    * glam::camera::rh::view::look_at_mat4(eye, target, glam::Vec3::Y);
                 let frustum = Frustum::from_view_projection(vp);
                 let (mut a, mut b) = (Vec::new(), Vec::new());
                 tree.frustum(&frustum, &mut ws, &mut |_: ProxyId, d: &usize| {

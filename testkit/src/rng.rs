@@ -3,16 +3,26 @@
 
 use glam::{Vec3, Vec3A};
 
+/// SplitMix64's output function of state `z` (after its increment): a well-mixed 64-bit hash,
+/// usable on its own to key random values by an index (the same values whatever the thread
+/// count).
+pub fn mix(z: u64) -> u64 {
+    let mut z = z;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// A SplitMix64 generator; the seed is the state.
+#[derive(Clone, Debug)]
 pub struct Rng(pub u64);
 
 impl Rng {
+    /// The next 64 random bits.
+    #[allow(clippy::should_implement_trait)] // an endless generator, not an iterator
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        mix(self.0)
     }
     /// Uniform in `[0, 1)`, from the top 24 bits.
     pub fn unit(&mut self) -> f32 {
@@ -44,16 +54,10 @@ impl Rng {
     }
 }
 
-/// Marsaglia's xorshift64 (13, 7, 17) as a closure of uniform `f32`s in `[0, 1)` (top 24 bits):
-/// the generator of the older tree tests, kept so that their seeds give the same boxes.
-pub fn xorshift_units(seed: u64) -> impl FnMut() -> f32 {
-    let mut s = seed;
-    move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 40) as f32 / (1u64 << 24) as f32
-    }
+/// A closure of uniform `f32`s in `[0, 1)` from `Rng(seed)`: for tests that draw plain numbers.
+pub fn units(seed: u64) -> impl FnMut() -> f32 {
+    let mut rng = Rng(seed);
+    move || rng.unit()
 }
 
 /// `n` independent triangles: each centre uniform in `[-spread, spread)³`, each corner within

@@ -3,7 +3,6 @@
 //!
 //! With `--features shared-data`, `trace` also round-trips every shared ray set against Embree's
 //! hits (see `../shared/scenes/README.md`).
-#![cfg(feature = "cli")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -11,7 +10,7 @@ use std::process::{Command, Output};
 use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
-mod common;
+use slabtree_testkit as common;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_slabtree"))
@@ -159,11 +158,8 @@ fn torus_obj() -> (String, TriMesh) {
 
 /// Rays of every sort: through the hole, at the tube, grazing, from inside, with short `tmax`.
 fn test_rays() -> Vec<Ray> {
-    let mut state = 12345u64;
-    let mut rnd = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-    };
+    let mut rng = common::rng::Rng(12345);
+    let mut rnd = move || rng.range(-1.0, 1.0);
     (0..4000)
         .map(|i| {
             let o = Vec3::new(rnd(), rnd(), rnd()) * 2.5;

@@ -1,7 +1,19 @@
-//! Brute-force oracles shared by the tree tests: every query answered by looping over all live
-//! proxies of an independent model, with the scalar reference tests.
-#![allow(dead_code)]
+//! Test and benchmark support of slabtree, shared by its tests, benches, examples and peer
+//! programs as a crate rather than by file includes:
+//!
+//! * [`rng`]: the one deterministic random number generator (SplitMix64);
+//! * [`triangle`]: the f64 ray–triangle reference;
+//! * [`rays`]: coherent primary rays in packet tiles;
+//! * [`box2d`]: the reader of the Box2D reference vectors;
+//! * [`moving_instances`]: the moving-instances workload of the scene example, bench and peer;
+//! * at the top level, the brute-force model of a [`Dbvt`]: every query answered by looping over
+//!   all live proxies, with the scalar reference tests.
+//!
+//! Not published: it exists for the repository's own checks.
+#![allow(missing_docs)]
 
+pub mod box2d;
+pub mod moving_instances;
 pub mod rays;
 pub mod rng;
 pub mod triangle;

@@ -1,6 +1,6 @@
 //! The moving-instances workload of the picking example, shared by `examples/picking.rs`,
-//! `benches/scene.rs` and the parry3d comparison (`benches/peers/src/scene_vs_parry.rs`), which
-//! include this file by path so that all three run exactly the same frames.
+//! `benches/scene.rs` and the parry3d comparison (`benches/peers/src/scene_vs_parry.rs`), so that
+//! all three run exactly the same frames.
 //!
 //! `n` instances of three generated meshes at random places and orientations in a cube of side
 //! 4·n^(1/3); each frame, a rotating window of 10% of them moves by its velocity (bouncing off the
@@ -8,23 +8,12 @@
 //! rays per frame go through random points of the screen. It only produces transforms and rays,
 //! so each library applies them to its own tree.
 
-// Each includer uses a different subset.
-#![allow(dead_code)]
-
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{DbvtConfig, Ray, TriMesh};
 
-// SplitMix64, the tests' generator: small, seedable and the same everywhere.
-#[path = "../../tests/common/rng.rs"]
-mod rng;
-use rng::Rng;
+use crate::rng::Rng;
 
-// The primary-ray tiles of the packet tests, for the packet measurements (the example and the
-// criterion bench; the parry peer has no use for them).
-#[path = "../../tests/common/rays.rs"]
-mod rays;
-#[allow(unused_imports)]
-pub use rays::primary_tiles;
+pub use crate::rays::primary_tiles;
 
 /// The instance tree's tuning for this workload: the default fat margin (0.1) and no motion
 /// prediction. Each instance moves only once every ten frames, so stretching its box by its last
@@ -70,6 +59,10 @@ impl MovingInstances {
         self.pos.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.pos.is_empty()
+    }
+
     /// Instance `i`'s transform (rigid: parry's poses have no scale).
     pub fn transform(&self, i: usize) -> Affine3A {
         Affine3A::from_rotation_translation(self.rot[i], self.pos[i])
@@ -97,8 +90,8 @@ impl MovingInstances {
     /// The camera's eye and view-projection matrix.
     pub fn camera(&self) -> (Vec3, Mat4) {
         let eye = Vec3::new(-5.0, self.side * 0.5, -5.0);
-        let view = Mat4::look_at_rh(eye, Vec3::splat(self.side * 0.5), Vec3::Y);
-        (eye, Mat4::perspective_rh(1.0, 16.0 / 9.0, 0.1, self.side * 3.0) * view)
+        let view = glam::camera::rh::view::look_at_mat4(eye, Vec3::splat(self.side * 0.5), Vec3::Y);
+        (eye, glam::camera::rh::proj::directx::perspective(1.0, 16.0 / 9.0, 0.1, self.side * 3.0) * view)
     }
 
     /// The 100 cursor rays of frame `frame`.

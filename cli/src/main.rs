@@ -1,7 +1,7 @@
 //! `slabtree`: render a mesh, trace a ray file, benchmark ray kinds or print BVH figures.
 //! Run `slabtree --help`; with no arguments it renders a built-in scene to `render.png`.
 
-mod cli;
+use slabtree_cli as cli;
 
 use std::process::ExitCode;
 
