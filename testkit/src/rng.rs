@@ -32,9 +32,9 @@ impl Rng {
     pub fn range(&mut self, a: f32, b: f32) -> f32 {
         a + (b - a) * self.unit()
     }
-    /// Uniform in `0..n`.
+    /// Uniform in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next() % n.max(1) as u64) as usize
     }
     /// Each coordinate uniform in `[a, b)`.
     pub fn vec(&mut self, a: f32, b: f32) -> Vec3 {
