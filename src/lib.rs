@@ -30,25 +30,25 @@
 #![warn(missing_docs)]
 
 pub mod build;
+mod child;
 pub mod d2;
 pub mod dbvt;
-pub mod error;
 mod hint;
 pub mod io;
 pub mod math;
 pub mod mesh;
 mod par;
 pub mod scene;
+mod wide;
 
 pub use dbvt::NodeTest;
 pub use dbvt::{
-    Dbvt, DbvtConfig, LeafControl, LeafPolicy, PairControl, ProxyId, QueryStats, QueryWorkspace, RayCastHit,
+    Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, PairControl, ProxyId, QueryStats, QueryWorkspace, RayCastHit,
     RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError,
 };
-pub use error::{DbvtError, InputError, MeshError};
 pub use io::{LoadError, LoadErrorKind, load_mesh};
-pub use math::{Aabb, Aabb2, Frustum, Plane, Ray, Ray2, RayHit2, ray_aabb2};
-pub use mesh::{BuildOptions, Hit, MeshBvh, MeshStats, SweepHit, TriMesh, TriangleTest};
+pub use math::{Aabb, Aabb2, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
+pub use mesh::{BuildOptions, Hit, MeshBvh, MeshError, MeshStats, SweepHit, TriMesh, TriangleTest};
 pub use scene::{Instance, InstanceId, RayTree, Scene, SceneError, ScenePick, SceneSweepHit};
 
 /// The README's examples, compiled and run as doctests so that they stay true.

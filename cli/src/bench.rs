@@ -11,9 +11,10 @@ use slabtree::{Hit, MeshBvh, Ray};
 use super::args::{BenchArgs, Kind};
 use super::camera::Camera;
 use super::error::CliResult;
+use super::load;
 use super::progress::{self, count, ms};
 use super::rng::Rng;
-use super::scene::{self, Scene};
+use super::scene::Scene;
 
 /// The ray kinds in the order they are run.
 const KINDS: [Kind; 4] = [Kind::Primary, Kind::Random, Kind::Diffuse, Kind::Shadow];
@@ -22,7 +23,7 @@ const KINDS: [Kind; 4] = [Kind::Primary, Kind::Random, Kind::Diffuse, Kind::Shad
 pub fn run(args: &BenchArgs) -> CliResult<()> {
     let threads = progress::init_threads(args.bvh.threads)?;
     let start = Instant::now();
-    let scene = scene::load(&args.input)?;
+    let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
     let (bvh, build) = progress::build(&scene, &args.bvh);
     println!("built the BVH in {} ({})", ms(build), progress::threads(threads));

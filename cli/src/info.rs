@@ -4,14 +4,14 @@ use std::time::Instant;
 
 use super::args::InfoArgs;
 use super::error::CliResult;
+use super::load;
 use super::progress::{self, count, ms};
-use super::scene;
 
 /// Runs the command.
 pub fn run(args: &InfoArgs) -> CliResult<()> {
     let threads = progress::init_threads(args.bvh.threads)?;
     let start = Instant::now();
-    let scene = scene::load(&args.input)?;
+    let scene = load::load(&args.input)?;
     let load = start.elapsed();
     let (bvh, _) = progress::build(&scene, &args.bvh);
     let s = bvh.stats();

@@ -5,7 +5,8 @@
 //! |---|---|
 //! | `args` | the command line (clap) and its help |
 //! | `error` | one-line errors |
-//! | `scene` | loading a mesh file or a built-in scene, OBJ material colours |
+//! | `scene` | what the commands work on: a mesh, its colours, a suggested view |
+//! | `load` | loading a mesh file or a built-in scene, OBJ material colours |
 //! | `generate` | the built-in scenes, and writing OBJ files |
 //! | `gltf` | glTF 2.0 loading |
 //! | `camera` | the pinhole camera and the framing view |
@@ -23,6 +24,7 @@ pub mod error;
 pub mod generate;
 pub mod gltf;
 pub mod info;
+pub mod load;
 pub mod progress;
 pub mod render;
 pub mod rng;
@@ -75,7 +77,7 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
     let threads = progress::init_threads(a.bvh.threads)?;
     check_output(&a.out)?;
     let start = Instant::now();
-    let scene = scene::load(&a.input)?;
+    let scene = load::load(&a.input)?;
     let load = start.elapsed();
     let verb = if a.input.builtin.is_some() { "generated" } else { "loaded" };
     let objects = if scene.objects > 1 { format!("{} objects, ", count(scene.objects)) } else { String::new() };

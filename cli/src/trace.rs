@@ -13,8 +13,8 @@ use slabtree::{Hit, Ray};
 
 use super::args::TraceArgs;
 use super::error::{CliError, CliResult};
+use super::load;
 use super::progress::{self, count, ms};
-use super::scene;
 
 /// Bytes per ray record.
 pub const RAY_BYTES: usize = 32;
@@ -59,7 +59,7 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     let rays = read_rays(&args.rays)?;
     super::check_output(&args.out)?;
     let start = Instant::now();
-    let scene = scene::load(&args.input)?;
+    let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
     let (bvh, build) = progress::build(&scene, &args.bvh);
     println!("built the BVH in {} ({})", ms(build), progress::threads(threads));

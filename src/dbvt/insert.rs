@@ -19,9 +19,9 @@
 
 use glam::Vec3A;
 
+use super::error::DbvtError;
 use super::node::{ChildRef, NULL};
 use super::{Dbvt, ProxyId};
-use crate::error::DbvtError;
 use crate::math::Aabb;
 
 impl<T> Dbvt<T> {

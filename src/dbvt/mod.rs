@@ -6,6 +6,7 @@
 //! | file | what |
 //! |---|---|
 //! | `node.rs` | node layout and the SIMD tests of a node's two children |
+//! | `arena.rs` | node and proxy allocation, the pre-order layout, rebuild reset, SAH cost |
 //! | `insert.rs` | SAH sibling search, insertion, and the rotations on the way up |
 //! | `remove.rs` | removal |
 //! | `update.rs` | moves with fat margins, enlargement and refit |
@@ -19,6 +20,8 @@
 //! | `wide/mod.rs` | an 8-wide read-only copy of the tree (used by the scene): collapse, refit, and the refit's mirrored writes |
 //! | `wide/query.rs` | ray casts and frustum culling over that copy |
 
+mod arena;
+mod error;
 mod insert;
 pub(crate) mod node;
 mod optimize;
@@ -36,9 +39,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use glam::Vec3A;
 
-use crate::error::DbvtError;
 use crate::math::Aabb;
-use node::{ChildRef, MAX_INDEX, NULL, Node};
+pub use error::DbvtError;
+use node::{ChildRef, NULL, Node};
 
 pub use pairs::PairControl;
 pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
@@ -182,16 +185,12 @@ pub struct Dbvt<T> {
     root_bounds: Aabb,
     config: DbvtConfig,
     tag: u32,
-    /// Round-robin position of `optimize_incremental`: a leaf ordinal in depth-first order.
-    optimize_cursor: u32,
+    /// `optimize_incremental`'s progress between calls.
+    optimizer: optimize::OptimizerState,
     /// The previous arena, kept by `relayout` to copy into next time without fresh allocation.
     spare_nodes: Vec<Node>,
     /// `relayout`'s map from old to new node indices, kept for the same reason.
     relayout_map: Vec<u32>,
-    /// Rounds of `optimize_incremental`, which rebuilds the top of the tree every few rounds.
-    optimize_calls: u32,
-    /// Leaves of rebuild work that `optimize_incremental` has been given but not yet spent.
-    optimize_credit: u64,
     /// Nodes are in depth-first pre-order (every child after its parent), so `refit` can sweep
     /// the arena backwards. Set by `rebuild` and by `refit`'s relayout; cleared by any change of
     /// structure.
@@ -208,14 +207,6 @@ pub struct Dbvt<T> {
     topology: u64,
     /// `rebuild_morton`'s buffers.
     morton: rebuild::MortonScratch,
-    /// The SAH cost just after the last whole rebuild (0 if none): `optimize_incremental`
-    /// rebuilds again once the tree has aged past it by [`DbvtConfig::refresh_growth`].
-    rebuilt_sah: f32,
-    /// The part of the last refresh's cost that later budgets have not yet paid back, in leaves
-    /// of binned-SAH rebuild work.
-    refresh_debt: u64,
-    /// Calls of `optimize_incremental` in the refresh range, to space out its SAH checks.
-    refresh_checks: u32,
 }
 
 impl<T> Default for Dbvt<T> {
@@ -244,9 +235,7 @@ impl<T> Dbvt<T> {
             root_bounds: Aabb::EMPTY,
             config,
             tag: NEXT_TREE_TAG.fetch_add(1, Ordering::Relaxed),
-            optimize_cursor: 0,
-            optimize_calls: 0,
-            optimize_credit: 0,
+            optimizer: optimize::OptimizerState::default(),
             spare_nodes: Vec::new(),
             relayout_map: Vec::new(),
             ordered: true,
@@ -254,9 +243,6 @@ impl<T> Dbvt<T> {
             refit_pending: false,
             topology: 0,
             morton: Default::default(),
-            rebuilt_sah: 0.0,
-            refresh_debt: 0,
-            refresh_checks: 0,
         }
     }
 
@@ -336,58 +322,6 @@ impl<T> Dbvt<T> {
     /// The fat box for a tight box moving by `displacement`.
     fn fatten(&self, aabb: &Aabb, displacement: Vec3A) -> Aabb {
         aabb.expand(self.config.margin).extend_by_displacement(displacement * self.config.prediction)
-    }
-
-    // ----- arena management -----
-
-    fn alloc_node(&mut self) -> Result<u32, DbvtError> {
-        self.topology += 1;
-        self.ordered = false;
-        self.disorder = self.disorder.saturating_add(1);
-        if self.free_node != NULL {
-            let n = self.free_node;
-            self.free_node = self.nodes[n as usize].parent;
-            self.free_node_count -= 1;
-            self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
-            return Ok(n);
-        }
-        let n = self.nodes.len() as u32;
-        if n > MAX_INDEX {
-            return Err(DbvtError::CapacityExceeded);
-        }
-        self.nodes.push(Node { slot: 0, ..Node::FREE });
-        Ok(n)
-    }
-
-    fn free_node(&mut self, n: u32) {
-        self.topology += 1;
-        self.ordered = false;
-        self.disorder = self.disorder.saturating_add(1);
-        self.nodes[n as usize] = Node { parent: self.free_node, ..Node::FREE };
-        self.free_node = n;
-        self.free_node_count += 1;
-    }
-
-    fn alloc_proxy(&mut self, fat: Aabb, data: T) -> Result<u32, DbvtError> {
-        if self.free_proxy != NULL {
-            let i = self.free_proxy;
-            let p = &mut self.proxies[i as usize];
-            self.free_proxy = p.parent;
-            p.fat = fat;
-            p.parent = NULL;
-            p.slot = 0;
-            self.slots[i as usize].data = Some(data);
-            self.proxy_count += 1;
-            return Ok(i);
-        }
-        let i = self.proxies.len() as u32;
-        if i > MAX_INDEX {
-            return Err(DbvtError::CapacityExceeded);
-        }
-        self.proxies.push(Proxy { fat, parent: NULL, slot: 0 });
-        self.slots.push(Slot { generation: 0, data: Some(data) });
-        self.proxy_count += 1;
-        Ok(i)
     }
 
     // ----- links -----

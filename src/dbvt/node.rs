@@ -12,49 +12,12 @@ use wide::f32x4;
 
 use crate::math::{Aabb, FAR_PAD};
 
-/// Marks a [`ChildRef`] as a leaf (a proxy index) rather than an internal node index.
-const LEAF_BIT: u32 = 1 << 31;
+pub(crate) use crate::child::{ChildRef, MAX_INDEX};
+
 /// The null index: no parent, end of a free list.
 pub(crate) const NULL: u32 = u32::MAX;
 /// `slot` value marking a node that sits on the free list.
 pub(crate) const FREE_SLOT: u8 = u8::MAX;
-
-/// A child slot's content: an internal node index, or a proxy index tagged with `LEAF_BIT`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ChildRef(u32);
-
-impl ChildRef {
-    #[inline(always)]
-    pub(crate) fn node(index: u32) -> ChildRef {
-        ChildRef(index)
-    }
-    #[inline(always)]
-    pub(crate) fn leaf(proxy: u32) -> ChildRef {
-        ChildRef(proxy | LEAF_BIT)
-    }
-    #[inline(always)]
-    pub(crate) fn is_leaf(self) -> bool {
-        self.0 & LEAF_BIT != 0
-    }
-    /// The raw bits (index and leaf flag), for carrying a reference through a builder's item.
-    #[inline(always)]
-    pub(crate) fn raw(self) -> u32 {
-        self.0
-    }
-    /// The reference whose [`ChildRef::raw`] bits are `raw`.
-    #[inline(always)]
-    pub(crate) fn from_raw(raw: u32) -> ChildRef {
-        ChildRef(raw)
-    }
-    /// The node or proxy index.
-    #[inline(always)]
-    pub(crate) fn index(self) -> u32 {
-        self.0 & !LEAF_BIT
-    }
-}
-
-/// The largest number of nodes or proxies a tree can hold (indices keep their top bit free).
-pub(crate) const MAX_INDEX: u32 = LEAF_BIT - 2;
 
 /// One internal node: the bounds of both children, their references and the links. 64 bytes, one
 /// cache line.
@@ -83,7 +46,7 @@ const _: () = assert!(std::mem::align_of::<Node>() == 64);
 impl Node {
     pub(crate) const FREE: Node = Node {
         planes: [[[0.0; 2]; 3]; 2],
-        child: [ChildRef(NULL), ChildRef(NULL)],
+        child: [ChildRef::EMPTY, ChildRef::EMPTY],
         parent: NULL,
         height: 0,
         slot: FREE_SLOT,

@@ -66,9 +66,29 @@
 //! [`DbvtConfig::refresh_growth`]: super::DbvtConfig::refresh_growth
 
 use super::Dbvt;
-use super::node::{ChildRef, NULL, Node};
-use super::update::LINK_LOOKAHEAD;
-use crate::build::{BinnedSah, BuildItem, BuildNode};
+use super::node::{ChildRef, NULL};
+use crate::build::{BinnedSah, BuildItem};
+
+/// What `optimize_incremental` carries from one call to the next.
+#[derive(Clone, Debug, Default)]
+pub(super) struct OptimizerState {
+    /// Round-robin position of the treelet rounds: a leaf ordinal in depth-first order.
+    cursor: u32,
+    /// Treelet rounds so far; every [`TOP_PERIOD`]-th also rebuilds the top of the tree.
+    calls: u32,
+    /// Leaves of rebuild work given by budgets but not yet spent.
+    credit: u64,
+    /// The SAH cost just after the last whole rebuild (0 if none): a refresh comes once the tree
+    /// has aged past it by [`DbvtConfig::refresh_growth`].
+    ///
+    /// [`DbvtConfig::refresh_growth`]: super::DbvtConfig::refresh_growth
+    pub(super) rebuilt_sah: f32,
+    /// The part of the last refresh's cost that later budgets have not yet paid back, in leaves
+    /// of binned-SAH rebuild work.
+    refresh_debt: u64,
+    /// Calls in the refresh range, to space out the SAH checks.
+    refresh_checks: u32,
+}
 
 /// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree. Measured on
 /// the scene frame loop: 8 rather than 4 left the same SAH cost after 1000 frames at 1k and 10k
@@ -170,16 +190,16 @@ impl<T> Dbvt<T> {
             ((4.0 * (n as f32).sqrt()).ceil() as u32).max(8)
         };
         let cap = 2 * u64::from(n.max(size));
-        self.optimize_credit = (self.optimize_credit + budget as u64).min(cap);
-        if self.optimize_credit < u64::from(size) {
+        self.optimizer.credit = (self.optimizer.credit + budget as u64).min(cap);
+        if self.optimizer.credit < u64::from(size) {
             return 0;
         }
         if !self.ordered {
             self.relayout();
         }
-        self.optimize_calls = self.optimize_calls.wrapping_add(1);
+        self.optimizer.calls = self.optimizer.calls.wrapping_add(1);
         // (The top of a tree rebuilt whole needs no rebuild of its own.)
-        if size < n && self.optimize_calls.is_multiple_of(TOP_PERIOD) {
+        if size < n && self.optimizer.calls.is_multiple_of(TOP_PERIOD) {
             // Pseudo-leaves a quarter of a treelet: each treelet then spans several of them, so
             // leaves mix across the groups the top rebuild moves around. (With pseudo-leaves as
             // big as treelets, a leaf could never leave its group, and trees of moving proxies
@@ -188,7 +208,7 @@ impl<T> Dbvt<T> {
         }
         // At most one pass over the leaves per round: a credit above `n` (it is capped at `2n`)
         // would have the wrap-around pick the same treelets again.
-        let credit = self.optimize_credit.min(u64::from(n)) as u32;
+        let credit = self.optimizer.credit.min(u64::from(n)) as u32;
         let treelets = self.pick_treelets(size, credit);
         let mut items = Vec::with_capacity(size as usize);
         let mut done = 0;
@@ -200,7 +220,7 @@ impl<T> Dbvt<T> {
         // at least 5, so descending from the root ends at one of 3 to `size` leaves.
         debug_assert!(done > 0, "a round rebuilt nothing");
         // Treelets are picked until they cover the credit, so this spends all of it.
-        self.optimize_credit = self.optimize_credit.saturating_sub(done as u64);
+        self.optimizer.credit = self.optimizer.credit.saturating_sub(done as u64);
         done
     }
 
@@ -211,30 +231,30 @@ impl<T> Dbvt<T> {
     /// rebuild (Lauterbach et al., "RT-DEFORM", 2006, rebuild when refitting has degraded the
     /// tree by a set ratio). Returns the leaves rebuilt: all of them or none.
     fn refresh_if_aged(&mut self, budget: u64) -> usize {
-        let paid = budget.min(self.refresh_debt);
-        self.refresh_debt -= paid;
-        if self.refresh_debt > 0 {
+        let paid = budget.min(self.optimizer.refresh_debt);
+        self.optimizer.refresh_debt -= paid;
+        if self.optimizer.refresh_debt > 0 {
             return 0;
         }
-        let check = self.refresh_checks.is_multiple_of(REFRESH_CHECK_PERIOD);
-        self.refresh_checks = self.refresh_checks.wrapping_add(1);
+        let check = self.optimizer.refresh_checks.is_multiple_of(REFRESH_CHECK_PERIOD);
+        self.optimizer.refresh_checks = self.optimizer.refresh_checks.wrapping_add(1);
         if !check {
             return 0;
         }
         let sah = self.sah_cost();
-        if self.rebuilt_sah == 0.0 {
+        if self.optimizer.rebuilt_sah == 0.0 {
             // Never rebuilt (built by insertion): aging counts from the first look. An inserted
             // tree can be better than a Morton build (sorted, near-1D scenes), so it is not
             // refreshed merely for never having been rebuilt.
-            self.rebuilt_sah = sah;
+            self.optimizer.rebuilt_sah = sah;
             return 0;
         }
-        if sah <= self.rebuilt_sah * (1.0 + self.config.refresh_growth) {
+        if sah <= self.optimizer.rebuilt_sah * (1.0 + self.config.refresh_growth) {
             return 0;
         }
         self.rebuild_morton();
         let n = self.proxy_count;
-        self.refresh_debt = (u64::from(n) / REFRESH_COST_DIVISOR).saturating_sub(budget - paid);
+        self.optimizer.refresh_debt = (u64::from(n) / REFRESH_COST_DIVISOR).saturating_sub(budget - paid);
         n as usize
     }
 
@@ -272,7 +292,7 @@ impl<T> Dbvt<T> {
     fn pick_treelets(&mut self, size: u32, budget: u32) -> Vec<Subtree> {
         let mut out = Vec::new();
         let Some(root) = self.root_subtree() else { return out };
-        let mut cursor = if self.optimize_cursor >= root.leaves() { 0 } else { self.optimize_cursor };
+        let mut cursor = if self.optimizer.cursor >= root.leaves() { 0 } else { self.optimizer.cursor };
         let mut covered = 0;
         let mut stack = Vec::with_capacity(64);
         for pass in 0..2 {
@@ -303,7 +323,7 @@ impl<T> Dbvt<T> {
             }
             cursor = 0;
         }
-        self.optimize_cursor = if cursor >= root.leaves() { 0 } else { cursor };
+        self.optimizer.cursor = if cursor >= root.leaves() { 0 } else { cursor };
         out
     }
 
@@ -357,50 +377,6 @@ impl<T> Dbvt<T> {
         // the arena back in pre-order).
         self.emit_preorder(&built, &items, NULL, 0, top_nodes.into_iter());
         self.relayout();
-    }
-
-    /// Writes a binned-SAH build (leaves of one item each, item indices being raw [`ChildRef`]s)
-    /// into the arena in pre-order under `parent`/`slot`, giving the internal nodes the indices
-    /// `node_slots` yields, in order (the arena must already hold those nodes), then sets their
-    /// heights. With consecutive indices (`start..`) the result is a pre-order range.
-    pub(super) fn emit_preorder(
-        &mut self,
-        built: &[BuildNode],
-        items: &[BuildItem],
-        parent: u32,
-        slot: u8,
-        mut node_slots: impl Iterator<Item = u32>,
-    ) {
-        let mut written = Vec::with_capacity(items.len().saturating_sub(1));
-        let mut stack: Vec<(u32, u32, u8)> = vec![(0, parent, slot)];
-        while let Some((b, parent, slot)) = stack.pop() {
-            match built[b as usize] {
-                BuildNode::Leaf { bounds, first, .. } => {
-                    // Leaves come in item order, and each writes its proxy's parent link, a cache
-                    // miss when proxies are many: start loading the link a few leaves ahead.
-                    if let Some(ahead) =
-                        items.get(first as usize + LINK_LOOKAHEAD).map(|it| ChildRef::from_raw(it.index))
-                        && ahead.is_leaf()
-                    {
-                        crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(ahead.index() as usize));
-                    }
-                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds);
-                }
-                BuildNode::Inner { bounds, left, right } => {
-                    let n = node_slots.next().expect("a node slot for every internal node");
-                    written.push(n);
-                    self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
-                    self.set_child(parent, slot, ChildRef::node(n), &bounds);
-                    stack.push((right, n, 1));
-                    stack.push((left, n, 0));
-                }
-            }
-        }
-        // Heights, children before parents: reverse emission order.
-        for &n in written.iter().rev() {
-            let c = self.nodes[n as usize].child;
-            self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
-        }
     }
 
     /// Recomputes heights from node `n` up to the root, stopping where nothing changes.

@@ -3,7 +3,7 @@
 //! larger internal side, so work follows the overlap structure rather than n².
 
 use super::node::ChildRef;
-use super::traverse::{QueryStats, QueryWorkspace};
+use super::traverse::{PairEntry, QueryStats, QueryWorkspace};
 use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::Aabb;
 
@@ -14,15 +14,6 @@ pub enum PairControl {
     Continue,
     /// End the query now.
     Stop,
-}
-
-/// One pending pair of subtrees, with the bounds read from their parents.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PairEntry {
-    a: ChildRef,
-    b: ChildRef,
-    ab: Aabb,
-    bb: Aabb,
 }
 
 impl<T> Dbvt<T> {

@@ -1,10 +1,10 @@
 //! Full rebuild and bulk build with the binned-SAH builder.
 
-use super::node::{ChildRef, NULL, Node};
+use super::error::DbvtError;
+use super::node::{ChildRef, NULL};
 use super::{Dbvt, DbvtConfig, ProxyId};
 use crate::build::MortonGrid;
 use crate::build::{BinnedSah, BuildItem};
-use crate::error::DbvtError;
 use crate::math::Aabb;
 
 impl<T> Dbvt<T> {
@@ -181,27 +181,6 @@ impl<T> Dbvt<T> {
             }
         }
         (ChildRef::node(me), lb.union(&rb), height)
-    }
-
-    /// What every whole rebuild starts with: no root, no free list, and `internal` fresh nodes
-    /// for the build to fill in pre-order.
-    fn clear_arena(&mut self, internal: usize) {
-        self.topology += 1;
-        self.nodes.clear();
-        self.nodes.resize(internal, Node::FREE);
-        self.free_node = NULL;
-        self.free_node_count = 0;
-        self.root = None;
-        self.root_bounds = Aabb::EMPTY;
-    }
-
-    /// What every whole rebuild ends with: an arena in pre-order with nothing to refit, and the
-    /// SAH cost the optimiser measures aging against.
-    fn finish_whole_rebuild(&mut self) {
-        self.ordered = true;
-        self.disorder = 0;
-        self.refit_pending = false;
-        self.rebuilt_sah = self.sah_cost();
     }
 }
 

@@ -1,22 +1,16 @@
 //! Removal: the leaf's sibling takes its parent's place, and the path to the root is refitted
 //! (Box2D's `RemoveLeaf`), stopping as soon as nothing changes.
 
+use super::error::DbvtError;
 use super::node::{ChildRef, NULL};
 use super::{Dbvt, ProxyId};
-use crate::error::DbvtError;
 
 impl<T> Dbvt<T> {
     /// Removes a proxy and returns its data. The id (and every copy of it) becomes stale.
     pub fn remove(&mut self, id: ProxyId) -> Result<T, DbvtError> {
         let p = self.check(id)?;
         self.remove_leaf(p);
-        let slot = &mut self.slots[p as usize];
-        let data = slot.data.take().expect("checked live");
-        slot.generation = slot.generation.wrapping_add(1);
-        self.proxies[p as usize].parent = self.free_proxy;
-        self.free_proxy = p;
-        self.proxy_count -= 1;
-        Ok(data)
+        Ok(self.free_proxy(p))
     }
 
     /// Unlinks proxy `p` from the tree, keeping the proxy itself.

@@ -31,14 +31,23 @@ pub enum NodeTest {
     Scalar,
 }
 
+/// One pending pair of subtrees of a pair query, with the bounds read from their parents.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PairEntry {
+    pub(super) a: ChildRef,
+    pub(super) b: ChildRef,
+    pub(super) ab: Aabb,
+    pub(super) bb: Aabb,
+}
+
 /// Reusable scratch for queries: keep one per thread and pass it to every query, and queries
 /// allocate nothing once it has grown.
 #[derive(Clone, Debug, Default)]
 pub struct QueryWorkspace {
     pub(crate) stack: Vec<(ChildRef, f32)>,
-    pub(crate) pairs: Vec<super::pairs::PairEntry>,
+    pub(crate) pairs: Vec<PairEntry>,
     /// The stack of ray casts over an 8-wide copy of the tree.
-    pub(crate) wide_stack: Vec<(u32, f32)>,
+    pub(crate) wide_stack: Vec<(crate::wide::ChildRef, f32)>,
     /// The node test used by ray-like queries.
     pub node_test: NodeTest,
 }

@@ -15,10 +15,11 @@
 
 use glam::Vec3A;
 
+use super::error::DbvtError;
 use super::node::{ChildRef, NULL, Node};
 use super::{Dbvt, ProxyId};
-use crate::error::{DbvtError, InputError};
 use crate::math::Aabb;
+use crate::math::InputError;
 
 /// How many entries ahead the batch passes (`update_proxies`, the optimiser's treelet emit)
 /// prefetch the links they will write: enough for a miss to memory to land first.
@@ -285,74 +286,5 @@ impl<T> Dbvt<T> {
                 }
             }
         }
-    }
-
-    /// Lays the internal nodes out again in depth-first pre-order, child 0 right after its parent,
-    /// dropping the free list.
-    pub(super) fn relayout(&mut self) {
-        self.topology += 1;
-        let Some(root) = self.root else {
-            self.nodes.clear();
-            self.free_node = NULL;
-            self.free_node_count = 0;
-            self.ordered = true;
-            self.disorder = 0;
-            return;
-        };
-        if root.is_leaf() {
-            self.nodes.clear();
-            self.free_node = NULL;
-            self.free_node_count = 0;
-            self.ordered = true;
-            self.disorder = 0;
-            return;
-        }
-        // Copy into the spare arena kept from the last relayout, so that a relayout every few
-        // frames touches no fresh pages (measured: page faults were a sixth of a 100k-proxy
-        // frame when each relayout allocated its arena).
-        let live = self.nodes.len() - self.free_node_count as usize;
-        let mut nodes = std::mem::take(&mut self.spare_nodes);
-        nodes.clear();
-        nodes.reserve(live);
-        // Where each old node goes. The proxies' links to their parents are fixed afterwards in
-        // one pass in proxy order: writing them as the walk met the leaves was a cache miss per
-        // proxy (measured at 100k proxies: 4.3-7.6 ms for the relayout that follows the
-        // optimiser's top rebuild, most of that round's cost).
-        let mut moved_to = std::mem::take(&mut self.relayout_map);
-        moved_to.clear();
-        moved_to.resize(self.nodes.len(), NULL);
-        // (old node, new parent, slot in the new parent); child 0 popped first.
-        let mut stack: Vec<(u32, u32, u8)> = Vec::with_capacity(64);
-        stack.push((root.index(), NULL, 0));
-        while let Some((o, parent, slot)) = stack.pop() {
-            let i = nodes.len() as u32;
-            moved_to[o as usize] = i;
-            let mut node = self.nodes[o as usize];
-            node.parent = parent;
-            node.slot = slot;
-            if parent != NULL {
-                nodes[parent as usize].child[slot as usize] = ChildRef::node(i);
-            }
-            for k in [1, 0] {
-                let c = node.child[k];
-                if !c.is_leaf() {
-                    stack.push((c.index(), i, k as u8));
-                }
-            }
-            nodes.push(node);
-        }
-        // Live proxies only: a free proxy's `parent` is the free list's next link.
-        for (proxy, slot) in self.proxies.iter_mut().zip(&self.slots) {
-            if slot.data.is_some() && proxy.parent != NULL {
-                proxy.parent = moved_to[proxy.parent as usize];
-            }
-        }
-        self.relayout_map = moved_to;
-        self.spare_nodes = std::mem::replace(&mut self.nodes, nodes);
-        self.free_node = NULL;
-        self.free_node_count = 0;
-        self.root = Some(ChildRef::node(0));
-        self.ordered = true;
-        self.disorder = 0;
     }
 }

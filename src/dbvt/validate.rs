@@ -259,23 +259,6 @@ impl<T> Dbvt<T> {
         Ok(())
     }
 
-    /// The SAH cost with unit traversal and intersection costs (see [`TreeStats::sah_cost`]), by
-    /// one sequential sweep of the arena: every node not on the free list is in the tree
-    /// ([`Dbvt::validate`] checks that). Each child's area counts once, internal children as
-    /// traversal steps and leaves as intersection tests; the root adds 1. The optimiser's
-    /// refresh measures the tree's aging with it every few calls (about 20 us at 10k proxies).
-    pub(super) fn sah_cost(&self) -> f32 {
-        let root_area = f64::from(self.root_bounds.half_area());
-        if self.root.is_none() || root_area.is_nan() || root_area <= 0.0 {
-            return 0.0;
-        }
-        let area: f64 = (self.nodes.iter())
-            .filter(|node| node.slot != FREE_SLOT)
-            .map(|node| f64::from(node.bounds(0).half_area()) + f64::from(node.bounds(1).half_area()))
-            .sum();
-        (1.0 + area / root_area) as f32
-    }
-
     /// Node count, height, SAH cost and memory.
     pub fn stats(&self) -> TreeStats {
         let internal_nodes = self.nodes.len() - self.free_node_count as usize;

@@ -31,7 +31,7 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::error::MeshError;
+use crate::mesh::MeshError;
 use crate::mesh::TriMesh;
 
 mod obj;

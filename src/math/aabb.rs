@@ -2,7 +2,7 @@
 
 use glam::{Vec2, Vec3, Vec3A};
 
-use crate::error::InputError;
+use super::error::InputError;
 
 /// An axis-aligned bounding box in 3D, stored as its two corners.
 ///

@@ -3,7 +3,7 @@
 use glam::{Mat4, Vec3A, Vec4};
 
 use super::aabb::Aabb;
-use crate::error::InputError;
+use super::error::InputError;
 
 /// A plane `normal · p + d = 0`. Points with `normal · p + d >= 0` are on its inner side.
 #[derive(Clone, Copy, Debug, PartialEq)]

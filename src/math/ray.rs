@@ -4,8 +4,8 @@
 use glam::{Vec2, Vec3, Vec3A};
 
 use super::aabb::{Aabb, Aabb2};
+use super::error::InputError;
 use super::slab::{SlabInterval, SlabRay, slab_interval};
-use crate::error::InputError;
 
 /// A ray `origin + t * dir` for `t` in `[tmin, tmax]`.
 ///

@@ -1,25 +1,25 @@
 //! The mesh BVH: binned SAH over triangles, collapsed to 8-wide SoA nodes with 4-triangle SoA
 //! leaves, and its ray queries.
 //!
-//! Traversal follows the CPU wide-BVH kernels of Embree and tinybvh (Benthin, Wald et al.): one ray
-//! against all 8 children of a node with `f32x8`, the children that are hit visited near to far,
-//! and a stack of (node, entry distance) whose entries beyond the current closest hit are culled
-//! when popped. The child slab test is the crate's conservative one ([`crate::math::slab_interval`],
-//! lane for lane), so a triangle is never culled by rounding at a node.
+//! Every query walks the tree with the one closest-first loop of `crate::wide` (nearest children
+//! first, entries beyond the current closest hit dropped), whose child slab test is the crate's
+//! conservative one ([`crate::math::slab_interval`], lane for lane), so a triangle is never culled
+//! by rounding at a node. What differs between queries is the leaf test ([`LeafTest`]): a ray
+//! against a triangle pack, or a swept box against each triangle.
 
-use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
-use super::collapse::{EMPTY, LEAF, Node8, Ray8, collapse};
+use super::collapse::collapse;
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
-use crate::error::MeshError;
 use crate::hint::prefetch_wide;
 use crate::math::{Aabb, Ray, ray_aabb2};
+use crate::mesh::MeshError;
+use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -191,13 +191,13 @@ impl MeshBvh {
         for n in (0..self.nodes.len()).rev() {
             for lane in 0..8 {
                 let c = self.nodes[n].child[lane];
-                if c == EMPTY {
+                if c.is_empty() {
                     continue;
                 }
-                let b = if c & LEAF != 0 {
-                    self.packs[(c & !LEAF) as usize].bounds()
+                let b = if c.is_leaf() {
+                    self.packs[c.index() as usize].bounds()
                 } else {
-                    self.nodes[c as usize].union()
+                    self.nodes[c.index() as usize].union()
                 };
                 self.nodes[n].set(lane, c, &b);
             }
@@ -212,7 +212,7 @@ impl MeshBvh {
         let mut area = 0.0f64;
         for n in &self.nodes {
             for lane in 0..8 {
-                if n.child[lane] != EMPTY {
+                if !n.child[lane].is_empty() {
                     area += n.lane_bounds(lane).half_area() as f64;
                 }
             }
@@ -271,16 +271,6 @@ impl MeshBvh {
         let t = (n.dot(a64 - o) / n.dot(d)) as f32;
         let t = if t.is_finite() { t.clamp(ray.tmin, ray.tmax) } else { h.t };
         Hit { t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
-    }
-
-    /// Hints the CPU to load the child's node or triangle pack into the cache.
-    #[inline(always)]
-    fn prefetch(&self, child: u32) {
-        if child & LEAF != 0 {
-            prefetch_wide(self.packs.as_ptr().wrapping_add((child & !LEAF) as usize));
-        } else {
-            prefetch_wide(self.nodes.as_ptr().wrapping_add(child as usize));
-        }
     }
 
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
@@ -345,77 +335,48 @@ impl MeshBvh {
         }
         let lanes = Ray8::new(ray, inflate);
         leaf.start(ray);
+        let mut packs = PackVisitor::<ANY, L> { bvh: self, leaf, best: None };
+        let mut stack = FixedStack::<_, STACK>::new();
+        let visits =
+            closest_first::<ANY, INFLATE, _, _>(&self.nodes, &lanes, ray.tmin, ray.tmax, &mut stack, &mut packs);
+        (packs.best, visits)
+    }
+}
 
-        let mut tmax = ray.tmax;
-        let mut best: Option<(u32, L::Hit)> = None;
-        let mut visits = 0u32;
-        // Uninitialised: zeroing 8 KB per ray would cost more than many traversals. Only entries
-        // below `sp` are read, and each was written first.
-        let mut stack = [const { MaybeUninit::<(u32, f32)>::uninit() }; STACK];
-        let mut sp = 0usize;
-        let mut cur = (0u32, ray.tmin);
-        loop {
-            let (c, dist) = cur;
-            if dist <= tmax {
-                if c & LEAF != 0 {
-                    // An empty slot carries LEAF too; no input should make it reach here (its box
-                    // is empty), but a checked lookup keeps even a NaN plane from panicking.
-                    if let Some(p) = self.packs.get((c & !LEAF) as usize)
-                        && let Some((prim, t, h)) = leaf.test(p, tmax)
-                    {
-                        best = Some((prim, h));
-                        if ANY {
-                            break;
-                        }
-                        tmax = t;
-                    }
-                } else {
-                    visits += 1;
-                    let node = &self.nodes[c as usize];
-                    let (mut mask, near) = lanes.test::<INFLATE>(node, tmax);
-                    if mask != 0 {
-                        let d = near.to_array();
-                        if mask & (mask - 1) == 0 {
-                            // One child hit: continue with it directly.
-                            let l = mask.trailing_zeros() as usize;
-                            cur = (node.child[l], d[l]);
-                            continue;
-                        }
-                        // Several: push them far to near, so the nearest is popped first.
-                        let base = sp;
-                        while mask != 0 {
-                            let l = mask.trailing_zeros() as usize;
-                            mask &= mask - 1;
-                            let e = (node.child[l], d[l]);
-                            // Children that wait on the stack are fetched now: traversal is bound
-                            // by the latency of node and pack loads (Embree and tinybvh prefetch
-                            // too). Measured: +15-35% on the dragon (64 MB), neutral on Sponza.
-                            self.prefetch(e.0);
-                            if ANY {
-                                stack[sp].write(e);
-                            } else {
-                                // Insertion into the descending run stack[base..sp].
-                                let mut j = sp;
-                                // SAFETY: entries base..sp were written in this loop.
-                                while j > base && unsafe { stack[j - 1].assume_init() }.1 < e.1 {
-                                    stack[j] = stack[j - 1];
-                                    j -= 1;
-                                }
-                                stack[j].write(e);
-                            }
-                            sp += 1;
-                        }
-                    }
-                }
+/// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
+/// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
+struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
+    bvh: &'a MeshBvh,
+    leaf: &'a mut L,
+    best: Option<(u32, L::Hit)>,
+}
+
+impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
+    #[inline(always)]
+    fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
+        // An empty slot is a leaf reference too; no input should make it reach here (its box is
+        // empty), but a checked lookup keeps even a NaN plane from panicking.
+        if let Some(p) = self.bvh.packs.get(index as usize)
+            && let Some((prim, t, h)) = self.leaf.test(p, *tmax)
+        {
+            self.best = Some((prim, h));
+            if ANY {
+                return false;
             }
-            if sp == 0 {
-                break;
-            }
-            sp -= 1;
-            // SAFETY: every entry below `sp` was written before `sp` passed it.
-            cur = unsafe { stack[sp].assume_init() };
+            *tmax = t;
         }
-        (best, visits)
+        true
+    }
+
+    /// Children that wait on the stack are fetched now: traversal is bound by the latency of node
+    /// and pack loads.
+    #[inline(always)]
+    fn prefetch(&self, child: ChildRef) {
+        if child.is_leaf() {
+            prefetch_wide(self.bvh.packs.as_ptr().wrapping_add(child.index() as usize));
+        } else {
+            prefetch_wide(self.bvh.nodes.as_ptr().wrapping_add(child.index() as usize));
+        }
     }
 }
 

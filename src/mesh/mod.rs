@@ -7,6 +7,7 @@
 
 mod bvh;
 pub(crate) mod collapse;
+mod error;
 mod packet;
 mod shapes;
 pub(crate) mod sweep;
@@ -17,7 +18,7 @@ pub use sweep::SweepHit;
 
 use glam::Vec3;
 
-use crate::error::MeshError;
+pub use error::MeshError;
 
 /// An indexed triangle mesh: vertex positions and triangles as three vertex indices.
 ///

@@ -10,14 +10,12 @@
 //! (the single-ray path keeps the last one it meets), so a ray that sees such a tie is answered
 //! again by [`MeshBvh::intersect`].
 
-use std::mem::MaybeUninit;
-
 use wide::f32x8;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
-use super::collapse::{EMPTY, LEAF};
 use super::triangle::{PackHit, TriRay};
 use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
+use crate::wide::{ChildRef, FixedStack};
 
 /// Stack capacity of the packet traversal (same bound as the single-ray stack).
 const STACK: usize = 1024;
@@ -136,16 +134,15 @@ impl MeshBvh {
         let mut tmax = f32x8::new(tmax_a);
         let mut done = !pk.live & 0xFF;
 
-        let mut stack = [const { MaybeUninit::<(u32, f32x8)>::uninit() }; STACK];
-        let mut sp = 0usize;
-        let mut cur = (0u32, pk.tmin);
+        let mut stack = FixedStack::<(ChildRef, f32x8), STACK>::new();
+        let mut cur = (ChildRef::node(0), pk.tmin);
         loop {
             let (c, dist) = cur;
             // Rays still inside this entry's range (the single-ray `dist <= tmax`).
             let active = dist.simd_le(tmax).to_bitmask() & !done;
             if active != 0 {
-                if c & LEAF != 0 {
-                    let p = &self.packs[(c & !LEAF) as usize];
+                if c.is_leaf() {
+                    let p = &self.packs[c.index() as usize];
                     let mut m = active;
                     while m != 0 {
                         let r = m.trailing_zeros() as usize;
@@ -173,12 +170,12 @@ impl MeshBvh {
                     }
                     tmax = f32x8::new(tmax_a);
                 } else {
-                    let node = &self.nodes[c as usize];
-                    let mut hits: [(u32, f32x8, f32); 8] = [(0, pk.tmin, 0.0); 8];
+                    let node = &self.nodes[c.index() as usize];
+                    let mut hits: [(ChildRef, f32x8, f32); 8] = [(ChildRef::EMPTY, pk.tmin, 0.0); 8];
                     let mut n = 0usize;
                     for l in 0..8 {
                         let child = node.child[l];
-                        if child == EMPTY {
+                        if child.is_empty() {
                             continue;
                         }
                         let (near, mask) = pk.test_child(&node.bounds, l, tmax);
@@ -210,18 +207,15 @@ impl MeshBvh {
                         let hs = &mut hits[..n];
                         hs.sort_unstable_by(|a, b| b.2.total_cmp(&a.2));
                         for &(child, near, _) in hs.iter() {
-                            stack[sp].write((child, near));
-                            sp += 1;
+                            stack.push((child, near));
                         }
                     }
                 }
             }
-            if sp == 0 {
-                break;
+            match stack.pop() {
+                Some(e) => cur = e,
+                None => break,
             }
-            sp -= 1;
-            // SAFETY: every entry below `sp` was written before `sp` passed it.
-            cur = unsafe { stack[sp].assume_init() };
         }
         (best, ties)
     }

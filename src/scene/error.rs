@@ -3,7 +3,8 @@
 use std::fmt;
 
 use super::InstanceId;
-use crate::error::{DbvtError, InputError};
+use crate::dbvt::DbvtError;
+use crate::math::InputError;
 
 /// An error from a [`Scene`](super::Scene) operation. The scene is unchanged after any error.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -28,7 +28,7 @@ mod query;
 
 use super::{Dbvt, DbvtError};
 use crate::math::Aabb;
-use crate::mesh::collapse::{EMPTY, LEAF, Node8};
+use crate::wide::{ChildRef, Node8};
 
 /// The 8-wide copy of a [`Dbvt`] at one moment: valid until the tree next changes, unless
 /// [`Dbvt::refit_mirrored`] writes the change into it.
@@ -37,11 +37,11 @@ pub(crate) struct WideView {
     /// Node 0 is the root; empty when the tree is.
     nodes: Vec<Node8>,
     /// For each node, where each used lane's box lives in the binary tree: `2 * node + slot`, or
-    /// [`ROOT_LEAF`]; [`EMPTY`] after the last used lane.
+    /// [`ROOT_LEAF`]; [`NONE`] after the last used lane.
     sources: Vec<[u32; 8]>,
     root_bounds: Aabb,
     /// For each binary node slot `2 * node + slot`, the lane that copies its box
-    /// (`8 * wide node + lane`), or [`EMPTY`]: how [`Dbvt::refit_mirrored`] finds the lanes to
+    /// (`8 * wide node + lane`), or [`NONE`]: how [`Dbvt::refit_mirrored`] finds the lanes to
     /// write. Only right while `topology` is the tree's.
     lane_of: Vec<u32>,
     /// The tree's `topology` when the copy was collapsed.
@@ -50,6 +50,8 @@ pub(crate) struct WideView {
 
 /// The source of the one lane of a tree whose root is a leaf: the tree's root bounds.
 const ROOT_LEAF: u32 = u32::MAX - 1;
+/// No source (after the last used lane), or no lane (a binary slot no lane copies).
+const NONE: u32 = u32::MAX;
 
 impl<T> Dbvt<T> {
     /// Makes the 8-wide copy of the tree as it is now, from `old`, a copy of an earlier moment
@@ -88,7 +90,7 @@ impl<T> Dbvt<T> {
             self.refit_sweep(|n, node| {
                 for s in 0..2 {
                     let lane = lane_of[(2 * n) as usize + s];
-                    if lane != EMPTY {
+                    if lane != NONE {
                         copy_slot(&mut nodes[(lane >> 3) as usize], (lane & 7) as usize, &node.planes, s);
                     }
                 }
@@ -115,7 +117,7 @@ impl<T> Dbvt<T> {
         }
         for (node, sources) in view.nodes.iter_mut().zip(&view.sources) {
             for (lane, &src) in sources.iter().enumerate() {
-                if src == EMPTY {
+                if src == NONE {
                     break;
                 }
                 copy_slot(node, lane, &self.nodes[(src >> 1) as usize].planes, (src & 1) as usize);
@@ -137,7 +139,7 @@ impl<T> Dbvt<T> {
         nodes.reserve(expected);
         sources.reserve(expected);
         let mut view = |nodes, sources: Vec<[u32; 8]>| {
-            lane_of.resize(2 * self.nodes.len(), EMPTY);
+            lane_of.resize(2 * self.nodes.len(), NONE);
             for (w, lanes) in sources.iter().enumerate() {
                 for (l, &src) in lanes.iter().enumerate() {
                     if src < ROOT_LEAF {
@@ -157,9 +159,9 @@ impl<T> Dbvt<T> {
             return view(nodes, sources);
         };
         nodes.push(Node8::EMPTY);
-        sources.push([EMPTY; 8]);
+        sources.push([NONE; 8]);
         if root.is_leaf() {
-            nodes[0].set(0, LEAF | root.index(), &self.root_bounds);
+            nodes[0].set(0, ChildRef::leaf(root.index()), &self.root_bounds);
             sources[0][0] = ROOT_LEAF;
             return view(nodes, sources);
         }
@@ -183,12 +185,12 @@ impl<T> Dbvt<T> {
                         continue;
                     }
                     let r = if c.is_leaf() {
-                        LEAF | c.index()
+                        ChildRef::leaf(c.index())
                     } else {
                         nodes.push(Node8::EMPTY);
-                        sources.push([EMPTY; 8]);
+                        sources.push([NONE; 8]);
                         work.push((nodes.len() as u32 - 1, c.index()));
-                        nodes.len() as u32 - 1
+                        ChildRef::node(nodes.len() as u32 - 1)
                     };
                     nodes[w as usize].set(lane, r, &node.bounds(s));
                     sources[w as usize][lane] = 2 * at + s as u32;
@@ -247,9 +249,7 @@ impl WideView {
         self.nodes.iter().all(|n| {
             (0..8).all(|l| {
                 let c = n.child[l];
-                c == crate::mesh::collapse::EMPTY
-                    || c & LEAF != 0
-                    || n.lane_bounds(l).contains(&self.nodes[c as usize].union())
+                c.is_leaf() || n.lane_bounds(l).contains(&self.nodes[c.index() as usize].union())
             })
         })
     }

@@ -6,12 +6,13 @@ use glam::Vec3A;
 use wide::f32x8;
 
 use super::WideView;
+use crate::dbvt::ProxyId;
 use crate::dbvt::node::FrustumLanes;
 use crate::dbvt::queries::{ALL_PLANES, LeafControl, LeafPolicy, RayLeaf, RayPolicy, frustum_box_test};
 use crate::dbvt::traverse::QueryStats;
 use crate::dbvt::{Dbvt, DbvtError};
 use crate::math::{Frustum, Ray, ray_aabb2};
-use crate::mesh::collapse::{EMPTY, LEAF, Node8, Ray8};
+use crate::wide::{ChildRef, LeafVisitor, Node8, Ray8, closest_first};
 
 impl<T> Dbvt<T> {
     /// [`Dbvt::ray_cast`] over `view`, which must have been made from this tree since its last
@@ -22,7 +23,7 @@ impl<T> Dbvt<T> {
         &self,
         view: &WideView,
         ray: &Ray,
-        stack: &mut Vec<(u32, f32)>,
+        stack: &mut Vec<(ChildRef, f32)>,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
         self.check_refitted()?;
@@ -32,54 +33,10 @@ impl<T> Dbvt<T> {
             return Ok(stats);
         }
         let lanes = Ray8::new(ray, Vec3A::ZERO);
-        let mut tmax = ray.tmax;
-        stack.clear();
-        let mut cur = (0u32, ray.tmin);
-        loop {
-            let (c, key) = cur;
-            if key <= tmax {
-                if c & LEAF != 0 {
-                    let p = c & !LEAF;
-                    stats.leaves_visited += 1;
-                    let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-                    if !policy.visit(RayLeaf { id: self.id_of(p), data, t: key, tmax }).apply(&mut tmax) {
-                        break;
-                    }
-                } else {
-                    stats.nodes_visited += 1;
-                    let node = &view.nodes[c as usize];
-                    let (mut mask, near) = lanes.test::<false>(node, tmax);
-                    if mask != 0 {
-                        let d = near.to_array();
-                        if mask & (mask - 1) == 0 {
-                            let l = mask.trailing_zeros() as usize;
-                            cur = (node.child[l], d[l]);
-                            continue;
-                        }
-                        // Several: push them far to near, so the nearest is popped first.
-                        let base = stack.len();
-                        while mask != 0 {
-                            let l = mask.trailing_zeros() as usize;
-                            mask &= mask - 1;
-                            let e = (node.child[l], d[l]);
-                            self.prefetch_wide(view, e.0);
-                            stack.push(e);
-                            // Insertion into the descending run stack[base..].
-                            let mut j = stack.len() - 1;
-                            while j > base && stack[j - 1].1 < e.1 {
-                                stack[j] = stack[j - 1];
-                                j -= 1;
-                            }
-                            stack[j] = e;
-                        }
-                    }
-                }
-            }
-            match stack.pop() {
-                Some(e) => cur = e,
-                None => break,
-            }
-        }
+        let mut proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
+        stats.nodes_visited =
+            closest_first::<false, false, _, _>(&view.nodes, &lanes, ray.tmin, ray.tmax, stack, &mut proxies);
+        stats.leaves_visited = proxies.leaves_visited;
         Ok(stats)
     }
 
@@ -91,7 +48,7 @@ impl<T> Dbvt<T> {
         &self,
         view: &WideView,
         frustum: &Frustum,
-        stack: &mut Vec<(u32, f32)>,
+        stack: &mut Vec<(ChildRef, f32)>,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
         self.check_refitted()?;
@@ -107,7 +64,7 @@ impl<T> Dbvt<T> {
         let planes = FrustumLanes::new(frustum, f32x8::splat);
         stack.clear();
         // Keys are plane masks, exact as small f32s, so the ray stack serves.
-        stack.push((0, active as f32));
+        stack.push((ChildRef::node(0), active as f32));
         let mut visit = |p: u32, stats: &mut QueryStats| {
             stats.leaves_visited += 1;
             let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
@@ -115,20 +72,20 @@ impl<T> Dbvt<T> {
         };
         while let Some((n, key)) = stack.pop() {
             stats.nodes_visited += 1;
-            let node = &view.nodes[n as usize];
+            let node = &view.nodes[n.index() as usize];
             let (mut keep, partial) = planes.test(node, key as u32);
             while keep != 0 {
                 let l = keep.trailing_zeros() as usize;
                 keep &= keep - 1;
                 let c = node.child[l];
-                if c & LEAF != 0 {
-                    if !visit(c & !LEAF, &mut stats) {
+                if c.is_leaf() {
+                    if !visit(c.index(), &mut stats) {
                         return Ok(stats);
                     }
                 } else if partial[l] == 0 && self.ordered {
                     // Wholly inside: every leaf below, read from the binary tree's node range
                     // (the lane's box is child `src & 1` of binary node `src >> 1`).
-                    let src = view.sources[n as usize][l];
+                    let src = view.sources[n.index() as usize][l];
                     let below = self.nodes[(src >> 1) as usize].child[(src & 1) as usize].index();
                     if !self.for_each_leaf_below(below, |p| visit(p, &mut stats)) {
                         return Ok(stats);
@@ -140,14 +97,34 @@ impl<T> Dbvt<T> {
         }
         Ok(stats)
     }
+}
+
+/// The tree's proxies for the shared traversal loop: each leaf index is a proxy slot, handed to
+/// the caller's policy with its entry distance.
+struct ProxyVisitor<'a, T, P> {
+    tree: &'a Dbvt<T>,
+    nodes: &'a [Node8],
+    policy: &'a mut P,
+    leaves_visited: u32,
+}
+
+impl<T, P: RayPolicy<T>> LeafVisitor for ProxyVisitor<'_, T, P> {
+    #[inline(always)]
+    fn visit(&mut self, p: u32, entry: f32, tmax: &mut f32) -> bool {
+        self.leaves_visited += 1;
+        let tree = self.tree;
+        let data = tree.slots[p as usize].data.as_ref().expect("leaf proxies are live");
+        let id: ProxyId = tree.id_of(p);
+        self.policy.visit(RayLeaf { id, data, t: entry, tmax: *tmax }).apply(tmax)
+    }
 
     /// Starts loading what a stacked entry will read: a wide node's first lines, or a proxy slot.
     #[inline(always)]
-    fn prefetch_wide(&self, view: &WideView, child: u32) {
-        if child & LEAF != 0 {
-            crate::hint::prefetch(self.slots.as_ptr().wrapping_add((child & !LEAF) as usize));
+    fn prefetch(&self, child: ChildRef) {
+        if child.is_leaf() {
+            crate::hint::prefetch(self.tree.slots.as_ptr().wrapping_add(child.index() as usize));
         } else {
-            crate::hint::prefetch_wide(view.nodes.as_ptr().wrapping_add(child as usize));
+            crate::hint::prefetch_wide(self.nodes.as_ptr().wrapping_add(child.index() as usize));
         }
     }
 }
@@ -161,7 +138,7 @@ impl FrustumLanes<f32x8> {
     /// inside: 0 for a lane wholly in the frustum, whose subtree then needs no more tests.
     #[inline(always)]
     fn test(&self, node: &Node8, active: u32) -> (u32, [u8; 8]) {
-        let used = node.child.iter().enumerate().fold(0, |m, (l, &c)| m | ((c != EMPTY) as u32) << l);
+        let used = node.used_lanes();
         let mut partial = [0u8; 8];
         if active == 0 {
             return (used, partial);

@@ -1,0 +1,73 @@
+//! [`InputError`]: geometric input (a box, a ray, a frustum, a displacement) that no query or tree
+//! can use. Nothing in the library panics on user data; it returns a typed error.
+
+use std::fmt;
+
+use glam::Vec3;
+
+/// Geometric input that no query or tree can use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InputError {
+    /// A box with a NaN or infinite coordinate.
+    NonFiniteAabb {
+        /// The lower corner given.
+        min: Vec3,
+        /// The upper corner given.
+        max: Vec3,
+    },
+    /// A box with `min > max` on some axis.
+    InvertedAabb {
+        /// The lower corner given.
+        min: Vec3,
+        /// The upper corner given.
+        max: Vec3,
+    },
+    /// A ray with a NaN or infinite origin or direction.
+    NonFiniteRay {
+        /// The origin given.
+        origin: Vec3,
+        /// The direction given.
+        dir: Vec3,
+    },
+    /// A ray whose `tmin` is not finite, whose `tmax` is NaN, or with `tmin > tmax`.
+    InvalidRayRange {
+        /// The start given.
+        tmin: f32,
+        /// The end given.
+        tmax: f32,
+    },
+    /// A displacement or margin that is NaN, infinite, or (for a margin) negative.
+    NonFiniteDisplacement,
+    /// A frustum plane with a NaN or infinite coefficient.
+    NonFinitePlane {
+        /// Which of the six planes.
+        index: usize,
+    },
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputError::NonFiniteAabb { min, max } => {
+                write!(f, "box has a NaN or infinite coordinate (min {min}, max {max})")
+            }
+            InputError::InvertedAabb { min, max } => {
+                write!(f, "box has min > max on some axis (min {min}, max {max})")
+            }
+            InputError::NonFiniteRay { origin, dir } => {
+                write!(f, "ray has a NaN or infinite origin or direction (origin {origin}, dir {dir})")
+            }
+            InputError::InvalidRayRange { tmin, tmax } => {
+                write!(f, "ray range [{tmin}, {tmax}] is not an ordered interval with finite tmin")
+            }
+            InputError::NonFiniteDisplacement => {
+                write!(f, "displacement or margin is NaN, infinite or negative")
+            }
+            InputError::NonFinitePlane { index } => {
+                write!(f, "frustum plane {index} has a NaN or infinite coefficient")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InputError {}

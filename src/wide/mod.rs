@@ -1,0 +1,22 @@
+//! 8-wide BVH nodes (Wald, Benthin and Boulos, "Getting Rid of Packets", 2008; Embree's BVH8),
+//! shared by the mesh BVH (`mesh`), the dynamic tree's read-only copy (`dbvt::wide`) and the
+//! packet path (`mesh::packet`):
+//!
+//! | file | what |
+//! |---|---|
+//! | `node.rs` | [`Node8`]: eight child boxes as SoA planes and eight [`ChildRef`]s |
+//! | `ray.rs` | [`Ray8`]: one ray (or a swept box's centre ray) against the eight children |
+//! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
+//!
+//! Builders (`mesh::collapse`, `dbvt::wide`) write nodes; the loop in `traverse.rs` reads them and
+//! hands each leaf it reaches to a [`LeafVisitor`], which decides what a leaf means (a triangle
+//! pack, a proxy) and whether the ray is clipped or stopped.
+
+mod node;
+mod ray;
+mod traverse;
+
+pub(crate) use crate::child::ChildRef;
+pub(crate) use node::Node8;
+pub(crate) use ray::Ray8;
+pub(crate) use traverse::{FixedStack, LeafVisitor, closest_first};
