@@ -160,3 +160,27 @@ fn sweeping_a_box_with_overflowing_extents_does_not_panic() {
     let mut ws = QueryWorkspace::new();
     assert!(tree.box_cast_closest(&huge, Vec3A::X, &mut ws).is_err());
 }
+
+/// `Debug` of the big structures is a summary (counts, bounds, SAH cost), not a dump of every
+/// node: a derived `Debug` printed megabytes for a real mesh.
+#[test]
+fn debug_of_trees_meshes_and_scenes_is_a_summary() {
+    use std::sync::Arc;
+
+    use glam::Affine3A;
+    use slabtree::{BuildOptions, MeshBvh, Scene, TriMesh};
+    let mesh = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 64, 32), &BuildOptions::default()));
+    let text = format!("{mesh:?}");
+    assert!(text.len() < 400 && text.contains(&format!("triangles: {},", mesh.mesh().len())), "{text}");
+    let (tree, _) =
+        Dbvt::build((0..1000).map(|i| (Aabb::from_center_half_extents(Vec3A::splat(i as f32), Vec3A::ONE), i)))
+            .unwrap();
+    let text = format!("{tree:?}");
+    assert!(text.len() < 400 && text.contains("proxies: 1000"), "{text}");
+    let mut scene = Scene::new();
+    for i in 0..100 {
+        scene.add(mesh.clone(), Affine3A::from_translation(glam::Vec3::splat(3.0 * i as f32)), i).unwrap();
+    }
+    let text = format!("{scene:?}");
+    assert!(text.len() < 600 && text.contains("instances: 100"), "{text}");
+}

@@ -54,6 +54,7 @@ pub(crate) use wide::WideView;
 /// It carries a generation, so an id kept after its proxy was removed is refused with
 /// [`DbvtError::StaleProxy`] instead of reaching whichever proxy reuses the slot, and a tree tag,
 /// so an id from another tree is refused with [`DbvtError::ForeignProxy`].
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProxyId {
     index: u32,
@@ -75,6 +76,7 @@ impl ProxyId {
 }
 
 /// Tuning of a [`Dbvt`].
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DbvtConfig {
     /// Margin added on every side of a proxy's box to make its fat box (Box2D's
@@ -172,7 +174,7 @@ static NEXT_TREE_TAG: AtomicU32 = AtomicU32::new(1);
 /// tree.validate().unwrap();
 /// # Ok::<(), slabtree::DbvtError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Dbvt<T> {
     nodes: Vec<Node>,
     free_node: u32,

@@ -22,6 +22,7 @@ pub struct QueryStats {
 
 /// Which node test the traversal uses. Both give identical results (the tests check this); the
 /// scalar one is the reference.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NodeTest {
     /// Both children of a node in one set of `f32x4` operations.

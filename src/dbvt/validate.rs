@@ -276,3 +276,19 @@ impl<T> Dbvt<T> {
         }
     }
 }
+
+/// A summary, not every node: proxies, nodes, height, bounds and SAH cost (one pass over the
+/// arena).
+impl<T> std::fmt::Debug for Dbvt<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.stats();
+        f.debug_struct("Dbvt")
+            .field("proxies", &s.leaves)
+            .field("internal_nodes", &s.internal_nodes)
+            .field("height", &s.height)
+            .field("bounds", &self.root_bounds())
+            .field("sah_cost", &s.sah_cost)
+            .field("refit_pending", &self.refit_pending)
+            .finish_non_exhaustive()
+    }
+}

@@ -16,6 +16,7 @@ use super::error::InputError;
 /// assert!(a.overlaps(&b)); // they touch at the corner (1, 1, 1)
 /// assert_eq!(a.union(&b).max, Vec3A::splat(2.0));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Aabb {
     /// The lower corner.
@@ -144,6 +145,7 @@ impl Aabb {
 /// let b = Aabb2::new(Vec2::ZERO, Vec2::new(2.0, 1.0));
 /// assert_eq!(b.perimeter(), 6.0);
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Aabb2 {
     /// The lower corner.

@@ -21,6 +21,8 @@ use super::slab::{SlabInterval, SlabRay, slab_interval};
 /// assert_eq!(r.inv_dir().y, -0.5);
 /// assert_eq!(r.at(1.5), Vec3A::new(0.0, -3.0, 0.0));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(from = "RayParts", into = "RayParts"))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ray {
     origin: Vec3A,
@@ -137,6 +139,8 @@ impl From<Ray> for (Vec3, Vec3) {
 /// assert_eq!(hit.fraction, 0.25);
 /// assert_eq!(hit.normal, Vec2::new(-1.0, 0.0));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(from = "Ray2Parts", into = "Ray2Parts"))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Ray2 {
     origin: Vec2,
@@ -151,6 +155,7 @@ pub struct Ray2 {
 
 /// Where a [`Ray2`] enters an [`Aabb2`]: the fraction, the point and the outward face normal, as
 /// Box2D's `b2AABB_RayCast` reports them.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RayHit2 {
     /// The ray parameter of the entry point.
@@ -259,5 +264,54 @@ impl SlabRay for Ray2 {
             self.tmin,
             self.tmax,
         )
+    }
+}
+
+/// What a serialised [`Ray`] holds: the inverse direction and sign bits are derived again on
+/// reading, so a stored ray cannot disagree with itself.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RayParts {
+    origin: Vec3A,
+    dir: Vec3A,
+    tmin: f32,
+    tmax: f32,
+}
+
+#[cfg(feature = "serde")]
+impl From<RayParts> for Ray {
+    fn from(r: RayParts) -> Ray {
+        Ray::new(r.origin, r.dir).with_range(r.tmin, r.tmax)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<Ray> for RayParts {
+    fn from(r: Ray) -> RayParts {
+        RayParts { origin: r.origin, dir: r.dir, tmin: r.tmin, tmax: r.tmax }
+    }
+}
+
+/// What a serialised [`Ray2`] holds (see [`RayParts`]).
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ray2Parts {
+    origin: Vec2,
+    dir: Vec2,
+    tmin: f32,
+    tmax: f32,
+}
+
+#[cfg(feature = "serde")]
+impl From<Ray2Parts> for Ray2 {
+    fn from(r: Ray2Parts) -> Ray2 {
+        Ray2::new(r.origin, r.dir).with_range(r.tmin, r.tmax)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<Ray2> for Ray2Parts {
+    fn from(r: Ray2) -> Ray2Parts {
+        Ray2Parts { origin: r.origin, dir: r.dir, tmin: r.tmin, tmax: r.tmax }
     }
 }

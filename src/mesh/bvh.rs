@@ -22,6 +22,7 @@ use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TriangleTest {
     /// Möller–Trumbore: fastest; a ray passing within f32 rounding of a shared edge (about 1e-5 in
@@ -35,6 +36,7 @@ pub enum TriangleTest {
 }
 
 /// How to build a [`MeshBvh`].
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BuildOptions {
     /// The triangle test used by every query on this mesh.
@@ -61,6 +63,7 @@ impl Default for BuildOptions {
 }
 
 /// The closest hit of a ray on a mesh.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
     /// Ray parameter of the hit.
@@ -112,7 +115,7 @@ pub struct MeshStats {
 /// assert!(bvh.occluded(&ray));
 /// # Ok::<(), slabtree::MeshError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MeshBvh {
     pub(crate) nodes: Vec<Node8>,
     pub(crate) packs: Vec<TriPack>,
@@ -121,6 +124,23 @@ pub struct MeshBvh {
     pub(crate) bounds: Aabb,
     depth: u32,
     build_time: Duration,
+}
+
+/// A summary, not every node: triangles, nodes, leaves, depth, bounds, SAH cost and the triangle
+/// test.
+impl std::fmt::Debug for MeshBvh {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.stats();
+        f.debug_struct("MeshBvh")
+            .field("triangles", &s.triangles)
+            .field("nodes", &s.nodes)
+            .field("leaves", &s.leaves)
+            .field("depth", &s.depth)
+            .field("bounds", &self.bounds())
+            .field("sah_cost", &s.sah_cost)
+            .field("triangle_test", &self.options.triangle_test)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Traversal stack capacity. The builder bounds the binary depth by 48 + log2(n) (median splits

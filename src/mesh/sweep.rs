@@ -14,6 +14,7 @@ use glam::{Vec3, Vec3A};
 use crate::Aabb;
 
 /// The first contact of a swept box with a mesh.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepHit {
     /// Fraction of the displacement at first contact, in `[0, 1]`; 0 when the box starts in

@@ -63,6 +63,7 @@ pub struct InstanceSlot {
 
 /// A handle to an instance in a [`Scene`]: generational, so an id kept after its instance was
 /// removed is refused with [`SceneError::StaleInstance`], and tagged with its scene.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstanceId {
     index: u32,
@@ -124,6 +125,13 @@ struct Slot {
 }
 
 static NEXT_SCENE_TAG: AtomicU32 = AtomicU32::new(1);
+
+/// A summary: the instance count and the instance tree's summary (see [`Dbvt`]'s `Debug`).
+impl std::fmt::Debug for Scene {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scene").field("instances", &self.count).field("tree", &self.tree).finish_non_exhaustive()
+    }
+}
 
 /// Instances of triangle meshes, for picking, occlusion, frustum culling, overlap and swept-box
 /// queries. See the [module docs](self).
