@@ -11,7 +11,13 @@
 //! * [`mesh`]: triangle meshes and their 8-wide BVHs ([`MeshBvh`]).
 //! * [`d2`]: 2D collision on the same math core: Box2D-Lite box manifolds, Box2D v3 polygon
 //!   manifolds, GJK distance, time of impact and ray casts, bit-exact with Box2D.
+//! * [`scene`]: a two-level scene of moving instances of shared [`MeshBvh`]es ([`Scene`]): pick,
+//!   occlusion, frustum and overlap queries and swept boxes, the picking and visibility layer of a
+//!   renderer.
 //! * [`io`]: Wavefront OBJ and PLY (ASCII and binary) loaders into a [`TriMesh`] ([`load_mesh`]).
+//!
+//! Features: `parallel` (on by default) runs builds and batch queries on rayon's threads; `serde`
+//! derives `Serialize` and `Deserialize` for the value types.
 //!
 //! ```
 //! use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray};

@@ -2,7 +2,7 @@
 # Builds and runs the mesh ray-query comparison: slabtree's MeshBvh against Embree 3, obvhs,
 # parry3d and the bvh crate, on the shared scenes and ray files, in release mode.
 #
-#   benches/peers/mesh.sh                        # scenes from $SLABTREE_SCENES, else /work/shared/scenes
+#   benches/peers/mesh.sh                        # scenes from $SLABTREE_SCENES, else ../shared/scenes beside the repository
 #   benches/peers/mesh.sh /path/to/scenes        # another scenes folder (meshes + rays/)
 #   benches/peers/mesh.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza
 #

@@ -1,4 +1,6 @@
-//! Top-down BVH construction shared by the dynamic tree's rebuild and (later) the mesh BVHs.
+//! BVH construction shared by the dynamic tree's rebuilds and the mesh BVHs: the binned-SAH
+//! builder (top-down, parallel and deterministic), Morton codes for linear rebuilds, and tree
+//! rotations.
 
 mod binned_sah;
 mod morton;

@@ -88,27 +88,19 @@ pub struct DbvtConfig {
     /// A full rebuild above this many proxies splits its work across rayon's threads.
     pub parallel_threshold: usize,
     /// [`Dbvt::optimize_incremental`] rebuilds a tree of at most this many proxies whole with
-    /// binned SAH, in one call once its saved-up budget covers every leaf (see the method):
-    /// the best tree, at about 0.4–0.6 µs per proxy landing in one call (0.6 ms at 1k). The
-    /// default, 0, leaves every tree up to `refresh_max` to the refresh instead, which at 1k
-    /// moving instances made the scene frame loop faster and its worst frame a third as long
-    /// (1000 frames, two runs each: 2.34–2.38× parry3d against 2.20–2.23×, worst frame 0.19–0.21
-    /// against 0.55–0.60 ms). Raise it for small trees that should stay at a binned build's
-    /// quality.
+    /// binned SAH, in one call once its saved-up budget covers every leaf: the best tree, at
+    /// about 0.5 µs per proxy landing in one call. Default 0: every tree up to `refresh_max` is
+    /// refreshed instead, which keeps frames shorter and their worst case smaller. Raise it for
+    /// small trees that should stay at a binned build's quality.
     pub whole_rebuild_max: usize,
     /// Above `whole_rebuild_max` and up to this many proxies, [`Dbvt::optimize_incremental`]
-    /// keeps the tree young by refreshing it: one [`Dbvt::rebuild_morton`] of the whole
-    /// tree once its SAH cost has grown by `refresh_growth` since the last whole rebuild, and
-    /// the budgets of the calls since the last refresh have paid for it (an eighth of a leaf
-    /// per proxy). A Morton rebuild is about 9× cheaper than a binned one, so it can run every few
-    /// dozen frames, and each restores what treelets cannot: which leaves share a subtree.
-    /// Measured at 10k moving instances (the scene frame loop, 300 frames): SAH cost 70
-    /// against 90 with treelets, and frames 15–20% shorter. It lands in one call, about 60 ns
-    /// per proxy (0.6 ms at 10k, 9.4 ms at 100k), so the default of 131072 bounds it near
-    /// 13 ms; larger trees are optimised in treelets. At 100k instances (100 frames) the
-    /// refresh made the frame 2.68× parry3d's against 2.23× with treelets (median frame 2.94×
-    /// against 1.92×), for a worst frame of 10.8 against 8.5 ms (parry3d's: 25 ms). 0 turns it
-    /// off.
+    /// refreshes the tree: one [`Dbvt::rebuild_morton`] of the whole tree once its SAH cost has
+    /// grown by `refresh_growth` since the last whole rebuild and the budgets since the last
+    /// refresh have paid for it (an eighth of a leaf per proxy). A refresh restores what treelet
+    /// rebuilds cannot (which leaves share a subtree) and lands in one call, about 60 ns per
+    /// proxy, so the default of 131072 bounds it near 13 ms; larger trees are optimised in
+    /// treelets. 0 turns it off. The measurements behind the defaults are in
+    /// `docs/performance.md`.
     pub refresh_max: usize,
     /// How much the SAH cost may grow after a whole rebuild before a refresh (see
     /// `refresh_max`): 0.05 is 5%.

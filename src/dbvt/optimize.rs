@@ -16,50 +16,24 @@
 //! not change, so no ancestor needs a refit; only ancestor heights are updated.
 //!
 //! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th round also
-//! rebuilds the top of the tree over its subtrees of at most √n leaves, a quarter of a treelet (as
-//! parry's root refinement): groups of leaves can then change places across the whole tree, and
-//! the next treelets, cut from the new top, mix leaves across the old groups. Measured on the
-//! scene frame loop (10% of the instances moving each frame, a budget of 1.25%), the SAH cost
-//! was 1.26x a full rebuild's after 1000 frames at 1k instances and 1.4x at 10k (1.1x and 1.2x
-//! when every call rebuilt a whole treelet, at several times the cost); with treelets capped at
-//! the budget instead, it was 8x at 1k.
+//! rebuilds the top of the tree over its subtrees of at most √n leaves (as parry's root
+//! refinement). A round's cost is fixed by the tree's size, so a budget smaller than a treelet
+//! is saved up as credit and a round runs once it covers one: the caller's budget sets the
+//! average cost per call.
 //!
-//! A round's cost is fixed by the tree's size, so a budget smaller than a treelet is saved up as
-//! credit and a round runs once it covers one: the caller's budget sets the average cost per
-//! call, as it says.
+//! Three regimes, by the tree's size:
+//! - up to [`DbvtConfig::whole_rebuild_max`] leaves (0 by default): one treelet, the whole tree
+//!   rebuilt with binned SAH once the credit covers every leaf;
+//! - up to [`DbvtConfig::refresh_max`] leaves (131072 by default): *refreshed*, a whole rebuild
+//!   along a Morton curve ([`Dbvt::rebuild_morton`], a linear BVH: Lauterbach et al. 2009, Karras
+//!   2012) once the SAH cost has grown by [`DbvtConfig::refresh_growth`] since the last whole
+//!   rebuild (as RT-DEFORM, Lauterbach et al. 2006, rebuilds once refitting has degraded the
+//!   tree), its cost charged to the following calls' budgets. A tree that does not move never
+//!   grows in cost, so it is never refreshed;
+//! - larger trees: treelets and top rebuilds, as above.
 //!
-//! Small trees (up to [`DbvtConfig::whole_rebuild_max`] leaves; 2048 by default in sessions
-//! 9 and 10, 0 since the refresh below) are one treelet: a round rebuilds the whole tree, once
-//! the credit covers every leaf. Treelets of
-//! √n-scale are a large part of a small tree, yet they cannot undo its global decay: at 1k
-//! instances (the scene frame loop, budget 1.25% per frame) the treelet rounds left the SAH
-//! cost at 1.27x a rebuild's after 1000 frames for 11 us of optimisation per frame, where a
-//! whole rebuild every 77 frames brings it back to 1.0x for less (update 0.017 against
-//! 0.019 ms per frame, picks 0.041 against 0.049 ms; 2k and 4k instances gained as much).
-//! The price is a spike: the whole rebuild lands in one frame (0.6 ms at 1k, 1.2 ms at 2k,
-//! 2.4 ms at 4k), hence the cap. At 10k (measured again in session 10, 1000 frames, three
-//! alternating runs), whole rebuilds every 80 frames cost more in the update than the treelets
-//! (0.24-0.29 against 0.21-0.25 ms per frame), but the links then change once per rebuild, so
-//! the scene's rays take its 8-wide copy and the picks run faster (0.15-0.17 against
-//! 0.22-0.24 ms): the mean frame is 5-10% shorter, and one frame in 80 takes 7-9 ms. That
-//! stall is what kept the cap at 2048.
-//!
-//! Trees up to [`DbvtConfig::refresh_max`] leaves (131072 by default) are *refreshed* instead
-//! (session 11): a whole rebuild along a Morton curve
-//! ([`Dbvt::rebuild_morton`], a linear BVH: Lauterbach et al. 2009, Karras 2012) once the SAH
-//! cost has grown by [`DbvtConfig::refresh_growth`] (5%) since the last whole rebuild, as
-//! RT-DEFORM (Lauterbach et al. 2006) rebuilds once refitting has degraded the tree by a set
-//! ratio. A Morton rebuild is about 9x cheaper than a binned one (0.62 against 5.6 ms at 10k)
-//! for trees 4-25% worse by the SAH, so a moving tree can be rebuilt whole every couple of
-//! dozen frames, within the same budget, and each refresh restores which leaves share a
-//! subtree, the staleness treelets cannot reach. Its cost is charged against the following
-//! calls' budgets (an eighth of a leaf per proxy) before the next. With no treelet rounds in
-//! between the links change only at a refresh, so the scene's rays keep its 8-wide copy.
-//! Measured on the scene frame loop at 10k instances (300 frames, this machine): SAH cost 70
-//! after 300 frames against 90 with treelets, the optimiser 0.027 against 0.062 ms per frame,
-//! the picks 0.11-0.13 against 0.155 ms, and the frame 2.2-2.4x parry3d's against 1.9-2.0x.
-//! A tree that does not move never grows in cost, so it is never refreshed: a binned build
-//! stays as it is.
+//! Why these regimes and defaults, with the measurements: `docs/performance.md`, "The
+//! incremental optimiser".
 //!
 //! [`DbvtConfig::whole_rebuild_max`]: super::DbvtConfig::whole_rebuild_max
 //! [`DbvtConfig::refresh_max`]: super::DbvtConfig::refresh_max

@@ -209,7 +209,7 @@ pub enum RayTree {
 /// `rays` is the forecast of rays until the links next change (see [`RayTree::Auto`]): about
 /// where the rays' savings repay a collapse, with some margin. Measured on the picking workload
 /// (10% of the instances moving per frame, the optimiser changing the links every 10 frames at
-/// 1k and every 4 at 10k, before the refresh of session 11): a collapse costs 17 us at 1k and
+/// 1k and every 4 at 10k, before the refresh of commit 0aae0a8): a collapse costs 17 us at 1k and
 /// 200 us at 10k in the frame loop (measured alone, with warm caches: 11 and 127 us), and a ray
 /// on the copy saves 0.26 us at 1k (0.44 against 0.70 us) and 0.55 us at 10k, so a collapse
 /// pays off after about n/15 rays at 1k and n/27 at 10k; at 10k the refit's writes into the

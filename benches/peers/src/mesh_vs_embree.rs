@@ -4,7 +4,7 @@
 //! Data: the meshes `bunny.obj`, `dragon.ply` and `sponza.obj` and the ray files
 //! `rays/<scene>.<kind>.rays` of the shared scenes folder (see its README), with the Embree 4
 //! reference answers `rays/<scene>.<kind>.hits` / `.occluded` for the cross-check. The folder is
-//! the first argument if given, else `$SLABTREE_SCENES`, else `/work/shared/scenes`. Further
+//! the first argument if given, else `$SLABTREE_SCENES`, else `../shared/scenes` beside the repository. Further
 //! arguments pick scenes (default: all three). Kinds `primary`, `random` and `diffuse` are
 //! closest-hit queries; `shadow` rays (finite `tmax`) are any-hit (occlusion) queries.
 //!
@@ -889,7 +889,11 @@ fn main() {
     let mut args = std::env::args().skip(1).peekable();
     let dir = match args.peek() {
         Some(a) if Path::new(a).is_dir() => PathBuf::from(args.next().unwrap()),
-        _ => std::env::var_os("SLABTREE_SCENES").map_or_else(|| PathBuf::from("/work/shared/scenes"), PathBuf::from),
+        // The shared scenes sit beside the repository: `../shared/scenes` from its root.
+        _ => std::env::var_os("SLABTREE_SCENES").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes"),
+            PathBuf::from,
+        ),
     };
     let picked: Vec<String> = args.collect();
     if let Some(bad) = picked.iter().find(|p| !SCENES.iter().any(|(s, _)| s == p)) {
