@@ -97,7 +97,8 @@ impl<T> Dbvt<T> {
     /// dropping the free list.
     pub(super) fn relayout(&mut self) {
         self.topology += 1;
-        let Some(root) = self.root else {
+        // No internal node (an empty tree, or a single leaf): an empty arena is in pre-order.
+        let Some(root) = self.root.filter(|r| !r.is_leaf()) else {
             self.nodes.clear();
             self.free_node = NULL;
             self.free_node_count = 0;
@@ -105,14 +106,6 @@ impl<T> Dbvt<T> {
             self.disorder = 0;
             return;
         };
-        if root.is_leaf() {
-            self.nodes.clear();
-            self.free_node = NULL;
-            self.free_node_count = 0;
-            self.ordered = true;
-            self.disorder = 0;
-            return;
-        }
         // Copy into the spare arena kept from the last relayout, so that a relayout every few
         // frames touches no fresh pages (measured: page faults were a sixth of a 100k-proxy
         // frame when each relayout allocated its arena).
