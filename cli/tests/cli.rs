@@ -512,7 +512,7 @@ fn bench_and_info_on_a_builtin_scene() {
 fn trace_round_trips_the_shared_ray_files() {
     let scenes = std::env::var_os("SLABTREE_SCENES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/scenes"));
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/scenes"));
     assert!(scenes.join("rays").is_dir(), "no shared scenes at {}", scenes.display());
     let dir = temp_dir("shared");
     let mut sets: Vec<PathBuf> = std::fs::read_dir(scenes.join("rays"))
