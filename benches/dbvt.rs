@@ -259,7 +259,7 @@ fn bench_queries(c: &mut Criterion) {
             configure(&mut group, n);
 
             group.throughput(Throughput::Elements(rays.len() as u64));
-            group.bench_function(BenchmarkId::new("ray_cast_closest_tight", n), |b| {
+            group.bench_function(BenchmarkId::new("intersect_tight", n), |b| {
                 b.iter(|| {
                     let mut hits = 0u32;
                     for ray in &rays {
@@ -268,11 +268,11 @@ fn bench_queries(c: &mut Criterion) {
                     hits
                 })
             });
-            group.bench_function(BenchmarkId::new("box_cast_closest", n), |b| {
+            group.bench_function(BenchmarkId::new("sweep_box", n), |b| {
                 b.iter(|| {
                     let mut hits = 0u32;
                     for (aabb, d) in &casts {
-                        hits += u32::from(tree.box_cast_closest(aabb, *d, &mut ws).expect("valid cast").is_some());
+                        hits += u32::from(tree.sweep_box(aabb, *d, &mut ws).expect("valid cast").is_some());
                     }
                     hits
                 })

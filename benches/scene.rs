@@ -30,7 +30,9 @@ impl World {
         let meshes: Vec<Arc<MeshBvh>> = meshes().iter().map(|m| Arc::new(MeshBvh::build(m, &o))).collect();
         let motion = MovingInstances::new(n);
         let mut scene = Scene::with_config(tree_config());
-        let ids = (0..n).map(|i| scene.add(meshes[i % 3].clone(), motion.transform(i), i as u64).unwrap()).collect();
+        let ids = (0..n)
+            .map(|i| scene.add(meshes[i % 3].clone(), motion.transform(i), i as u64, slabtree::Scene::ALL).unwrap())
+            .collect();
         scene.rebuild();
         World { scene, ids, motion, frame: 0, visible: Vec::new() }
     }
@@ -43,7 +45,12 @@ impl World {
         let moves: Vec<_> = moved.iter().map(|&i| (self.ids[i], self.motion.transform(i))).collect();
         self.scene.set_transforms(&moves).unwrap();
         self.scene.optimize(self.ids.len() / 80 + 1);
-        let hits = self.motion.cursor_rays(f).iter().filter(|r| self.scene.pick(r).is_some()).count();
+        let hits = self
+            .motion
+            .cursor_rays(f)
+            .iter()
+            .filter(|r| self.scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some())
+            .count();
         let frustum = Frustum::from_view_projection(self.motion.camera().1);
         self.scene.visible_into(&frustum, u32::MAX, &mut self.visible).unwrap();
         (hits, self.visible.len())
@@ -65,17 +72,19 @@ fn packets(c: &mut Criterion) {
     let rays = primary_tiles(Vec3::new(0.2, 0.3, 3.0), Vec3::ZERO, 512, 512);
     let mut g = c.benchmark_group("packets");
     g.sample_size(10).measurement_time(Duration::from_secs(3)).throughput(Throughput::Elements(rays.len() as u64));
-    g.bench_function("single", |b| b.iter(|| rays.iter().filter(|r| big.intersect(r).is_some()).count()));
+    g.bench_function("single", |b| b.iter(|| rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count()));
     g.bench_function("packet8", |b| {
         b.iter(|| {
-            rays.chunks_exact(8).map(|c| big.intersect8(c.try_into().unwrap()).iter().flatten().count()).sum::<usize>()
+            rays.chunks_exact(8)
+                .map(|c| big.intersect8(c.try_into().unwrap()).unwrap().iter().flatten().count())
+                .sum::<usize>()
         })
     });
-    g.bench_function("single_any", |b| b.iter(|| rays.iter().filter(|r| big.occluded(r)).count()));
+    g.bench_function("single_any", |b| b.iter(|| rays.iter().filter(|r| big.occluded(r).unwrap()).count()));
     g.bench_function("packet8_any", |b| {
         b.iter(|| {
             rays.chunks_exact(8)
-                .map(|c| big.occluded8(c.try_into().unwrap()).iter().filter(|o| **o).count())
+                .map(|c| big.occluded8(c.try_into().unwrap()).unwrap().iter().filter(|o| **o).count())
                 .sum::<usize>()
         })
     });

@@ -27,7 +27,11 @@ impl World {
         let motion = MovingInstances::new(n);
         let mut scene = Scene::with_config(tree_config());
         let ids = (0..n)
-            .map(|i| scene.add(meshes[i % meshes.len()].clone(), motion.transform(i), i as u64).unwrap())
+            .map(|i| {
+                scene
+                    .add(meshes[i % meshes.len()].clone(), motion.transform(i), i as u64, slabtree::Scene::ALL)
+                    .unwrap()
+            })
             .collect();
         scene.rebuild();
         World { scene, ids, motion, visible: Vec::new() }
@@ -42,7 +46,11 @@ impl World {
     }
 
     fn queries_picks(&self, frame: usize) -> usize {
-        self.motion.cursor_rays(frame).iter().filter(|r| self.scene.pick(r).is_some()).count()
+        self.motion
+            .cursor_rays(frame)
+            .iter()
+            .filter(|r| self.scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some())
+            .count()
     }
 
     fn queries_frustum(&mut self) -> usize {
@@ -100,9 +108,11 @@ fn packets(world: &World) {
         }
         (best, r)
     };
-    let (ts, hs) = time(&mut || rays.iter().filter(|r| big.intersect(r).is_some()).count());
+    let (ts, hs) = time(&mut || rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count());
     let (tp, hp) = time(&mut || {
-        rays.chunks_exact(8).map(|c| big.intersect8(c.try_into().unwrap()).iter().filter(|h| h.is_some()).count()).sum()
+        rays.chunks_exact(8)
+            .map(|c| big.intersect8(c.try_into().unwrap()).unwrap().iter().filter(|h| h.is_some()).count())
+            .sum()
     });
     assert_eq!(hs, hp);
     let mrays = |t: f64| rays.len() as f64 / t / 1e6;
@@ -113,9 +123,9 @@ fn packets(world: &World) {
         mrays(tp),
         ts / tp
     );
-    let (ts, _) = time(&mut || rays.iter().filter(|r| big.occluded(r)).count());
+    let (ts, _) = time(&mut || rays.iter().filter(|r| big.occluded(r).unwrap()).count());
     let (tp, _) = time(&mut || {
-        rays.chunks_exact(8).map(|c| big.occluded8(c.try_into().unwrap()).iter().filter(|h| **h).count()).sum()
+        rays.chunks_exact(8).map(|c| big.occluded8(c.try_into().unwrap()).unwrap().iter().filter(|h| **h).count()).sum()
     });
     println!(
         "  mesh any hit: single {:.2} Mrays/s, packets {:.2} Mrays/s, speed-up {:.2}x",
@@ -125,10 +135,13 @@ fn packets(world: &World) {
     );
     let (eye, _) = world.motion.camera();
     let rays = primary_tiles(eye, Vec3::splat(world.motion.side * 0.5), 256, 256);
-    let (ts, hs) = time(&mut || rays.iter().filter(|r| world.scene.pick(r).is_some()).count());
+    let (ts, hs) =
+        time(&mut || rays.iter().filter(|r| world.scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some()).count());
     let (tp, hp) = time(&mut || {
         rays.chunks_exact(8)
-            .map(|c| world.scene.pick8(c.try_into().unwrap(), u32::MAX).iter().filter(|h| h.is_some()).count())
+            .map(|c| {
+                world.scene.intersect8(c.try_into().unwrap(), u32::MAX).unwrap().iter().filter(|h| h.is_some()).count()
+            })
             .sum()
     });
     assert_eq!(hs, hp);

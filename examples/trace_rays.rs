@@ -44,9 +44,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..passes {
             let t = Instant::now();
             hits = if shadow {
-                rays.iter().filter(|r| bvh.occluded(r)).count()
+                rays.iter().filter(|r| bvh.occluded(r).unwrap()).count()
             } else {
-                rays.iter().filter(|r| bvh.intersect(r).is_some()).count()
+                rays.iter().filter(|r| bvh.intersect(r).unwrap().is_some()).count()
             };
             best = best.min(t.elapsed().as_secs_f64());
         }

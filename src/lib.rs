@@ -7,7 +7,6 @@
 //! * [`dbvt`]: a dynamic AABB tree ([`Dbvt`]) with insert, remove, fat-margin moves, refit,
 //!   incremental optimisation and binned-SAH rebuilds; ray, box-cast, overlap, point, frustum and
 //!   pair queries, with SIMD node tests and caller policies at the leaves.
-//! * [`build`]: the binned-SAH builder shared by the trees.
 //! * [`mesh`]: triangle meshes and their 8-wide BVHs ([`MeshBvh`]).
 //! * [`d2`]: 2D collision on the same math core: Box2D-Lite box manifolds, Box2D v3 polygon
 //!   manifolds, GJK distance, time of impact and ray casts, bit-exact with Box2D.
@@ -29,13 +28,13 @@
 //! });
 //! let (tree, _ids) = Dbvt::build(boxes)?;
 //! let mut ws = QueryWorkspace::new();
-//! let hit = tree.ray_cast_closest(&Ray::new(Vec3A::new(-10.0, 0.0, 0.0), Vec3A::X), &mut ws)?;
+//! let hit = tree.intersect(&Ray::new(Vec3A::new(-10.0, 0.0, 0.0), Vec3A::X), &mut ws)?;
 //! assert_eq!(tree.get(hit.unwrap().id)?, &0);
 //! # Ok::<(), slabtree::DbvtError>(())
 //! ```
 #![warn(missing_docs)]
 
-pub mod build;
+mod build;
 mod child;
 pub mod d2;
 pub mod dbvt;
@@ -53,9 +52,9 @@ pub use dbvt::{
     RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError,
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
-pub use math::{Aabb, Aabb2, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
+pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{BuildOptions, Hit, MeshBvh, MeshError, MeshStats, SweepHit, TriMesh, TriangleTest};
-pub use scene::{Instance, InstanceId, RayTree, Scene, SceneError, ScenePick, SceneSweepHit};
+pub use scene::{Instance, InstanceId, RayTree, Scene, SceneError, SceneHit, SceneSweepHit};
 
 /// The README's examples, compiled and run as doctests so that they stay true.
 #[doc = include_str!("../README.md")]

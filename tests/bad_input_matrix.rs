@@ -9,8 +9,8 @@ use slabtree::d2::{
 };
 use slabtree::io::{parse_obj, parse_ply};
 use slabtree::{
-    Aabb, BuildOptions, Dbvt, DbvtError, Frustum, InputError, LeafControl, LoadErrorKind, MeshBvh, MeshError,
-    QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest, load_mesh,
+    Aabb, BatchError, BuildOptions, Dbvt, DbvtError, Frustum, InputError, LeafControl, LoadErrorKind, MeshBvh,
+    MeshError, QueryWorkspace, Ray, RayControl, RayLeaf, Scene, TriMesh, TriangleTest, load_mesh,
 };
 
 fn tree() -> (Dbvt<u32>, Vec<slabtree::ProxyId>) {
@@ -54,9 +54,9 @@ fn nan_infinite_inverted_aabbs_are_typed_errors() {
         assert!(matches!(t.enlarge_proxy(ids[0], b, Vec3A::ZERO), Err(DbvtError::Input(_))));
         assert!(matches!(t.update_proxies(&[(ids[1], b, Vec3A::ZERO)]), Err(DbvtError::Input(_))));
         assert!(matches!(t.overlap(&b, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
-        assert!(matches!(t.box_cast_closest(&b, Vec3A::X, &mut ws), Err(DbvtError::Input(_))));
+        assert!(matches!(t.sweep_box(&b, Vec3A::X, &mut ws), Err(DbvtError::Input(_))));
         assert!(matches!(Dbvt::build([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 0), (b, 1)]), Err(DbvtError::Input(_))));
-        assert!(square(TriangleTest::Watertight).sweep_box(&b, Vec3A::X).is_none());
+        assert!(square(TriangleTest::Watertight).sweep_box(&b, Vec3A::X).is_err());
     }
     for p in [Vec3A::new(NAN, 0.0, 0.0), Vec3A::splat(INF)] {
         assert!(matches!(t.point(p, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
@@ -97,8 +97,8 @@ fn nan_infinite_displacements_are_refused() {
         assert_eq!(t.move_proxy(ids[0], b, d), Err(DbvtError::Input(InputError::NonFiniteDisplacement)));
         assert!(t.enlarge_proxy(ids[0], b, d).is_err());
         assert!(t.update_proxies(&[(ids[0], b, d)]).is_err());
-        assert!(t.box_cast_closest(&b, d, &mut ws).is_err());
-        assert!(square(TriangleTest::MollerTrumbore).sweep_box(&b, d).is_none());
+        assert!(t.sweep_box(&b, d, &mut ws).is_err());
+        assert_eq!(square(TriangleTest::MollerTrumbore).sweep_box(&b, d), Err(InputError::NonFiniteDisplacement));
     }
     // Finite, but so large that the fat box overflows to infinity: refused too.
     assert!(t.move_proxy(ids[0], b, Vec3A::splat(3e38)).is_err());
@@ -120,20 +120,40 @@ fn bad_rays() -> Vec<Ray> {
     ]
 }
 
-/// Row: NaN or infinite rays, NaN ranges, `tmin > tmax`: the tree refuses them with a typed
-/// error; the mesh reports no hit.
+/// Row: NaN or infinite rays, NaN ranges, `tmin > tmax`: every query of the tree, the mesh and
+/// the scene refuses them with the ray's own typed error; a batch or packet names the first bad
+/// ray and traces none.
 #[test]
 fn nan_infinite_rays_and_bad_ranges() {
     let (t, _) = tree();
     let mut ws = QueryWorkspace::new();
+    // Errors carry the ray's NaNs, which equal nothing: compare them as printed.
+    fn same<T: std::fmt::Debug>(got: T, want: T) {
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+    }
+    let good = Ray::new(Vec3A::new(0.5, 0.5, 1.0), -Vec3A::Z);
     for bvh in [square(TriangleTest::MollerTrumbore), square(TriangleTest::Watertight)] {
+        let bvh = std::sync::Arc::new(bvh);
+        let mut scene = Scene::new();
+        scene.add(bvh.clone(), glam::Affine3A::IDENTITY, 0, Scene::ALL).unwrap();
         for r in bad_rays() {
-            assert!(r.validate().is_err(), "{r:?}");
-            assert!(matches!(t.ray_cast_closest(&r, &mut ws), Err(DbvtError::Input(_))), "{r:?}");
-            assert!(bvh.intersect(&r).is_none(), "{r:?}");
-            assert!(!bvh.occluded(&r), "{r:?}");
-            assert_eq!(bvh.intersect_batch(&[r]), vec![None]);
+            let e = r.validate().expect_err("a bad ray");
+            same(t.intersect(&r, &mut ws), Err(DbvtError::Input(e)));
+            same(bvh.intersect(&r), Err(e));
+            same(bvh.occluded(&r), Err(e));
+            same(scene.intersect(&r, Scene::ALL), Err(e));
+            same(scene.occluded(&r, Scene::ALL), Err(e));
+            let batch = [good, good, r, good];
+            same(bvh.intersect_batch(&batch), Err(BatchError { index: 2, error: e }));
+            same(bvh.occluded_batch(&batch), Err(BatchError { index: 2, error: e }));
+            same(scene.intersect_batch(&batch, Scene::ALL), Err(BatchError { index: 2, error: e }));
+            let mut packet = [good; 8];
+            packet[5] = r;
+            same(bvh.intersect8(&packet), Err(BatchError { index: 5, error: e }));
+            same(scene.occluded8(&packet, Scene::ALL), Err(BatchError { index: 5, error: e }));
         }
+        // The same batch without the bad ray is traced.
+        assert_eq!(bvh.intersect_batch(&[good; 3]).unwrap().iter().filter(|h| h.is_some()).count(), 3);
     }
 }
 
@@ -145,30 +165,30 @@ fn zero_length_rays_and_empty_ranges() {
     let mut ws = QueryWorkspace::new();
     let inside = Ray::new(Vec3A::splat(2.0), Vec3A::ZERO);
     assert!(inside.validate().is_ok());
-    let hit = t.ray_cast_closest(&inside, &mut ws).unwrap().expect("the box around (2,2,2) contains the origin");
+    let hit = t.intersect(&inside, &mut ws).unwrap().expect("the box around (2,2,2) contains the origin");
     assert_eq!(t.get(hit.id).unwrap(), &1);
     // Outside every box: nothing, whichever side the boxes are on (an unbounded zero ray beside a
     // box on the positive side once reported it at t = inf; see tests/regressions.rs).
     let outside = Ray::new(Vec3A::splat(200.0), Vec3A::ZERO);
-    assert_eq!(t.ray_cast_closest(&outside, &mut ws).unwrap(), None);
+    assert_eq!(t.intersect(&outside, &mut ws).unwrap(), None);
     let below = Ray::new(Vec3A::splat(-200.0), Vec3A::ZERO);
-    assert_eq!(t.ray_cast_closest(&below, &mut ws).unwrap(), None);
+    assert_eq!(t.intersect(&below, &mut ws).unwrap(), None);
     let bounded = Ray::new(Vec3A::splat(1.0), Vec3A::ZERO).with_range(0.0, 1e30);
-    assert_eq!(t.ray_cast_closest(&bounded, &mut ws).unwrap(), None);
+    assert_eq!(t.intersect(&bounded, &mut ws).unwrap(), None);
     for bvh in [square(TriangleTest::MollerTrumbore), square(TriangleTest::Watertight)] {
         // A zero ray sitting exactly on the square.
         let on = Ray::new(Vec3A::new(0.5, 0.25, 0.0), Vec3A::ZERO);
-        assert!(bvh.intersect(&on).is_none());
-        assert!(!bvh.occluded(&on));
+        assert!(bvh.intersect(&on).unwrap().is_none());
+        assert!(!bvh.occluded(&on).unwrap());
         // tmin == tmax exactly at the hit: hit at t = 1.
         let exact = Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z).with_range(1.0, 1.0);
-        assert_eq!(bvh.intersect(&exact).map(|h| h.t), Some(1.0));
+        assert_eq!(bvh.intersect(&exact).unwrap().map(|h| h.t), Some(1.0));
         // A segment ending short of the square: no hit.
         let short = Ray::segment(Vec3A::new(0.5, 0.25, 1.0), Vec3A::new(0.5, 0.25, 0.5));
-        assert!(bvh.intersect(&short).is_none());
+        assert!(bvh.intersect(&short).unwrap().is_none());
         // Denormal direction components.
         let den = Ray::new(Vec3A::new(0.5, 0.25, 1.0), Vec3A::new(1e-40, -1e-42, -1.0));
-        assert!(bvh.intersect(&den).is_some());
+        assert!(bvh.intersect(&den).unwrap().is_some());
     }
 }
 
@@ -189,7 +209,7 @@ fn nan_infinite_transforms() {
     assert_eq!(bvh.refit(&bad), Err(MeshError::NonFiniteVertex { vertex: 2 }));
     assert_eq!(bvh.refit(&[Vec3::ZERO]), Err(MeshError::VertexCountMismatch { expected: 4, got: 1 }));
     assert!(
-        bvh.intersect(&Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z)).is_some(),
+        bvh.intersect(&Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z)).unwrap().is_some(),
         "a failed refit changed the mesh"
     );
     let mut mesh = bvh.mesh().clone();
@@ -237,8 +257,8 @@ fn nan_transforms_in_2d_do_not_panic() {
 fn empty_tree() {
     let mut t: Dbvt<u32> = Dbvt::new();
     let mut ws = QueryWorkspace::new();
-    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::X), &mut ws).unwrap(), None);
-    assert_eq!(t.box_cast_closest(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
+    assert_eq!(t.intersect(&Ray::new(Vec3A::ZERO, Vec3A::X), &mut ws).unwrap(), None);
+    assert_eq!(t.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
     let mut n = 0;
     t.overlap(&Aabb::new(Vec3A::splat(-1e30), Vec3A::splat(1e30)), &mut ws, &mut |_, _: &u32| {
         n += 1;
@@ -266,7 +286,7 @@ fn empty_tree() {
         t.remove(id).unwrap();
     }
     t.validate().unwrap();
-    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::splat(-1.0), Vec3A::ONE), &mut ws).unwrap(), None);
+    assert_eq!(t.intersect(&Ray::new(Vec3A::splat(-1.0), Vec3A::ONE), &mut ws).unwrap(), None);
     t.insert(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 7).unwrap();
     t.validate().unwrap();
 }
@@ -285,8 +305,8 @@ fn empty_meshes() {
         for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
             let r = Ray::new(Vec3A::ZERO, Vec3A::X);
-            assert!(bvh.intersect(&r).is_none() && !bvh.occluded(&r));
-            assert!(bvh.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X).is_none());
+            assert!(bvh.intersect(&r).unwrap().is_none() && !bvh.occluded(&r).unwrap());
+            assert!(bvh.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X).unwrap().is_none());
             assert_eq!(bvh.bounds(), None);
             assert_eq!(bvh.stats().triangles, 0);
         }
@@ -326,11 +346,11 @@ fn queries_while_a_refit_is_pending() {
     let (mut t, ids) = tree();
     let mut ws = QueryWorkspace::new();
     t.update_proxies(&[(ids[0], Aabb::new(Vec3A::splat(500.0), Vec3A::splat(501.0)), Vec3A::ZERO)]).unwrap();
-    assert_eq!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws), Err(DbvtError::RefitPending));
+    assert_eq!(t.intersect(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws), Err(DbvtError::RefitPending));
     assert!(t.self_pairs(&mut ws, |_, _: &u32, _, _: &u32| slabtree::PairControl::Continue).is_err());
     t.validate().unwrap();
     t.refit();
-    assert!(t.ray_cast_closest(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws).unwrap().is_some());
+    assert!(t.intersect(&Ray::new(Vec3A::ZERO, Vec3A::ONE), &mut ws).unwrap().is_some());
 }
 
 fn variant(bytes: &[u8], ply: bool) -> String {
@@ -410,12 +430,12 @@ fn zero_area_triangles() {
             Ray::new(Vec3A::new(1.0, 1.0, 5.0), -Vec3A::Z),
             Ray::new(Vec3A::new(1.0, 0.0, 1.0), Vec3A::new(0.0, 1.0, -1.0)),
         ] {
-            if let Some(h) = bvh.intersect(&r) {
+            if let Some(h) = bvh.intersect(&r).unwrap() {
                 assert_eq!(h.triangle, 3, "hit a degenerate triangle with {r:?}: {h:?}");
                 assert!(h.t.is_finite() && h.u.is_finite() && h.v.is_finite() && h.normal.is_finite());
             }
         }
-        let h = bvh.intersect(&Ray::new(Vec3A::new(0.25, 0.25, 1.0), -Vec3A::Z)).unwrap();
+        let h = bvh.intersect(&Ray::new(Vec3A::new(0.25, 0.25, 1.0), -Vec3A::Z)).unwrap().unwrap();
         assert_eq!(h.triangle, 3);
         let _ = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::splat(1.0), Vec3A::splat(0.1)), Vec3A::X);
     }
@@ -529,8 +549,8 @@ mod tree_operations {
         let mut tree: Dbvt<u32> = Dbvt::new();
         let mut ws = QueryWorkspace::new();
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
-        assert_eq!(tree.ray_cast_closest(&ray, &mut ws).unwrap(), None);
-        assert_eq!(tree.box_cast_closest(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
+        assert_eq!(tree.intersect(&ray, &mut ws).unwrap(), None);
+        assert_eq!(tree.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
         assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).unwrap().leaves_visited, 0);
         tree.rebuild();
         tree.refit();

@@ -53,7 +53,12 @@ fn many_threads_query_one_scene() {
         let at = Vec3::new(rng.unit() * 40.0 - 20.0, rng.unit() * 40.0 - 20.0, rng.unit() * 40.0 - 20.0);
         let q = Quat::from_rotation_y(rng.unit() * 6.0) * Quat::from_rotation_x(rng.unit() * 6.0);
         scene
-            .add(shared.clone(), Affine3A::from_scale_rotation_translation(Vec3::splat(1.0 + rng.unit()), q, at), k)
+            .add(
+                shared.clone(),
+                Affine3A::from_scale_rotation_translation(Vec3::splat(1.0 + rng.unit()), q, at),
+                k,
+                slabtree::Scene::ALL,
+            )
             .unwrap();
     }
     let rays: Vec<Ray> = (0..4000)
@@ -63,7 +68,12 @@ fn many_threads_query_one_scene() {
             Ray::new(o, target - o)
         })
         .collect();
-    let answer = |r: &Ray| (scene.pick(r).map(|p| (p.user_id, p.triangle, p.t.to_bits())), scene.occluded(r));
+    let answer = |r: &Ray| {
+        (
+            scene.intersect(r, slabtree::Scene::ALL).unwrap().map(|p| (p.user_id, p.triangle, p.t.to_bits())),
+            scene.occluded(r, slabtree::Scene::ALL).unwrap(),
+        )
+    };
     let single: Vec<_> = rays.iter().map(answer).collect();
     assert!(single.iter().filter(|a| a.0.is_some()).count() > 100, "too few hits to test anything");
     std::thread::scope(|s| {
@@ -86,7 +96,7 @@ type Answer = (Option<(ProxyId, u32)>, Vec<ProxyId>, Vec<ProxyId>);
 fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
     let mut r = Rng(i);
     let ray = Ray::new(r.unit3a() * 100.0, r.unit3a() - Vec3A::splat(0.5));
-    let closest = tree.ray_cast_closest(&ray, ws).unwrap().map(|h| (h.id, h.t.to_bits()));
+    let closest = tree.intersect(&ray, ws).unwrap().map(|h| (h.id, h.t.to_bits()));
     let mut all = Vec::new();
     tree.ray_cast(&ray, ws, &mut |l: RayLeaf<'_, u32>| {
         all.push(l.id);
@@ -180,7 +190,7 @@ fn many_threads_query_one_mesh() {
         let rays: Vec<Ray> = (0..20_000)
             .map(|_| Ray::new((r.unit3a() - Vec3A::splat(0.5)) * 8.0, r.unit3a() - Vec3A::splat(0.5)))
             .collect();
-        let single: Vec<_> = rays.iter().map(|ray| (bvh.intersect(ray), bvh.occluded(ray))).collect();
+        let single: Vec<_> = rays.iter().map(|ray| (bvh.intersect(ray).unwrap(), bvh.occluded(ray).unwrap())).collect();
         assert!(single.iter().filter(|s| s.0.is_some()).count() > 1000, "too few hits to mean anything");
         std::thread::scope(|s| {
             for t in 0..8usize {
@@ -188,14 +198,14 @@ fn many_threads_query_one_mesh() {
                 s.spawn(move || {
                     for k in 0..rays.len() {
                         let i = (k * (2 * t + 1) + t * 131) % rays.len();
-                        assert_eq!((bvh.intersect(&rays[i]), bvh.occluded(&rays[i])), single[i]);
+                        assert_eq!((bvh.intersect(&rays[i]).unwrap(), bvh.occluded(&rays[i]).unwrap()), single[i]);
                     }
                 });
             }
         });
         // The batch entry points on rayon agree too.
-        let batch = bvh.intersect_batch(&rays);
-        let occ = bvh.occluded_batch(&rays);
+        let batch = bvh.intersect_batch(&rays).unwrap();
+        let occ = bvh.occluded_batch(&rays).unwrap();
         for i in 0..rays.len() {
             assert_eq!((batch[i], occ[i]), single[i]);
         }

@@ -99,7 +99,7 @@ fn hundred_thousand_sorted_inserts_answer_every_query() {
         let ray = Ray::new(Vec3A::new(x, -5.0, 1.0), Vec3A::new(0.3, 1.0, 0.05));
         assert_eq!(tree_ray_all(&tree, &ray, &mut ws), brute_ray(&model, &ray));
         let along = Ray::new(Vec3A::new(-10.0, (k % 50) as f32 * 0.3, 0.0), Vec3A::X);
-        let got = tree.ray_cast_closest(&along, &mut ws).unwrap().map(|h| h.t);
+        let got = tree.intersect(&along, &mut ws).unwrap().map(|h| h.t);
         assert_eq!(got, closest(&brute_ray(&model, &along)));
         let q = Aabb::from_center_half_extents(Vec3A::new(x, 7.0, 1.5), Vec3A::new(30.0, 3.0, 2.0));
         assert_eq!(tree_overlap(&tree, &q, &mut ws), brute_overlap(&model, &q));

@@ -101,9 +101,9 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
         // Every query refuses rather than answer from stale ancestors.
         let pending = Err(slabtree::DbvtError::RefitPending);
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
-        assert_eq!(tree.ray_cast_closest(&ray, ws).map(|_| ()), pending);
+        assert_eq!(tree.intersect(&ray, ws).map(|_| ()), pending);
         let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
-        assert_eq!(tree.box_cast_closest(&b, Vec3A::X, ws).map(|_| ()), pending);
+        assert_eq!(tree.sweep_box(&b, Vec3A::X, ws).map(|_| ()), pending);
         assert_eq!(tree.overlap(&b, ws, &mut |_, _: &u32| slabtree::LeafControl::Continue).map(|_| ()), pending);
         assert_eq!(tree.self_pairs(ws, |_, _, _, _| slabtree::PairControl::Continue).map(|_| ()), pending);
         return;
@@ -131,7 +131,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
             let expect = brute_ray(model, &ray);
             let got = tree_ray_all(tree, &ray, ws);
             assert_eq!(got, expect, "ray all-hits differ ({mode:?}) for {ray:?}");
-            let closest_hit: Option<RayCastHit> = tree.ray_cast_closest(&ray, ws).unwrap();
+            let closest_hit: Option<RayCastHit> = tree.intersect(&ray, ws).unwrap();
             assert_eq!(closest_hit.map(|h| h.t), closest(&expect), "closest differs ({mode:?})");
             if let Some(h) = closest_hit {
                 assert!(expect.contains(&(h.id, h.t)));
@@ -141,7 +141,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
             let d = dir * 20.0;
             let expect = brute_box_cast(model, &b, d);
             assert_eq!(tree_box_cast_all(tree, &b, d, ws), expect, "box cast differs ({mode:?})");
-            let c = tree.box_cast_closest(&b, d, ws).unwrap();
+            let c = tree.sweep_box(&b, d, ws).unwrap();
             assert_eq!(c.map(|h| h.t), closest(&expect));
 
             assert_eq!(tree_overlap(tree, &b, ws), brute_overlap(model, &b), "overlap differs ({mode:?})");

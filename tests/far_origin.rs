@@ -78,7 +78,7 @@ fn run_mesh(name: &str, base: &(Vec<Vec3>, Vec<[u32; 3]>), offset: f32, test: Tr
         let ray = Ray::new(Vec3A::from(o), Vec3A::from(aim - o));
         let (o64, d64) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
         c.rays += 1;
-        let full = bvh.intersect(&ray);
+        let full = bvh.intersect(&ray).unwrap();
         let mut best_single: Option<f32> = None;
         for (i, single) in singles.iter().enumerate() {
             let Some((t, u, v)) = mt64(o64, d64, mesh.triangle(i).map(|p| p.as_dvec3())) else { continue };
@@ -87,7 +87,7 @@ fn run_mesh(name: &str, base: &(Vec<Vec3>, Vec<[u32; 3]>), offset: f32, test: Tr
                 continue;
             }
             c.f64_hits += 1;
-            match single.intersect(&ray) {
+            match single.intersect(&ray).unwrap() {
                 Some(h) => best_single = Some(best_single.map_or(h.t, |b| b.min(h.t))),
                 None if margin > 0.0 => c.tri_test_miss += 1,
                 None => {}

@@ -2,7 +2,7 @@
 //! generated meshes: random triangle soup, a sphere and a closed torus.
 
 use glam::{DVec3, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{Aabb, BuildOptions, InputError, MeshBvh, Ray, TriMesh, TriangleTest};
 
 use common::rng::Rng;
 use common::triangle::{margin, mt64};
@@ -66,9 +66,9 @@ fn check_against_brute(
     let mut compared = 0;
     for &(o, d, tmax) in rays {
         let ray = Ray::new(o, d).with_range(0.0, tmax);
-        let got = bvh.intersect(&ray);
+        let got = bvh.intersect(&ray).unwrap();
         let expect = brute(mesh, o, d, 0.0, tmax);
-        assert_eq!(bvh.occluded(&ray), got.is_some(), "any-hit disagrees with closest-hit");
+        assert_eq!(bvh.occluded(&ray).unwrap(), got.is_some(), "any-hit disagrees with closest-hit");
         // Rays within 1e-5 (barycentric) of an edge, or with t at tmax, may round either way.
         if let Some((t, _, m)) = expect
             && (m < 1e-5 || (t - tmax as f64).abs() < 1e-4 * t)
@@ -140,19 +140,25 @@ fn tmin_tmax_and_direction_sign_are_honoured() {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
         // From the centre outwards: the hit is at t ~ 1 in every direction, including negative ones.
         for d in [Vec3::X, -Vec3::X, Vec3::new(-0.3, -0.8, 0.1).normalize(), -Vec3::Z] {
-            let h = bvh.intersect(&Ray::new(Vec3::ZERO, d)).expect("inside a closed sphere");
+            let h = bvh.intersect(&Ray::new(Vec3::ZERO, d)).unwrap().expect("inside a closed sphere");
             assert!((h.t - 1.0).abs() < 0.02, "{}", h.t);
-            assert!(bvh.intersect(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)).is_none());
-            assert!(!bvh.occluded(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)));
+            assert!(bvh.intersect(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)).unwrap().is_none());
+            assert!(!bvh.occluded(&Ray::new(Vec3::ZERO, d).with_range(0.0, 0.9)).unwrap());
             // tmin beyond the near hit finds the far side.
             let from_out = Ray::new(-d * 3.0, d);
-            let near = bvh.intersect(&from_out).unwrap().t;
-            let far = bvh.intersect(&from_out.with_range(near + 0.1, f32::INFINITY)).unwrap().t;
+            let near = bvh.intersect(&from_out).unwrap().unwrap().t;
+            let far = bvh.intersect(&from_out.with_range(near + 0.1, f32::INFINITY)).unwrap().unwrap().t;
             assert!((near - 2.0).abs() < 0.02 && (far - 4.0).abs() < 0.02, "{near} {far}");
         }
-        // Bad rays hit nothing.
-        assert!(bvh.intersect(&Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X)).is_none());
-        assert!(bvh.intersect(&Ray::new(Vec3::ZERO, Vec3::X).with_range(1.0, 0.0)).is_none());
+        // Bad rays are refused with the ray's own error.
+        assert!(matches!(
+            bvh.intersect(&Ray::new(Vec3::new(f32::NAN, 0.0, 0.0), Vec3::X)),
+            Err(InputError::NonFiniteRay { .. })
+        ));
+        assert!(matches!(
+            bvh.intersect(&Ray::new(Vec3::ZERO, Vec3::X).with_range(1.0, 0.0)),
+            Err(InputError::InvalidRayRange { .. })
+        ));
     }
 }
 
@@ -176,10 +182,10 @@ fn watertight_mode_never_leaks_through_edges_or_vertices() {
                 let o = centre + (r.unit3() - Vec3::splat(0.5)) * (minor * 0.5);
                 let ray = Ray::new(o, target - o);
                 rays += 1;
-                if !wt.occluded(&ray) || wt.intersect(&ray).is_none() {
+                if !wt.occluded(&ray).unwrap() || wt.intersect(&ray).unwrap().is_none() {
                     leaks_wt += 1;
                 }
-                if mt.intersect(&ray).is_none() {
+                if mt.intersect(&ray).unwrap().is_none() {
                     leaks_mt += 1;
                 }
             }
@@ -205,7 +211,7 @@ fn refit_follows_deformation() {
         if e.is_some_and(|x| x.2 < 1e-5) {
             continue;
         }
-        assert_eq!(bvh.intersect(&ray).map(|h| h.triangle), e.map(|x| x.1));
+        assert_eq!(bvh.intersect(&ray).unwrap().map(|h| h.triangle), e.map(|x| x.1));
     }
     assert!(bvh.refit(&[Vec3::ZERO]).is_err());
 }
@@ -252,7 +258,7 @@ fn sweep_box_matches_clipping_oracle() {
             |t: f32, grow: f32| Aabb::from_center_half_extents(Vec3A::from(start + d * t), Vec3A::from(half) + grow);
         let any_at =
             |t: f32, grow: f32| (0..mesh.len()).any(|i| box_overlaps_triangle(&at(t, grow), &mesh.triangle(i)));
-        match bvh.sweep_box(&aabb, d.into()) {
+        match bvh.sweep_box(&aabb, d.into()).unwrap() {
             Some(h) => {
                 hits += 1;
                 assert!((0.0..=1.0).contains(&h.t));

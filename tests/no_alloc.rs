@@ -78,7 +78,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     for i in 0..300 {
         let p = Vec3::new(rng.range(0.0, side), rng.range(0.0, side), rng.range(0.0, side));
         let t = Affine3A::from_rotation_translation(Quat::from_rotation_y(rng.range(0.0, 6.0)), p);
-        scene.add(meshes[i % 2].clone(), t, i as u64).unwrap();
+        scene.add(meshes[i % 2].clone(), t, i as u64, slabtree::Scene::ALL).unwrap();
         tree.insert(Aabb::from_center_half_extents(Vec3A::from(p), Vec3A::splat(0.5)), i).unwrap();
     }
     let rays = packets(&mut rng, side, 64);
@@ -88,19 +88,19 @@ fn ray_queries_allocate_nothing_once_warm() {
     let mut round = |count: &mut usize| {
         for pk in &rays {
             for r in pk {
-                *count += scene.pick(r).is_some() as usize;
-                *count += scene.occluded(r) as usize;
-                *count += meshes[0].intersect(r).is_some() as usize;
-                *count += meshes[1].occluded(r) as usize;
-                *count += tree.ray_cast_closest(r, &mut ws).unwrap().is_some() as usize;
+                *count += scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some() as usize;
+                *count += scene.occluded(r, slabtree::Scene::ALL).unwrap() as usize;
+                *count += meshes[0].intersect(r).unwrap().is_some() as usize;
+                *count += meshes[1].occluded(r).unwrap() as usize;
+                *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
-            *count += scene.pick8(pk, u32::MAX).iter().flatten().count();
-            *count += scene.occluded8(pk, u32::MAX).iter().filter(|&&o| o).count();
-            *count += meshes[0].intersect8(pk).iter().flatten().count();
-            *count += meshes[1].occluded8(pk).iter().filter(|&&o| o).count();
+            *count += scene.intersect8(pk, u32::MAX).unwrap().iter().flatten().count();
+            *count += scene.occluded8(pk, u32::MAX).unwrap().iter().filter(|&&o| o).count();
+            *count += meshes[0].intersect8(pk).unwrap().iter().flatten().count();
+            *count += meshes[1].occluded8(pk).unwrap().iter().filter(|&&o| o).count();
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));
-            *count += tree.box_cast_closest(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
-            *count += scene.sweep_box(&probe, pk[1].dir() * side).is_some() as usize;
+            *count += tree.sweep_box(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
+            *count += scene.sweep_box(&probe, pk[1].dir() * side, Scene::ALL).unwrap().is_some() as usize;
             let mut touch = |_: ProxyId, _: &usize| {
                 *count += 1;
                 LeafControl::Continue

@@ -166,8 +166,8 @@ fn nan_and_infinite_rays_are_refused_without_hits() {
             "{ray:?}: {r:?}"
         );
         assert!(!called);
-        assert!(tree.ray_cast_closest(&ray, &mut ws).is_err());
-        assert!(tree.box_cast_closest(&unit(), ray.dir(), &mut ws).is_err() || ray.dir().is_finite());
+        assert!(tree.intersect(&ray, &mut ws).is_err());
+        assert!(tree.sweep_box(&unit(), ray.dir(), &mut ws).is_err() || ray.dir().is_finite());
     }
     tree.validate().unwrap();
 }
@@ -227,16 +227,16 @@ fn box_cast_reports_exact_contact_time() {
     let mut ws = QueryWorkspace::new();
     // A unit box centred at (-3, .5, .5) moving +x by 10: its face x = -2.5 meets x = 0 at t = 0.25.
     let moving = Aabb::from_center_half_extents(Vec3A::new(-3.0, 0.5, 0.5), Vec3A::splat(0.5));
-    let h = tree.box_cast_closest(&moving, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap();
+    let h = tree.sweep_box(&moving, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap();
     assert_eq!((h.id, h.t), (ids[0], 0.25));
     // Passing just beside it (gap 1e-3) misses; touching edges (gap 0) hits.
     let beside = Aabb::from_center_half_extents(Vec3A::new(-3.0, 1.501, 0.5), Vec3A::splat(0.5));
-    assert!(tree.box_cast_closest(&beside, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().is_none());
+    assert!(tree.sweep_box(&beside, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().is_none());
     let touching = Aabb::from_center_half_extents(Vec3A::new(-3.0, 1.5, 0.5), Vec3A::splat(0.5));
-    assert_eq!(tree.box_cast_closest(&touching, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap().t, 0.25);
+    assert_eq!(tree.sweep_box(&touching, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap().t, 0.25);
     // Starting in contact: t = 0.
     let inside = Aabb::from_center_half_extents(Vec3A::splat(0.5), Vec3A::splat(0.1));
-    assert_eq!(tree.box_cast_closest(&inside, Vec3A::X, &mut ws).unwrap().unwrap().t, 0.0);
+    assert_eq!(tree.sweep_box(&inside, Vec3A::X, &mut ws).unwrap().unwrap().t, 0.0);
     // Not reaching it: displacement too short.
-    assert!(tree.box_cast_closest(&moving, Vec3A::new(2.4, 0.0, 0.0), &mut ws).unwrap().is_none());
+    assert!(tree.sweep_box(&moving, Vec3A::new(2.4, 0.0, 0.0), &mut ws).unwrap().is_none());
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, DbvtConfig, Frustum, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh,
+    Aabb, BuildOptions, DbvtConfig, Frustum, InputError, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh,
 };
 
 use common::rng::{Rng, triangle_soup};
@@ -114,7 +114,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     }
     for mask in [u32::MAX, 1, 2] {
         for ray in &rays {
-            let got = scene.pick_masked(ray, mask);
+            let got = scene.intersect(ray, mask).unwrap();
             let want = brute_pick(meshes, model, ray, mask);
             match (got, want) {
                 (None, None) => {}
@@ -146,7 +146,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
                     assert!(near_end || g.is_none(), "pick {g:?} vs brute {w:?} for {ray:?}");
                 }
             }
-            let occ = scene.occluded_masked(ray, mask);
+            let occ = scene.occluded(ray, mask).unwrap();
             if let Some(w) = want
                 && (w.0 - ray.tmax as f64).abs() > 1e-4 * (1.0 + w.0.abs())
             {
@@ -158,17 +158,20 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         }
         for chunk in rays.chunks_exact(8) {
             let pk: [Ray; 8] = chunk.try_into().unwrap();
-            let p8 = scene.pick8(&pk, mask);
-            let o8 = scene.occluded8(&pk, mask);
+            let p8 = scene.intersect8(&pk, mask).unwrap();
+            let o8 = scene.occluded8(&pk, mask).unwrap();
             for r in 0..8 {
-                assert_eq!(p8[r], scene.pick_masked(&pk[r], mask));
-                assert_eq!(o8[r], scene.occluded_masked(&pk[r], mask));
+                assert_eq!(p8[r], scene.intersect(&pk[r], mask).unwrap());
+                assert_eq!(o8[r], scene.occluded(&pk[r], mask).unwrap());
             }
         }
-        assert_eq!(scene.pick_batch(&rays, mask), rays.iter().map(|r| scene.pick_masked(r, mask)).collect::<Vec<_>>());
         assert_eq!(
-            scene.occluded_batch(&rays, mask),
-            rays.iter().map(|r| scene.occluded_masked(r, mask)).collect::<Vec<_>>()
+            scene.intersect_batch(&rays, mask).unwrap(),
+            rays.iter().map(|r| scene.intersect(r, mask).unwrap()).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            scene.occluded_batch(&rays, mask).unwrap(),
+            rays.iter().map(|r| scene.occluded(r, mask).unwrap()).collect::<Vec<_>>()
         );
     }
     // Visible: every instance whose world box passes the planes is reported (conservative).
@@ -177,7 +180,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     let frustum = Frustum::from_view_projection(
         glam::camera::rh::proj::directx::perspective(rng.range(0.5, 1.5), 1.3, 0.5, 40.0) * view,
     );
-    let vis: Vec<InstanceId> = scene.visible(&frustum).unwrap().collect();
+    let vis: Vec<InstanceId> = scene.visible(&frustum, slabtree::Scene::ALL).unwrap().collect();
     seen[2] += vis.len();
     // The caller's-vector form gives the same instances (perhaps in another order: this second
     // query may scan where the first walked the tree), replacing what the vector held.
@@ -204,7 +207,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     // Overlap: exactly the instances whose tight world box overlaps.
     for _ in 0..8 {
         let q = Aabb::from_center_half_extents(rng.vec(-12.0, 12.0), rng.vec(0.5, 4.0));
-        let mut got = scene.overlap(&q).unwrap();
+        let mut got = scene.overlap(&q, slabtree::Scene::ALL).unwrap();
         got.sort();
         let mut want: Vec<InstanceId> =
             model.iter().filter(|m| scene.get(m.id).unwrap().world_aabb().overlaps(&q)).map(|m| m.id).collect();
@@ -236,8 +239,8 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     for _ in 0..24 {
         let b = Aabb::from_center_half_extents(rng.vec(-14.0, 14.0), rng.vec(0.05, 1.0));
         let d = Vec3A::from(rng.vec(-10.0, 10.0));
-        let got = scene.sweep_box(&b, d);
-        let want = merged.sweep_box(&b, d);
+        let got = scene.sweep_box(&b, d, Scene::ALL).unwrap();
+        let want = merged.sweep_box(&b, d).unwrap();
         match (got, want) {
             (None, None) => {}
             (Some(g), Some(w)) => {
@@ -277,7 +280,7 @@ fn the_wide_copy_follows_every_change() {
         let mesh = rng.below(meshes.len());
         let xf = random_transform(rng, 10.0);
         let mask = 1 << rng.below(2);
-        let id = scene.add_masked(meshes[mesh].clone(), xf, user, mask).unwrap();
+        let id = scene.add(meshes[mesh].clone(), xf, user, mask).unwrap();
         model.push(Model { id, mesh, xf, user, mask });
     };
     for user in 0..30 {
@@ -346,7 +349,7 @@ fn batched_moves_keep_the_wide_copy_in_step() {
         .map(|user| {
             let mesh = rng.below(meshes.len());
             let xf = random_transform(&mut rng, 12.0);
-            let id = scene.add(meshes[mesh].clone(), xf, user).unwrap();
+            let id = scene.add(meshes[mesh].clone(), xf, user, slabtree::Scene::ALL).unwrap();
             Model { id, mesh, xf, user, mask: u32::MAX }
         })
         .collect();
@@ -386,7 +389,7 @@ fn random_operations_against_brute_force() {
                     let xf = random_transform(&mut rng, 10.0);
                     let mask = 1 << rng.below(2);
                     user += 1;
-                    let id = scene.add_masked(meshes[mesh].clone(), xf, user, mask).unwrap();
+                    let id = scene.add(meshes[mesh].clone(), xf, user, mask).unwrap();
                     model.push(Model { id, mesh, xf, user, mask });
                 }
                 2 if !model.is_empty() => {
@@ -445,7 +448,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     let mut rng = Rng(99);
     let meshes = meshes(&mut rng);
     let mut scene = Scene::new();
-    let id = scene.add(meshes[0].clone(), Affine3A::IDENTITY, 1).unwrap();
+    let id = scene.add(meshes[0].clone(), Affine3A::IDENTITY, 1, slabtree::Scene::ALL).unwrap();
     let world = scene.get(id).unwrap().world_aabb();
     // A valid move before the bad one in a batch: it must not be applied either.
     let away = Affine3A::from_translation(Vec3::new(50.0, 0.0, 0.0));
@@ -454,7 +457,10 @@ fn bad_input_is_refused_and_changes_nothing() {
         Affine3A::from_scale(Vec3::new(1.0, f32::INFINITY, 1.0)),
         Affine3A::from_scale(Vec3::new(1.0, 0.0, 1.0)),
     ] {
-        assert_eq!(scene.add(meshes[0].clone(), bad, 2).err(), Some(SceneError::InvalidTransform));
+        assert_eq!(
+            scene.add(meshes[0].clone(), bad, 2, slabtree::Scene::ALL).err(),
+            Some(SceneError::InvalidTransform)
+        );
         assert_eq!(scene.set_transform(id, bad), Err(SceneError::InvalidTransform));
         assert_eq!(scene.set_transforms(&[(id, away), (id, bad)]), Err(SceneError::InvalidTransform));
     }
@@ -464,16 +470,25 @@ fn bad_input_is_refused_and_changes_nothing() {
     // The tree still holds the instance where it was: a ray through its box's centre picks it.
     let c = world.center();
     let ray = Ray::new(Vec3A::new(c.x, c.y, c.z - 100.0), Vec3A::Z);
-    assert_eq!(scene.pick(&ray).map(|p| p.instance), Some(id));
+    assert_eq!(scene.intersect(&ray, slabtree::Scene::ALL).unwrap().map(|p| p.instance), Some(id));
     let other = Scene::new();
     assert_eq!(other.get(id).err(), Some(SceneError::ForeignInstance(id)));
-    assert!(scene.pick(&Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X)).is_none());
-    assert!(!scene.occluded(&Ray::new(Vec3A::ZERO, Vec3A::new(0.0, f32::INFINITY, 0.0))));
-    assert!(scene.sweep_box(&Aabb::new(Vec3A::ONE, Vec3A::ZERO), Vec3A::X).is_none());
-    assert!(scene.overlap(&Aabb::new(Vec3A::splat(f32::NAN), Vec3A::ONE)).is_err());
+    assert!(matches!(
+        scene.intersect(&Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X), slabtree::Scene::ALL),
+        Err(InputError::NonFiniteRay { .. })
+    ));
+    assert!(matches!(
+        scene.occluded(&Ray::new(Vec3A::ZERO, Vec3A::new(0.0, f32::INFINITY, 0.0)), slabtree::Scene::ALL),
+        Err(InputError::NonFiniteRay { .. })
+    ));
+    assert!(matches!(
+        scene.sweep_box(&Aabb::new(Vec3A::ONE, Vec3A::ZERO), Vec3A::X, slabtree::Scene::ALL),
+        Err(InputError::InvertedAabb { .. })
+    ));
+    assert!(scene.overlap(&Aabb::new(Vec3A::splat(f32::NAN), Vec3A::ONE), slabtree::Scene::ALL).is_err());
     let mut f = Frustum::from_view_projection(Mat4::IDENTITY);
     f.planes[2].d = f32::NAN;
-    assert!(scene.visible(&f).is_err());
+    assert!(scene.visible(&f, slabtree::Scene::ALL).is_err());
     let e = SceneError::InvalidTransform;
     assert!(!e.to_string().is_empty());
     let _: &dyn std::error::Error = &e;
@@ -484,18 +499,16 @@ fn masks_filter_shadow_rays() {
     let mut rng = Rng(5);
     let meshes = meshes(&mut rng);
     let mut scene = Scene::new();
-    let near =
-        scene.add_masked(meshes[0].clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -3.0)), 1, 0b01).unwrap();
-    let far =
-        scene.add_masked(meshes[0].clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -9.0)), 2, 0b10).unwrap();
+    let near = scene.add(meshes[0].clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -3.0)), 1, 0b01).unwrap();
+    let far = scene.add(meshes[0].clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -9.0)), 2, 0b10).unwrap();
     let ray = Ray::new(Vec3A::ZERO, -Vec3A::Z);
-    assert_eq!(scene.pick(&ray).unwrap().instance, near);
-    assert_eq!(scene.pick_masked(&ray, 0b10).unwrap().instance, far);
-    assert!(scene.pick_masked(&ray, 0b100).is_none());
-    assert!(!scene.occluded_masked(&ray.with_range(0.0, 5.0), 0b10));
-    assert!(scene.occluded_masked(&ray.with_range(0.0, 5.0), 0b01));
+    assert_eq!(scene.intersect(&ray, slabtree::Scene::ALL).unwrap().unwrap().instance, near);
+    assert_eq!(scene.intersect(&ray, 0b10).unwrap().unwrap().instance, far);
+    assert!(scene.intersect(&ray, 0b100).unwrap().is_none());
+    assert!(!scene.occluded(&ray.with_range(0.0, 5.0), 0b10).unwrap());
+    assert!(scene.occluded(&ray.with_range(0.0, 5.0), 0b01).unwrap());
     scene.set_mask(near, 0).unwrap();
-    assert_eq!(scene.pick(&ray).unwrap().instance, far);
+    assert_eq!(scene.intersect(&ray, slabtree::Scene::ALL).unwrap().unwrap().instance, far);
     // The sweep of a box falling onto a scaled, rotated floor.
     let floor = TriMesh::new(
         vec![Vec3::new(-1.0, 0.0, -1.0), Vec3::new(1.0, 0.0, -1.0), Vec3::new(0.0, 0.0, 1.0)],
@@ -509,12 +522,14 @@ fn masks_filter_shadow_rays() {
         Quat::from_rotation_y(0.7),
         Vec3::new(50.0, -1.0, 0.0),
     );
-    let fid = s2.add(floor, xf, 3).unwrap();
+    let fid = s2.add(floor, xf, 3, slabtree::Scene::ALL).unwrap();
     let hit = s2
         .sweep_box(
             &Aabb::from_center_half_extents(Vec3A::new(50.0, 2.0, 0.0), Vec3A::splat(0.5)),
             Vec3A::new(0.0, -4.0, 0.0),
+            Scene::ALL,
         )
+        .unwrap()
         .unwrap();
     assert_eq!(hit.instance, fid);
     assert!((hit.t - 0.625).abs() < 1e-5, "{}", hit.t);
@@ -534,7 +549,7 @@ fn frustum_culling_scans_or_walks_with_the_same_answer() {
             let mesh = rng.below(meshes.len());
             let xf = random_transform(&mut rng, 20.0);
             let mask = 1 << rng.below(3);
-            let id = scene.add_masked(meshes[mesh].clone(), xf, user, mask).unwrap();
+            let id = scene.add(meshes[mesh].clone(), xf, user, mask).unwrap();
             Model { id, mesh, xf, user, mask }
         })
         .collect();

@@ -189,14 +189,14 @@ fn rays_at_vertices_and_edges_never_leak_in_watertight_mode() {
             let t = target(&s.mesh, &mut r);
             let o = (s.inside)(&mut r, t);
             let ray = Ray::new(Vec3A::from(o), Vec3A::from(t - o));
-            if wt.intersect(&ray).is_none() {
+            if wt.intersect(&ray).unwrap().is_none() {
                 leak_wt.fetch_add(1, Ordering::Relaxed);
                 example.lock().unwrap().get_or_insert((o, t));
             }
-            if !wt.occluded(&ray) {
+            if !wt.occluded(&ray).unwrap() {
                 leak_wt_any.fetch_add(1, Ordering::Relaxed);
             }
-            if mt.intersect(&ray).is_none() {
+            if mt.intersect(&ray).unwrap().is_none() {
                 leak_mt.fetch_add(1, Ordering::Relaxed);
             }
         });

@@ -22,6 +22,13 @@ use super::progress;
 use super::rng::Rng;
 use super::scene::{DEFAULT_ALBEDO, Scene};
 
+/// Why the renderer's batches are never refused: the camera is checked when it is made (a finite
+/// eye, a view direction and field of view that make finite rays).
+const CAMERA: &str = "camera rays are valid";
+/// Shadow and ambient-occlusion rays start at finite hit points and go to a finite light or
+/// along a unit direction.
+const SECONDARY: &str = "secondary rays are valid";
+
 /// What to render.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
@@ -130,9 +137,9 @@ pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
 
         let start = Instant::now();
         let (hits, visits): (Vec<Option<Hit>>, Vec<u32>) = if s.mode == Mode::Heat {
-            rays.par_iter().with_min_len(256).map(|r| bvh.intersect_counting(r)).unzip()
+            rays.par_iter().with_min_len(256).map(|r| bvh.intersect_counting(r).expect(CAMERA)).unzip()
         } else {
-            (bvh.intersect_batch(&rays), Vec::new())
+            (bvh.intersect_batch(&rays).expect(CAMERA), Vec::new())
         };
         stats.primary_time += start.elapsed();
         stats.primary_hits += hits.iter().filter(|h| h.is_some()).count();
@@ -148,7 +155,7 @@ pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
                     .unzip();
                 let casts: Vec<Ray> = shadow_rays.iter().flatten().copied().collect();
                 let start = Instant::now();
-                let blocked = bvh.occluded_batch(&casts);
+                let blocked = bvh.occluded_batch(&casts).expect(SECONDARY);
                 stats.shadow_time += start.elapsed();
                 stats.shadow_rays += casts.len();
                 stats.shadow_blocked += blocked.iter().filter(|&&b| b).count();
@@ -279,7 +286,7 @@ fn ambient_occlusion(
         })
         .collect();
     let start = Instant::now();
-    let blocked = bvh.occluded_batch(&rays);
+    let blocked = bvh.occluded_batch(&rays).expect(SECONDARY);
     stats.ao_time += start.elapsed();
     stats.ao_rays += rays.len();
     stats.ao_blocked += blocked.iter().filter(|&&b| b).count();

@@ -66,14 +66,14 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
 
     let (out, hits, label) = if args.any {
         let start = Instant::now();
-        let occluded = progress::spin("tracing", || bvh.occluded_batch(&rays));
+        let occluded = progress::spin("tracing", || bvh.occluded_batch(&rays)).map_err(|e| bad_ray(&args.rays, e))?;
         let time = start.elapsed();
         print_query(rays.len(), occluded.iter().filter(|&&o| o).count(), time, threads, "occluded");
         let bytes: Vec<u8> = occluded.iter().map(|&o| u8::from(o)).collect();
         (bytes, occluded.len(), "bytes")
     } else {
         let start = Instant::now();
-        let hits = progress::spin("tracing", || bvh.intersect_batch(&rays));
+        let hits = progress::spin("tracing", || bvh.intersect_batch(&rays)).map_err(|e| bad_ray(&args.rays, e))?;
         let time = start.elapsed();
         print_query(rays.len(), hits.iter().filter(|h| h.is_some()).count(), time, threads, "hit");
         let mut bytes = Vec::with_capacity(hits.len() * HIT_BYTES);
@@ -85,6 +85,11 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     std::fs::write(&args.out, &out).map_err(|e| CliError::io(&args.out, "write", &e))?;
     println!("wrote {}: {} {label}", args.out.display(), count(hits));
     Ok(())
+}
+
+/// A ray file's invalid ray, named by its record number (from 0, as in the file).
+fn bad_ray(path: &Path, e: slabtree::BatchError) -> CliError {
+    CliError::new(format!("{}: ray {}: {}", path.display(), e.index, e.error))
 }
 
 fn print_query(rays: usize, positive: usize, time: std::time::Duration, threads: usize, what: &str) {

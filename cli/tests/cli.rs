@@ -196,7 +196,7 @@ fn trace_equals_the_library_batch_query() {
     for (flag, test) in [("watertight", TriangleTest::Watertight), ("moller-trumbore", TriangleTest::MollerTrumbore)] {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
         let mut expect = Vec::new();
-        let hits = bvh.intersect_batch(&rays);
+        let hits = bvh.intersect_batch(&rays).unwrap();
         for h in &hits {
             let (t, prim, u, v) = h.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, h.triangle as i32, h.u, h.v));
             expect.extend_from_slice(&t.to_le_bytes());
@@ -235,7 +235,7 @@ fn trace_equals_the_library_batch_query() {
             "--triangle-test",
             flag,
         ]));
-        let expect: Vec<u8> = bvh.occluded_batch(&rays).into_iter().map(u8::from).collect();
+        let expect: Vec<u8> = bvh.occluded_batch(&rays).unwrap().into_iter().map(u8::from).collect();
         assert_eq!(std::fs::read(dir.join("t.any")).unwrap(), expect, "{flag}: occlusion files differ");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -430,6 +430,17 @@ fn errors_are_one_line_with_exit_code_1() {
         &["odd.rays", "33 bytes"],
     );
     // An output that cannot be written.
+    // A ray the library refuses (NaN origin) is named by its record.
+    let mut nan = Vec::new();
+    for r in [[0.0, 0.0, 5.0, 0.0, 0.0, 0.0, -1.0, 100.0], [f32::NAN, 0.0, 5.0, 0.0, 0.0, 0.0, -1.0, 100.0]] {
+        nan.extend(r.iter().flat_map(|f: &f32| f.to_le_bytes()));
+    }
+    std::fs::write(dir.join("nan.rays"), nan).unwrap();
+    fails(
+        bin().current_dir(&dir).args(["trace", "torus.obj", "--rays", "nan.rays", "--out", "nan.hits"]),
+        &["nan.rays", "ray 1", "NaN"],
+    );
+    assert!(!dir.join("nan.hits").exists(), "nothing is written for a refused file");
     std::fs::write(dir.join("ok.rays"), [0u8; 32]).unwrap();
     fails(
         bin().current_dir(&dir).args(["trace", "torus.obj", "--rays", "ok.rays", "--out", "no/such/dir/x"]),
@@ -594,4 +605,24 @@ fn is_tie(mesh: &TriMesh, ours: u32, theirs: u32, ray: &Ray, t: f32) -> bool {
     let Some((t64, u, v)) = common::triangle::mt64(o, d, a.map(|v| v.as_dvec3())) else { return false };
     let eps = 1e-6;
     u >= -eps && v >= -eps && u + v <= 1.0 + eps && (t64 - t as f64).abs() <= 1e-4 * t as f64
+}
+
+/// Found by the `load_gltf` fuzz target (crash 6c322d77): a glTF whose primitive's POSITION
+/// names an accessor that does not exist makes the `gltf-json` crate's validation index out of
+/// bounds (gltf-json 1.4.1, src/mesh.rs:151) and panic, so `slabtree info` ends with "internal
+/// error (a bug in slabtree ...)" instead of a one-line "invalid glTF" error. `cli/src/gltf.rs`
+/// now catches that panic of `Gltf::from_slice` and reports the file as invalid.
+#[test]
+fn gltf_position_accessor_out_of_range_is_an_error_not_a_panic() {
+    let doc = r#"{"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],"nodes":[{"mesh":0}],
+"meshes":[{"primitives":[{"attributes":{"POSITION":5}}]}],
+"accessors":[{"componentType":5126,"count":3,"type":"VEC3","min":[0,0,0],"max":[1,1,0]}]}"#;
+    let path = std::env::temp_dir().join(format!("slabtree-regression-{}.gltf", std::process::id()));
+    std::fs::write(&path, doc).unwrap();
+    let out = bin().arg("info").arg(&path).output().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(!stderr.contains("internal error"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }

@@ -180,7 +180,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                             .map(|p| p.0)
                             .collect();
                         assert_eq!(got, want, "ray {ray:?}");
-                        let closest = tree.ray_cast_closest(&ray, &mut ws).unwrap();
+                        let closest = tree.intersect(&ray, &mut ws).unwrap();
                         let best = fats(&tree, &model)
                             .into_iter()
                             .filter_map(|(_, b)| ray_aabb2(&ray, &b))
@@ -191,7 +191,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 }
                 let b = aabb(u)?;
                 let d = v(u)?;
-                if let Ok(hit) = tree.box_cast_closest(&b, d, &mut ws) {
+                if let Ok(hit) = tree.sweep_box(&b, d, &mut ws) {
                     if let Some(h) = hit {
                         assert!((0.0..=1.0).contains(&h.t), "box cast t {} outside [0, 1]", h.t);
                     }

@@ -73,7 +73,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         match u.int_in_range(0u8..=8)? {
             0 | 1 => {
                 let mesh = meshes()[u.int_in_range(0usize..=1)?].clone();
-                match scene.add(mesh, transform(u)?, step as u64) {
+                match scene.add(mesh, transform(u)?, step as u64, Scene::ALL) {
                     Ok(id) => live.push(id),
                     Err(_) => assert_eq!(scene.len(), before),
                 }
@@ -117,22 +117,33 @@ fn run(u: &mut Unstructured) -> Result<()> {
             )
         });
         let mask = if u.arbitrary::<bool>()? { u32::MAX } else { u.arbitrary()? };
-        let packet = scene.pick8(&rays, mask);
+        let packet = scene.intersect8(&rays, mask);
+        // An invalid ray is refused by every query, and refuses its packet.
+        assert_eq!(packet.is_err(), rays.iter().any(|r| r.validate().is_err()), "packet refusal for {rays:?}");
         for (k, ray) in rays.iter().enumerate() {
-            let hit = scene.pick_masked(ray, mask);
+            let (hit, any) = match (scene.intersect(ray, mask), scene.occluded(ray, mask)) {
+                (Ok(hit), Ok(any)) => (hit, any),
+                (Err(e), Err(e2)) => {
+                    assert!(e == e2 && Err(e) == ray.validate(), "{ray:?} refused with {e}");
+                    continue;
+                }
+                (h, a) => panic!("intersect and occluded disagree on refusing {ray:?}: {h:?} {a:?}"),
+            };
             if let Some(h) = hit {
                 assert!(h.t >= ray.tmin && h.t <= ray.tmax && h.u.is_finite() && h.v.is_finite(), "{h:?} for {ray:?}");
             }
-            assert_eq!(hit.is_some(), scene.occluded_masked(ray, mask), "pick and occluded disagree on {ray:?}");
-            assert_eq!(
-                packet[k].map(|p| (p.instance, p.triangle, p.t.to_bits())),
-                hit.map(|p| (p.instance, p.triangle, p.t.to_bits())),
-                "pick8 lane {k} differs for {ray:?}"
-            );
+            assert_eq!(hit.is_some(), any, "intersect and occluded disagree on {ray:?}");
+            if let Ok(packet) = &packet {
+                assert_eq!(
+                    packet[k].map(|p| (p.instance, p.triangle, p.t.to_bits())),
+                    hit.map(|p| (p.instance, p.triangle, p.t.to_bits())),
+                    "intersect8 lane {k} differs for {ray:?}"
+                );
+            }
         }
         let b = Aabb::from_center_half_extents(Vec3A::from(v(u)?), Vec3A::from(v(u)?.abs()));
-        let _ = scene.overlap(&b);
-        if let Some(s) = scene.sweep_box(&b, Vec3A::from(v(u)?)) {
+        let _ = scene.overlap(&b, Scene::ALL);
+        if let Ok(Some(s)) = scene.sweep_box(&b, Vec3A::from(v(u)?), Scene::ALL) {
             assert!((0.0..=1.0).contains(&s.t), "sweep t {}", s.t);
         }
     }

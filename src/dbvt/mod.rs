@@ -154,7 +154,7 @@ static NEXT_TREE_TAG: AtomicU32 = AtomicU32::new(1);
 ///
 /// let mut ws = QueryWorkspace::new();
 /// let ray = Ray::new(Vec3A::new(-1.0, 0.5, 0.5), Vec3A::X);
-/// let hit = tree.ray_cast_closest(&ray, &mut ws)?.expect("the crate is on the ray");
+/// let hit = tree.intersect(&ray, &mut ws)?.expect("the crate is on the ray");
 /// assert_eq!(hit.id, a);
 /// assert_eq!(tree.get(hit.id)?, &"crate");
 ///

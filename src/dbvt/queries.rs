@@ -311,7 +311,7 @@ impl<T> Dbvt<T> {
     }
 
     /// The proxy whose fat box the ray enters first, with its entry distance.
-    pub fn ray_cast_closest(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
+    pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
         let mut best: Option<RayCastHit> = None;
         self.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, T>| {
             if best.is_none_or(|b| leaf.t < b.t) {
@@ -350,7 +350,7 @@ impl<T> Dbvt<T> {
     }
 
     /// The first proxy a moving box touches, with the time of contact.
-    pub fn box_cast_closest(
+    pub fn sweep_box(
         &self,
         aabb: &Aabb,
         displacement: Vec3A,

@@ -127,9 +127,9 @@ impl<T> Dbvt<T> {
     /// }
     /// let mut ws = QueryWorkspace::new();
     /// let ray = Ray::new(Vec3A::splat(-1.0), Vec3A::ONE);
-    /// assert_eq!(tree.ray_cast_closest(&ray, &mut ws), Err(DbvtError::RefitPending));
+    /// assert_eq!(tree.intersect(&ray, &mut ws), Err(DbvtError::RefitPending));
     /// tree.refit();
-    /// assert!(tree.ray_cast_closest(&ray, &mut ws)?.is_some());
+    /// assert!(tree.intersect(&ray, &mut ws)?.is_some());
     /// # Ok::<(), DbvtError>(())
     /// ```
     pub fn update_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {

@@ -71,3 +71,25 @@ impl fmt::Display for InputError {
 }
 
 impl std::error::Error for InputError {}
+
+/// A batch or packet query refused because one of its rays is invalid: the first such ray's index
+/// and why. No ray of the batch was traced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BatchError {
+    /// Index of the first invalid ray.
+    pub index: usize,
+    /// What is wrong with it.
+    pub error: InputError,
+}
+
+impl fmt::Display for BatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ray {}: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for BatchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

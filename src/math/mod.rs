@@ -7,7 +7,8 @@ mod ray;
 mod slab;
 
 pub use aabb::{Aabb, Aabb2};
-pub use error::InputError;
+pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};
-pub use ray::{Ray, Ray2, RayHit2};
-pub use slab::{FAR_PAD, SlabInterval, SlabRay, max_keep, min_keep, ray_aabb2, slab_interval};
+pub use ray::{Ray, Ray2, RayHit2, validate_rays};
+pub use slab::ray_aabb2;
+pub(crate) use slab::{FAR_PAD, min_keep, slab_interval};

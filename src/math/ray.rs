@@ -4,6 +4,7 @@
 use glam::{Vec2, Vec3, Vec3A};
 
 use super::aabb::{Aabb, Aabb2};
+use super::error::BatchError;
 use super::error::InputError;
 use super::slab::{SlabInterval, SlabRay, slab_interval};
 
@@ -105,6 +106,14 @@ impl Ray {
             return Err(InputError::InvalidRayRange { tmin: self.tmin, tmax: self.tmax });
         }
         Ok(())
+    }
+}
+
+/// Checks every ray of a batch: the first invalid one, with its index, as a [`BatchError`].
+pub fn validate_rays(rays: &[Ray]) -> Result<(), BatchError> {
+    match rays.iter().position(|r| r.validate().is_err()) {
+        Some(index) => Err(BatchError { index, error: rays[index].validate().unwrap_err() }),
+        None => Ok(()),
     }
 }
 

@@ -17,7 +17,7 @@ use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_trian
 use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_wide;
-use crate::math::{Aabb, Ray, ray_aabb2};
+use crate::math::{Aabb, BatchError, InputError, Ray, ray_aabb2, validate_rays};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, Ray8, closest_first};
 
@@ -110,10 +110,10 @@ pub struct MeshStats {
 /// )?;
 /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
 /// let ray = Ray::new(Vec3A::new(0.25, 0.75, 1.0), -Vec3A::Z);
-/// let hit = bvh.intersect(&ray).unwrap();
+/// let hit = bvh.intersect(&ray)?.unwrap();
 /// assert_eq!((hit.triangle, hit.t), (1, 1.0));
-/// assert!(bvh.occluded(&ray));
-/// # Ok::<(), slabtree::MeshError>(())
+/// assert!(bvh.occluded(&ray)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct MeshBvh {
@@ -249,34 +249,52 @@ impl MeshBvh {
         }
     }
 
-    /// The closest hit with `tmin <= t <= tmax`, or `None`. Invalid rays (NaN, infinite,
-    /// `tmin > tmax`) hit nothing.
-    pub fn intersect(&self, ray: &Ray) -> Option<Hit> {
-        self.intersect_counting(ray).0
+    /// The closest hit with `tmin <= t <= tmax`, or `None`. An invalid ray (NaN or infinite
+    /// origin or direction, `tmin > tmax`) is refused with the [`InputError`] that
+    /// [`Ray::validate`] gives, as by every query of the crate.
+    pub fn intersect(&self, ray: &Ray) -> Result<Option<Hit>, InputError> {
+        Ok(self.intersect_counting(ray)?.0)
     }
 
-    /// `true` when any triangle is hit with `tmin <= t <= tmax` (any-hit: no ordering, first hit
-    /// ends the search).
-    pub fn occluded(&self, ray: &Ray) -> bool {
-        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
-        self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf).0.is_some()
+    /// `true` when any triangle is hit with `tmin <= t <= tmax` (any hit: no ordering, the first
+    /// hit ends the search). An invalid ray is refused, as by [`MeshBvh::intersect`].
+    pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
+        ray.validate()?;
+        Ok(self.occluded_unchecked(ray))
     }
 
     /// The closest hit and the number of wide nodes visited (for cost heat maps).
-    pub fn intersect_counting(&self, ray: &Ray) -> (Option<Hit>, u32) {
+    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, u32), InputError> {
+        ray.validate()?;
+        Ok(self.intersect_unchecked(ray))
+    }
+
+    /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
+    /// whole batch, before tracing any ray, when one is invalid, naming the first.
+    pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
+        validate_rays(rays)?;
+        Ok(crate::par::map(rays, 256, |r| self.intersect_unchecked(r).0))
+    }
+
+    /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
+    /// as in [`MeshBvh::intersect_batch`].
+    pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
+        validate_rays(rays)?;
+        Ok(crate::par::map(rays, 256, |r| self.occluded_unchecked(r)))
+    }
+
+    /// The closest hit of a ray already validated (an invalid one hits nothing), and the wide
+    /// nodes visited.
+    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> (Option<Hit>, u32) {
         let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
         let (hit, visits) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), visits)
     }
 
-    /// [`MeshBvh::intersect`] over many rays on all of rayon's threads.
-    pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Hit>> {
-        crate::par::map(rays, 256, |r| self.intersect(r))
-    }
-
-    /// [`MeshBvh::occluded`] over many rays on all of rayon's threads.
-    pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
-        crate::par::map(rays, 256, |r| self.occluded(r))
+    /// Any hit of a ray already validated (an invalid one hits nothing).
+    pub(crate) fn occluded_unchecked(&self, ray: &Ray) -> bool {
+        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
+        self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf).0.is_some()
     }
 
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
@@ -303,24 +321,28 @@ impl MeshBvh {
     /// // A floor triangle at y = 0 and a unit box falling onto it from y = 2.
     /// let mesh = TriMesh::new(vec![Vec3::new(-5.0, 0.0, -5.0), Vec3::new(5.0, 0.0, -5.0), Vec3::new(0.0, 0.0, 5.0)], vec![[0, 1, 2]])?;
     /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    /// let hit = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0)).unwrap();
+    /// let hit = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0))?.unwrap();
     /// assert_eq!(hit.t, 0.375); // the box bottom (y = 1.5) reaches y = 0 after 1.5 of 4 units
     /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
-    /// # Ok::<(), slabtree::MeshError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Option<SweepHit> {
+    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<SweepHit>, InputError> {
+        aabb.validate()?;
+        if !displacement.is_finite() {
+            return Err(InputError::NonFiniteDisplacement);
+        }
         let (center, half) = box_parts(aabb);
         // A finite box can still have infinite half-extents (min -3e38, max 3e38), and infinite
         // offsets turn empty child slots' planes into NaN: such a box sweeps nothing.
-        if aabb.validate().is_err() || !displacement.is_finite() || !(center.is_finite() && half.is_finite()) {
-            return None;
+        if !(center.is_finite() && half.is_finite()) {
+            return Ok(None);
         }
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
         let (c, h, d) = (center.into(), half.into(), displacement.into());
         let mut leaf =
             SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
         let (hit, _) = self.traverse::<false, true, _>(&ray, half, &mut leaf);
-        hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal })
+        Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
     }
 
     /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an

@@ -14,7 +14,7 @@ use wide::f32x8;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::triangle::{PackHit, TriRay};
-use crate::math::{Aabb, FAR_PAD, Ray, ray_aabb2};
+use crate::math::{Aabb, BatchError, FAR_PAD, Ray, ray_aabb2, validate_rays};
 use crate::wide::{ChildRef, FixedStack};
 
 /// Stack capacity of the packet traversal (same bound as the single-ray stack).
@@ -87,13 +87,28 @@ impl MeshBvh {
     /// [`MeshBvh::intersect`] for 8 rays at once, traversed as a packet: each result equals
     /// `intersect` of the same ray exactly (same triangle, same `t`, `u`, `v`). Worth it for
     /// coherent rays (a pixel tile, a cursor neighbourhood); incoherent rays should use
-    /// [`MeshBvh::intersect`] or [`MeshBvh::intersect_batch`].
-    pub fn intersect8(&self, rays: &[Ray; 8]) -> [Option<Hit>; 8] {
+    /// [`MeshBvh::intersect`] or [`MeshBvh::intersect_batch`]. Refuses the packet when one of
+    /// its rays is invalid, naming the first.
+    pub fn intersect8(&self, rays: &[Ray; 8]) -> Result<[Option<Hit>; 8], BatchError> {
+        validate_rays(rays)?;
+        Ok(self.intersect8_unchecked(rays))
+    }
+
+    /// [`MeshBvh::occluded`] for 8 rays at once, traversed as a packet; equals `occluded` of each
+    /// ray exactly. Invalid rays as in [`MeshBvh::intersect8`].
+    pub fn occluded8(&self, rays: &[Ray; 8]) -> Result<[bool; 8], BatchError> {
+        validate_rays(rays)?;
+        Ok(self.occluded8_unchecked(rays))
+    }
+
+    /// [`MeshBvh::intersect8`] of rays not validated: an invalid one hits nothing (the scene's
+    /// packets mark unused lanes so).
+    pub(crate) fn intersect8_unchecked(&self, rays: &[Ray; 8]) -> [Option<Hit>; 8] {
         let mut out = [None; 8];
         let (best, ties) = self.traverse8::<false>(rays);
         for r in 0..8 {
             if ties & (1 << r) != 0 {
-                out[r] = self.intersect(&rays[r]);
+                out[r] = self.intersect_unchecked(&rays[r]).0;
             } else if let Some((prim, h)) = best[r] {
                 out[r] = Some(self.finish(prim, h, &rays[r]));
             }
@@ -101,9 +116,8 @@ impl MeshBvh {
         out
     }
 
-    /// [`MeshBvh::occluded`] for 8 rays at once, traversed as a packet; equals `occluded` of each
-    /// ray exactly.
-    pub fn occluded8(&self, rays: &[Ray; 8]) -> [bool; 8] {
+    /// [`MeshBvh::occluded8`] of rays not validated: an invalid one hits nothing.
+    pub(crate) fn occluded8_unchecked(&self, rays: &[Ray; 8]) -> [bool; 8] {
         let (best, _) = self.traverse8::<true>(rays);
         best.map(|b| b.is_some())
     }

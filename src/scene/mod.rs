@@ -24,9 +24,9 @@
 //! )?;
 //! let mesh = Arc::new(MeshBvh::build(&quad, &BuildOptions::default()));
 //! let mut scene = Scene::new();
-//! let near = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -2.0)), 7)?;
-//! let _far = scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 8)?;
-//! let pick = scene.pick(&Ray::new(Vec3A::ZERO, -Vec3A::Z)).unwrap();
+//! let near = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -2.0)), 7, Scene::ALL)?;
+//! let _far = scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 8, Scene::ALL)?;
+//! let pick = scene.intersect(&Ray::new(Vec3A::ZERO, -Vec3A::Z), Scene::ALL)?.unwrap();
 //! assert_eq!((pick.instance, pick.user_id, pick.t), (near, 7, 2.0));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -45,7 +45,7 @@ use crate::math::Aabb;
 use crate::mesh::MeshBvh;
 
 pub use error::SceneError;
-pub use query::ScenePick;
+pub use query::SceneHit;
 pub use sweep::SceneSweepHit;
 
 /// The user data the scene stores in its [`Dbvt`]: the slot of the instance in the scene's table
@@ -402,13 +402,12 @@ impl Scene {
         &self.tree
     }
 
-    /// Adds an instance of `mesh` under `transform`, with mask `u32::MAX` (seen by every query).
-    pub fn add(&mut self, mesh: Arc<MeshBvh>, transform: Affine3A, user_id: u64) -> Result<InstanceId, SceneError> {
-        self.add_masked(mesh, transform, user_id, u32::MAX)
-    }
+    /// The mask that every query mask shares a bit with: pass it to query every instance.
+    pub const ALL: u32 = u32::MAX;
 
-    /// Adds an instance with a filter mask (see [`Instance::mask`]).
-    pub fn add_masked(
+    /// Adds an instance of `mesh` under `transform`, with the filter `mask` (see
+    /// [`Instance::mask`]; [`Scene::ALL`] makes it seen by every query).
+    pub fn add(
         &mut self,
         mesh: Arc<MeshBvh>,
         transform: Affine3A,

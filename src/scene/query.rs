@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, Frustum, Ray};
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, validate_rays};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -38,7 +38,7 @@ pub(crate) fn with_ws<R>(f: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
 
 /// The closest hit of a ray in a scene.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ScenePick {
+pub struct SceneHit {
     /// The instance hit.
     pub instance: InstanceId,
     /// Its user id.
@@ -96,10 +96,10 @@ impl Scene {
         })
     }
 
-    fn make_pick(&self, slot: u32, h: crate::mesh::Hit) -> ScenePick {
+    fn make_hit(&self, slot: u32, h: crate::mesh::Hit) -> SceneHit {
         let inst = self.slot(slot);
         let n = inst.normal_to_world(Vec3A::from(h.normal));
-        ScenePick {
+        SceneHit {
             instance: self.id_of(slot),
             user_id: inst.user_id,
             triangle: h.triangle,
@@ -110,24 +110,23 @@ impl Scene {
         }
     }
 
-    /// The closest hit over all instances, or `None` (also for an invalid ray).
-    pub fn pick(&self, ray: &Ray) -> Option<ScenePick> {
-        self.pick_masked(ray, u32::MAX)
+    /// The closest hit over the instances whose mask shares a bit with `mask` ([`Scene::ALL`]
+    /// for every instance), or `None`. An invalid ray is refused with the [`InputError`] that
+    /// [`Ray::validate`] gives.
+    pub fn intersect(&self, ray: &Ray, mask: u32) -> Result<Option<SceneHit>, InputError> {
+        ray.validate()?;
+        Ok(self.intersect_counted(ray, mask, 1))
     }
 
-    /// [`Scene::pick`] over the instances whose mask shares a bit with `mask`.
-    pub fn pick_masked(&self, ray: &Ray, mask: u32) -> Option<ScenePick> {
-        self.pick_counted(ray, mask, 1)
-    }
-
-    fn pick_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<ScenePick> {
+    fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<SceneHit> {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            match inst.mesh.intersect(&local_ray(inst, ray, leaf.tmax)) {
+            // A ray the transform made invalid (an overflow to infinity) hits nothing there.
+            match inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax)).0 {
                 Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
                     best = Some((leaf.data.index, h));
                     RayControl::Clip(h.t)
@@ -136,18 +135,15 @@ impl Scene {
             }
         };
         self.cast(ray, count, &mut policy).ok()?;
-        best.map(|(s, h)| self.make_pick(s, h))
+        best.map(|(s, h)| self.make_hit(s, h))
     }
 
-    /// `true` when any instance's triangle is hit within the ray's range.
-    pub fn occluded(&self, ray: &Ray) -> bool {
-        self.occluded_masked(ray, u32::MAX)
-    }
-
-    /// [`Scene::occluded`] over the instances whose mask shares a bit with `mask` (for example,
-    /// shadow rays ignoring instances that cast no shadow).
-    pub fn occluded_masked(&self, ray: &Ray, mask: u32) -> bool {
-        self.occluded_counted(ray, mask, 1)
+    /// `true` when a triangle of an instance whose mask shares a bit with `mask` is hit within
+    /// the ray's range (for example, shadow rays ignoring instances that cast no shadow). Invalid
+    /// rays as in [`Scene::intersect`].
+    pub fn occluded(&self, ray: &Ray, mask: u32) -> Result<bool, InputError> {
+        ray.validate()?;
+        Ok(self.occluded_counted(ray, mask, 1))
     }
 
     fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> bool {
@@ -157,7 +153,7 @@ impl Scene {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            if inst.mesh.occluded(&local_ray(inst, ray, ray.tmax)) {
+            if inst.mesh.occluded_unchecked(&local_ray(inst, ray, ray.tmax)) {
                 hit = true;
                 return RayControl::Stop;
             }
@@ -166,17 +162,21 @@ impl Scene {
         hit
     }
 
-    /// [`Scene::pick_masked`] over many rays on rayon's threads.
-    pub fn pick_batch(&self, rays: &[Ray], mask: u32) -> Vec<Option<ScenePick>> {
+    /// [`Scene::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
+    /// whole batch, before tracing any ray, when one is invalid, naming the first.
+    pub fn intersect_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<Option<SceneHit>>, BatchError> {
+        validate_rays(rays)?;
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        crate::par::map(rays, 64, |r| self.pick_counted(r, mask, 0))
+        Ok(crate::par::map(rays, 64, |r| self.intersect_counted(r, mask, 0)))
     }
 
-    /// [`Scene::occluded_masked`] over many rays on rayon's threads.
-    pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Vec<bool> {
+    /// [`Scene::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays as
+    /// in [`Scene::intersect_batch`].
+    pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<bool>, BatchError> {
+        validate_rays(rays)?;
         self.wide_view(rays.len() as u64);
-        crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0))
+        Ok(crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0)))
     }
 
     /// Calls `f` with the instances whose fat world box reaches each ray within its range, with
@@ -228,11 +228,13 @@ impl Scene {
         f(cands)
     }
 
-    /// [`Scene::pick_masked`] for 8 coherent rays: instances are found once for the packet and
+    /// [`Scene::intersect`] for 8 coherent rays: instances are found once for the packet and
     /// each is traversed with [`MeshBvh::intersect8`](crate::MeshBvh::intersect8). Every result
-    /// equals `pick_masked` of the same ray (a ray whose two nearest hits on different instances
-    /// come within rounding of each other is answered by `pick_masked` itself).
-    pub fn pick8(&self, rays: &[Ray; 8], mask: u32) -> [Option<ScenePick>; 8] {
+    /// equals `intersect` of the same ray (a ray whose two nearest hits on different instances
+    /// come within rounding of each other is answered by `intersect` itself). Refuses the packet
+    /// when one of its rays is invalid, naming the first.
+    pub fn intersect8(&self, rays: &[Ray; 8], mask: u32) -> Result<[Option<SceneHit>; 8], BatchError> {
+        validate_rays(rays)?;
         let mut best: [Option<(u32, crate::mesh::Hit)>; 8] = [None; 8];
         let mut redo = 0u32;
         self.with_candidates8(rays, mask, |cands| {
@@ -244,7 +246,7 @@ impl Scene {
                 }) else {
                     continue;
                 };
-                let hits = inst.mesh.intersect8(&local);
+                let hits = inst.mesh.intersect8_unchecked(&local);
                 for r in 0..8 {
                     if let Some(h) = hits[r] {
                         match best[r] {
@@ -256,19 +258,20 @@ impl Scene {
                 }
             }
         });
-        std::array::from_fn(|r| {
+        Ok(std::array::from_fn(|r| {
             if redo & (1 << r) != 0 {
-                self.pick_masked(&rays[r], mask)
+                self.intersect_counted(&rays[r], mask, 1)
             } else {
-                best[r].map(|(s, h)| self.make_pick(s, h))
+                best[r].map(|(s, h)| self.make_hit(s, h))
             }
-        })
+        }))
     }
 
-    /// [`Scene::occluded_masked`] for 8 coherent rays, with
+    /// [`Scene::occluded`] for 8 coherent rays, with
     /// [`MeshBvh::occluded8`](crate::MeshBvh::occluded8) per instance; equals the single-ray
-    /// answer for every ray.
-    pub fn occluded8(&self, rays: &[Ray; 8], mask: u32) -> [bool; 8] {
+    /// answer for every ray. Invalid rays as in [`Scene::intersect8`].
+    pub fn occluded8(&self, rays: &[Ray; 8], mask: u32) -> Result<[bool; 8], BatchError> {
+        validate_rays(rays)?;
         let mut out = [false; 8];
         self.with_candidates8(rays, mask, |cands| {
             for &(slot, entry) in cands {
@@ -277,7 +280,7 @@ impl Scene {
                 let Some(local) = local_rays8(inst, rays, tmax) else {
                     continue;
                 };
-                let occ = inst.mesh.occluded8(&local);
+                let occ = inst.mesh.occluded8_unchecked(&local);
                 for r in 0..8 {
                     out[r] |= occ[r];
                 }
@@ -286,11 +289,11 @@ impl Scene {
                 }
             }
         });
-        out
+        Ok(out)
     }
 
-    /// Instances whose (fat) world box is not certainly outside the frustum: conservative, as
-    /// [`Frustum::may_contain`].
+    /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly
+    /// outside the frustum: conservative, as [`Frustum::may_contain`].
     ///
     /// The order is unspecified. When the previous frustum query found at least a quarter of
     /// the instances in view, this one tests every instance's box in a linear SIMD scan
@@ -298,22 +301,13 @@ impl Scene {
     /// of the scene is in view (0.086 against 0.125 ms in the picking frame loop at 10k
     /// instances, 80% in view; a camera moves little between frames, so the last count is a
     /// good forecast); the instances are the same either way.
-    pub fn visible(&self, frustum: &Frustum) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
-        self.visible_masked(frustum, u32::MAX)
-    }
-
-    /// [`Scene::visible`] over the instances whose mask shares a bit with `mask`.
-    pub fn visible_masked(
-        &self,
-        frustum: &Frustum,
-        mask: u32,
-    ) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
+    pub fn visible(&self, frustum: &Frustum, mask: u32) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
         let mut out = Vec::new();
         self.visible_into(frustum, mask, &mut out)?;
         Ok(out.into_iter())
     }
 
-    /// [`Scene::visible_masked`] into a caller's vector, which is cleared first: a renderer
+    /// [`Scene::visible`] into a caller's vector, which is cleared first: a renderer
     /// that keeps the vector from frame to frame culls without allocating (at 10k instances,
     /// most of them visible, the list is about 100 KB, regrown by doubling on every call
     /// otherwise).
@@ -325,13 +319,13 @@ impl Scene {
     ///
     /// let mesh = Arc::new(MeshBvh::build(&TriMesh::cuboid(Vec3::splat(0.5)), &BuildOptions::default()));
     /// let mut scene = Scene::new();
-    /// let ahead = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 1)?;
-    /// scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, 5.0)), 2)?; // behind
+    /// let ahead = scene.add(mesh.clone(), Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 1, Scene::ALL)?;
+    /// scene.add(mesh, Affine3A::from_translation(Vec3::new(0.0, 0.0, 5.0)), 2, Scene::ALL)?; // behind
     /// let view = glam::camera::rh::view::look_at_mat4(Vec3::ZERO, Vec3::NEG_Z, Vec3::Y);
     /// let frustum = Frustum::from_view_projection(glam::camera::rh::proj::directx::perspective(1.0, 1.0, 0.1, 100.0) * view);
     ///
     /// let mut visible = Vec::new(); // kept across frames
-    /// scene.visible_into(&frustum, u32::MAX, &mut visible)?;
+    /// scene.visible_into(&frustum, Scene::ALL, &mut visible)?;
     /// assert_eq!(visible, [ahead]);
     /// # Ok::<(), slabtree::SceneError>(())
     /// ```
@@ -361,13 +355,9 @@ impl Scene {
         Ok(())
     }
 
-    /// Instances whose tight world box overlaps `aabb` (touching counts).
-    pub fn overlap(&self, aabb: &Aabb) -> Result<Vec<InstanceId>, SceneError> {
-        self.overlap_masked(aabb, u32::MAX)
-    }
-
-    /// [`Scene::overlap`] over the instances whose mask shares a bit with `mask`.
-    pub fn overlap_masked(&self, aabb: &Aabb, mask: u32) -> Result<Vec<InstanceId>, SceneError> {
+    /// Instances whose mask shares a bit with `mask` and whose tight world box overlaps `aabb`
+    /// (touching counts).
+    pub fn overlap(&self, aabb: &Aabb, mask: u32) -> Result<Vec<InstanceId>, SceneError> {
         let mut out = Vec::new();
         with_ws(|ws| {
             self.tree.overlap(aabb, ws, &mut |_: ProxyId, s: &InstanceSlot| {

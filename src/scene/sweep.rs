@@ -19,7 +19,7 @@ use glam::{Mat3A, Vec3, Vec3A};
 use super::query::with_ws;
 use super::{InstanceId, InstanceSlot, Scene};
 use crate::dbvt::{RayControl, RayLeaf};
-use crate::math::Aabb;
+use crate::math::{Aabb, InputError};
 use crate::mesh::sweep::Obb;
 
 /// The first contact of a swept box with a scene.
@@ -40,15 +40,12 @@ pub struct SceneSweepHit {
 
 impl Scene {
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the triangles
-    /// of any instance; `None` when nothing is touched or the input is not finite.
-    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Option<SceneSweepHit> {
-        self.sweep_box_masked(aabb, displacement, u32::MAX)
-    }
-
-    /// [`Scene::sweep_box`] over the instances whose mask shares a bit with `mask`.
-    pub fn sweep_box_masked(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Option<SceneSweepHit> {
-        if aabb.validate().is_err() || !displacement.is_finite() {
-            return None;
+    /// of the instances whose mask shares a bit with `mask`, or `None` when nothing is touched.
+    /// A NaN, infinite or inverted box or displacement is refused.
+    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Result<Option<SceneSweepHit>, InputError> {
+        aabb.validate()?;
+        if !displacement.is_finite() {
+            return Err(InputError::NonFiniteDisplacement);
         }
         let (center, half) = (aabb.center(), aabb.half_extents());
         let mut best: Option<(u32, u32, f32, Vec3)> = None;
@@ -79,8 +76,12 @@ impl Scene {
                 }
             })
         });
-        r.ok()?;
-        best.map(|(s, triangle, t, n)| {
+        // The input was checked above and the scene keeps its tree refitted, so the cast
+        // cannot be refused; were it, nothing was touched.
+        if r.is_err() {
+            return Ok(None);
+        }
+        Ok(best.map(|(s, triangle, t, n)| {
             let inst = self.slot(s);
             SceneSweepHit {
                 t,
@@ -89,6 +90,6 @@ impl Scene {
                 triangle,
                 normal: inst.normal_to_world(Vec3A::from(n)).into(),
             }
-        })
+        }))
     }
 }

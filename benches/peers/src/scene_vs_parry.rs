@@ -134,7 +134,7 @@ impl SlabtreeRun {
             Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
             _ => {}
         }
-        let ids = (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64).unwrap()).collect();
+        let ids = (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64, slabtree::Scene::ALL).unwrap()).collect();
         scene.rebuild();
         SlabtreeRun { s, scene, ids, visible: Vec::new(), n }
     }
@@ -150,7 +150,7 @@ impl SlabtreeRun {
         let b = Instant::now();
         t.optimize += (b - o).as_secs_f64();
         for r in s.cursor_rays(f) {
-            if let Some(p) = scene.pick(&r) {
+            if let Some(p) = scene.intersect(&r, slabtree::Scene::ALL).unwrap() {
                 t.hits += 1;
                 t.tsum += p.t as f64;
             }
