@@ -30,8 +30,40 @@ pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u3
     }
     // The root is always a wide node, even over a single leaf, so traversal has one entry point;
     // `emit` opens a single internal child first.
-    emit(build, items, tri, vec![0], &mut out, 1);
+    emit(build, items, tri, Lanes::one(0), &mut out, 1);
     out
+}
+
+/// The children of one wide node while it is being opened: at most 8 binary node indices, in
+/// place. The collapse makes one of these per wide node, so they live on the stack, where they
+/// were a vector per wide node (and the triangles of each leaf another).
+#[derive(Clone, Copy)]
+struct Lanes {
+    child: [u32; 8],
+    len: usize,
+}
+
+impl Lanes {
+    fn one(c: u32) -> Lanes {
+        Lanes { child: [c, 0, 0, 0, 0, 0, 0, 0], len: 1 }
+    }
+
+    fn two(a: u32, b: u32) -> Lanes {
+        Lanes { child: [a, b, 0, 0, 0, 0, 0, 0], len: 2 }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.child[..self.len]
+    }
+
+    /// Replaces lane `i` by `a` and inserts `b` after it (opening an internal child). At most 7
+    /// lanes are in use before, so there is room.
+    fn split(&mut self, i: usize, a: u32, b: u32) {
+        self.child.copy_within(i + 1..self.len, i + 2);
+        self.child[i] = a;
+        self.child[i + 1] = b;
+        self.len += 1;
+    }
 }
 
 /// Opens internal children (largest area first) until there are 8, writes a wide node for them,
@@ -41,42 +73,45 @@ fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &dyn Fn(u32) -> [glam::Vec3; 3],
-    mut children: Vec<u32>,
+    mut children: Lanes,
     out: &mut Collapsed,
     depth: u32,
 ) -> u32 {
     out.depth = out.depth.max(depth);
     // A node given a single internal child (the root case) opens it first.
-    if children.len() == 1
-        && let BuildNode::Inner { left, right, .. } = build[children[0] as usize]
+    if children.len == 1
+        && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
     {
-        children = vec![left, right];
+        children = Lanes::two(left, right);
     }
-    while children.len() < 8 {
-        let best =
-            children.iter().enumerate().filter(|(_, c)| matches!(build[**c as usize], BuildNode::Inner { .. })).max_by(
-                |a, b| build[*a.1 as usize].bounds().half_area().total_cmp(&build[*b.1 as usize].bounds().half_area()),
-            );
+    while children.len < 8 {
+        let best = children
+            .as_slice()
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(build[**c as usize], BuildNode::Inner { .. }))
+            .max_by(|a, b| {
+                build[*a.1 as usize].bounds().half_area().total_cmp(&build[*b.1 as usize].bounds().half_area())
+            });
         let Some((i, &c)) = best else { break };
         let BuildNode::Inner { left, right, .. } = build[c as usize] else { unreachable!() };
-        children[i] = left;
-        children.insert(i + 1, right);
+        children.split(i, left, right);
     }
     let me = out.nodes.len() as u32;
     out.nodes.push(Node8::EMPTY);
-    for (lane, &c) in children.iter().enumerate() {
+    for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         let r = match *node {
             BuildNode::Leaf { first, count, .. } => {
-                let tris: Vec<(u32, [glam::Vec3; 3])> = items[first as usize..(first + count) as usize]
-                    .iter()
-                    .map(|it| (it.index, tri(it.index)))
-                    .collect();
-                out.packs.push(TriPack::new(&tris));
+                let mut pack = TriPack::EMPTY;
+                for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
+                    pack.set(k, it.index, &tri(it.index));
+                }
+                out.packs.push(pack);
                 ChildRef::leaf(out.packs.len() as u32 - 1)
             }
             BuildNode::Inner { left, right, .. } => {
-                ChildRef::node(emit(build, items, tri, vec![left, right], out, depth + 1))
+                ChildRef::node(emit(build, items, tri, Lanes::two(left, right), out, depth + 1))
             }
         };
         out.nodes[me as usize].set(lane, r, node.bounds());

@@ -29,14 +29,8 @@ pub(crate) struct TriPack {
 const _: () = assert!(std::mem::size_of::<TriPack>() == 192);
 
 impl TriPack {
-    pub(crate) fn new(tris: &[(u32, [Vec3; 3])]) -> TriPack {
-        debug_assert!(tris.len() <= 4);
-        let mut p = TriPack { v: [[[0.0; 4]; 3]; 3], prim: [NO_PRIM; 4] };
-        for (lane, (prim, verts)) in tris.iter().enumerate() {
-            p.set(lane, *prim, verts);
-        }
-        p
-    }
+    /// A pack with every lane unused.
+    pub(crate) const EMPTY: TriPack = TriPack { v: [[[0.0; 4]; 3]; 3], prim: [NO_PRIM; 4] };
 
     pub(crate) fn set(&mut self, lane: usize, prim: u32, verts: &[Vec3; 3]) {
         self.prim[lane] = prim;
