@@ -164,6 +164,12 @@ pub struct RenderArgs {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub ao: u32,
 
+    /// Trace one instance per object (a generated object, a glTF mesh instance) through the
+    /// library's two-level scene, instead of one BVH over every triangle. Not for `--mode heat`,
+    /// which counts the flat BVH's visits.
+    #[arg(long)]
+    pub instances: bool,
+
     /// Output PNG file.
     #[arg(long, value_name = "PNG", default_value = "render.png")]
     pub out: PathBuf,

@@ -3,6 +3,7 @@
 
 use std::f32::consts::{PI, TAU};
 use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::Path;
 
 use glam::{Affine3A, Quat, Vec3};
@@ -27,7 +28,8 @@ struct Builder {
     positions: Vec<Vec3>,
     triangles: Vec<[u32; 3]>,
     colors: Vec<Vec3>,
-    objects: usize,
+    /// The finished objects' triangle ranges.
+    objects: Vec<Range<u32>>,
 }
 
 impl Builder {
@@ -54,7 +56,22 @@ impl Builder {
                 self.colors.extend([color, color]);
             }
         }
-        self.objects += 1;
+        self.end_object();
+    }
+
+    /// Closes the current object: the triangles added since the last one.
+    fn end_object(&mut self) {
+        let start = self.objects.last().map_or(0, |r| r.end);
+        self.objects.push(start..self.triangles.len() as u32);
+    }
+
+    /// Adds `mesh` under `xf` as one object of one colour.
+    fn mesh(&mut self, mesh: &TriMesh, color: Vec3, xf: &Affine3A) {
+        let base = self.positions.len() as u32;
+        self.positions.extend(mesh.positions().iter().map(|&p| xf.transform_point3(p)));
+        self.triangles.extend(mesh.triangles().iter().map(|t| t.map(|v| base + v)));
+        self.colors.extend(std::iter::repeat_n(color, mesh.len()));
+        self.end_object();
     }
 
     /// Adds a planar polygon given by its corners in order (fan-triangulated).
@@ -108,7 +125,7 @@ fn field() -> Scene {
             );
         }
     }
-    b.objects += 1;
+    b.end_object();
 
     // A grid of objects, leaving the middle free for the knot.
     let grid = 17;
@@ -128,12 +145,13 @@ fn field() -> Scene {
             let before = b.positions.len();
             let xf = Affine3A::from_rotation_translation(yaw, Vec3::ZERO) * Affine3A::from_scale(Vec3::splat(size));
             match kind {
-                0 => b.surface(64, 32, true, color, &xf, sphere),
+                // The library's closed shapes; the others are this scene's own surfaces.
+                0 => b.mesh(&TriMesh::uv_sphere(1.0, 64, 32), color, &xf),
                 1 => {
                     let (r, t) = (rng.range(0.6, 0.8), rng.range(0.18, 0.32));
                     let tilt = Quat::from_rotation_x(rng.range(0.0, PI / 2.0));
                     let xf = xf * Affine3A::from_quat(tilt);
-                    b.surface(72, 24, true, color, &xf, move |u, v| torus(u, v, r, t));
+                    b.mesh(&TriMesh::torus(r, t, 72, 24), color, &xf);
                 }
                 2 => {
                     let e = rng.range(0.25, 0.5);
@@ -176,15 +194,11 @@ fn field() -> Scene {
     b.finish("built-in field", Some(view), Some(Vec3::new(-70.0, 90.0, 35.0)))
 }
 
+/// The unit sphere as a parametric surface (`u` around, `v` from pole to pole): the base that the
+/// blob and the capsule deform.
 fn sphere(u: f32, v: f32) -> Vec3 {
     let (phi, theta) = (u * TAU, v * PI);
     Vec3::new(theta.sin() * phi.cos(), -theta.cos(), theta.sin() * phi.sin())
-}
-
-fn torus(u: f32, v: f32, r: f32, t: f32) -> Vec3 {
-    let (a, b) = (u * TAU, v * TAU);
-    let ring = r + t * b.cos();
-    Vec3::new(ring * a.cos(), t * b.sin(), ring * a.sin())
 }
 
 /// A rounded box: the superellipsoid |x|^(2/e) + |y|^(2/e) + |z|^(2/e) = 1.
@@ -260,10 +274,13 @@ fn cornell() -> Scene {
         ([v(265.0, 0.0, 296.0), v(265.0, 330.0, 296.0), v(423.0, 330.0, 247.0), v(423.0, 0.0, 247.0)], white),
     ];
     let mut b = Builder::default();
-    for (corners, color) in &quads {
+    for (k, (corners, color)) in quads.iter().enumerate() {
         b.polygon(corners, *color);
+        // The room with its light, the short block, the tall block.
+        if [5, 10, 15].contains(&k) {
+            b.end_object();
+        }
     }
-    b.objects = 4; // room, light, two blocks
     let view = View { eye: v(278.0, 273.0, -800.0), at: v(278.0, 273.0, 0.0), fov: 39.3 };
     b.finish("built-in cornell", Some(view), Some(v(278.0, 540.0, 279.6)))
 }

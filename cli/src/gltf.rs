@@ -167,7 +167,8 @@ struct Collector {
     triangles: Vec<[u32; 3]>,
     colors: Vec<Vec3>,
     any_material: bool,
-    instances: usize,
+    /// Each mesh instance's triangle range.
+    instances: Vec<std::ops::Range<u32>>,
 }
 
 /// Walks the default scene (or the first, or every root node) and collects its meshes.
@@ -213,7 +214,7 @@ fn walk(doc: &Document, buffers: &[Vec<u8>], out: &mut Collector) -> Result<(), 
 
 /// Adds every triangle primitive of `mesh`, transformed by `world`.
 fn add_mesh(mesh: &gltf::Mesh, world: &Mat4, buffers: &[Vec<u8>], out: &mut Collector) -> Result<(), Problem> {
-    out.instances += 1;
+    let start = out.triangles.len() as u32;
     for prim in mesh.primitives() {
         let place = |m: String| problem!("mesh {} primitive {}: {m}", mesh.index(), prim.index());
         if !matches!(prim.mode(), Mode::Triangles | Mode::TriangleStrip | Mode::TriangleFan) {
@@ -277,6 +278,11 @@ fn add_mesh(mesh: &gltf::Mesh, world: &Mat4, buffers: &[Vec<u8>], out: &mut Coll
         let off = base as u32;
         out.triangles.extend(tris.iter().map(|t| t.map(|i| i + off)));
         out.colors.extend(std::iter::repeat_n(color, tris.len()));
+    }
+    // Instances that add no triangle (points, lines) are not objects.
+    let end = out.triangles.len() as u32;
+    if end > start {
+        out.instances.push(start..end);
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ pub mod render;
 pub mod rng;
 pub mod scene;
 pub mod trace;
+pub mod tracer;
 
 use std::path::Path;
 use std::time::Instant;
@@ -40,6 +41,7 @@ use args::{Builtin, BvhArgs, Cli, Command, ExportArgs, Input, Mode, RenderArgs, 
 use camera::Camera;
 use error::CliResult;
 use progress::{count, ms};
+use tracer::Tracer;
 
 /// Parses the command line and runs the command. Usage errors exit with code 2 (clap's), other
 /// errors print one line and return `Err`.
@@ -61,6 +63,7 @@ pub fn run() -> CliResult<()> {
                 supersample: 1,
                 ao: 0,
                 out: d.out,
+                instances: false,
                 bvh: BvhArgs { threads: d.threads, triangle_test: TestArg::Watertight },
             })
         }
@@ -80,19 +83,21 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
     let scene = load::load(&a.input)?;
     let load = start.elapsed();
     let verb = if a.input.builtin.is_some() { "generated" } else { "loaded" };
-    let objects = if scene.objects > 1 { format!("{} objects, ", count(scene.objects)) } else { String::new() };
+    let objects =
+        if scene.objects.len() > 1 { format!("{} objects, ", count(scene.objects.len())) } else { String::new() };
     println!("scene: {}: {objects}{} triangles ({verb} in {})", scene.name, count(scene.mesh.len()), ms(load));
 
-    let (bvh, build) = progress::build(&scene, &a.bvh);
-    let s = bvh.stats();
-    println!(
-        "BVH: built in {} ({}): {} nodes, depth {}, SAH cost {:.1}",
-        ms(build),
-        progress::threads(threads),
-        count(s.nodes),
-        s.depth,
-        s.sah_cost
-    );
+    if a.instances && a.mode == Mode::Heat {
+        return Err(error::CliError::new("--mode heat counts the flat BVH's visits: leave out --instances"));
+    }
+    let options = progress::build_options(&a.bvh);
+    let start = Instant::now();
+    let what = if a.instances { "instances" } else { "the BVH" };
+    let tracer = progress::spin(&format!("building {what} of {} triangles", count(scene.mesh.len())), || {
+        if a.instances { Tracer::instances(&scene, &options) } else { Tracer::flat(&scene, &options) }
+    });
+    let build = start.elapsed();
+    println!("BVH: built in {} ({}): {}", ms(build), progress::threads(threads), tracer.describe());
 
     let aspect = a.width as f32 / a.height as f32;
     let camera = match (a.camera, scene.view) {
@@ -116,7 +121,7 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
         ao: a.ao,
     };
     let start = Instant::now();
-    let (rgb, st) = render::render(&bvh, &scene, &settings);
+    let (rgb, st) = render::render(&tracer, &scene, &settings)?;
     let total = start.elapsed();
     render::write_png(&a.out, a.width, a.height, &rgb)?;
 

@@ -66,9 +66,14 @@ pub fn triangle_test(t: TestArg) -> TriangleTest {
     }
 }
 
+/// The library's build options for the command-line choices.
+pub fn build_options(args: &BvhArgs) -> BuildOptions {
+    BuildOptions { triangle_test: triangle_test(args.triangle_test), ..Default::default() }
+}
+
 /// Builds the BVH of a scene with a spinner; returns it and the build's wall time.
 pub fn build(scene: &Scene, args: &BvhArgs) -> (MeshBvh, Duration) {
-    let options = BuildOptions { triangle_test: triangle_test(args.triangle_test), ..Default::default() };
+    let options = build_options(args);
     let start = Instant::now();
     let bvh = spin(&format!("building the BVH of {} triangles", count(scene.mesh.len())), || {
         MeshBvh::build(&scene.mesh, &options)

@@ -2,8 +2,8 @@
 //! distance, normals or the BVH's cost per pixel; written as an 8-bit RGB PNG.
 //!
 //! The image is traced in blocks of rows. Within a block the primary rays are made first and then
-//! cast in one batch ([`MeshBvh::intersect_batch`], on rayon), then the shadow rays of the hits
-//! ([`MeshBvh::occluded_batch`]); only those two batch calls are timed, so the Mrays/s figures are
+//! cast in one batch ([`Tracer::intersect_batch`], on rayon), then the shadow rays of the hits
+//! ([`Tracer::occluded_batch`]); only those two batch calls are timed, so the Mrays/s figures are
 //! query time alone.
 
 use std::fs::File;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
-use slabtree::{Hit, MeshBvh, Ray};
+use slabtree::Ray;
 
 use super::args::Mode;
 use super::camera::Camera;
@@ -21,13 +21,7 @@ use super::error::{CliError, CliResult};
 use super::progress;
 use super::rng::Rng;
 use super::scene::{DEFAULT_ALBEDO, Scene};
-
-/// Why the renderer's batches are never refused: the camera is checked when it is made (a finite
-/// eye, a view direction and field of view that make finite rays).
-const CAMERA: &str = "camera rays are valid";
-/// Shadow and ambient-occlusion rays start at finite hit points and go to a finite light or
-/// along a unit direction.
-const SECONDARY: &str = "secondary rays are valid";
+use super::tracer::{Surface, Tracer};
 
 /// What to render.
 #[derive(Clone, Copy, Debug)]
@@ -105,7 +99,7 @@ struct Pending {
 }
 
 /// Renders the image; returns 8-bit sRGB pixels (RGB, row-major, top row first) and the figures.
-pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
+pub fn render(tracer: &Tracer, scene: &Scene, s: &Settings) -> CliResult<(Vec<u8>, Stats)> {
     let (w, h, k) = (s.width as usize, s.height as usize, s.supersample as usize);
     let spp = k * k;
     let bounds = scene.mesh.bounds().expect("the mesh is not empty");
@@ -136,10 +130,15 @@ pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
         stats.primary_rays += rays.len();
 
         let start = Instant::now();
-        let (hits, visits): (Vec<Option<Hit>>, Vec<u32>) = if s.mode == Mode::Heat {
-            rays.par_iter().with_min_len(256).map(|r| bvh.intersect_counting(r).expect(CAMERA)).unzip()
+        let (hits, visits): (Vec<Option<Surface>>, Vec<u32>) = if s.mode == Mode::Heat {
+            let counted: Option<Vec<(Option<Surface>, u32)>> =
+                rays.par_iter().with_min_len(256).map(|r| tracer.intersect_counting(r)).collect();
+            counted
+                .ok_or_else(|| CliError::new("the heat map needs the flat BVH, which counts its visits"))?
+                .into_iter()
+                .unzip()
         } else {
-            (bvh.intersect_batch(&rays).expect(CAMERA), Vec::new())
+            (tracer.intersect_batch(&rays), Vec::new())
         };
         stats.primary_time += start.elapsed();
         stats.primary_hits += hits.iter().filter(|h| h.is_some()).count();
@@ -155,11 +154,11 @@ pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
                     .unzip();
                 let casts: Vec<Ray> = shadow_rays.iter().flatten().copied().collect();
                 let start = Instant::now();
-                let blocked = bvh.occluded_batch(&casts).expect(SECONDARY);
+                let blocked = tracer.occluded_batch(&casts);
                 stats.shadow_time += start.elapsed();
                 stats.shadow_rays += casts.len();
                 stats.shadow_blocked += blocked.iter().filter(|&&b| b).count();
-                let open = ambient_occlusion(bvh, &pending, s.ao, ao_radius, (y0 * w * spp) as u64, &mut stats);
+                let open = ambient_occlusion(tracer, &pending, s.ao, ao_radius, (y0 * w * spp) as u64, &mut stats);
                 let mut blocked = blocked.into_iter();
                 for (i, (p, sr)) in pending.iter().zip(&shadow_rays).enumerate() {
                     let lit = sr.is_some() && !blocked.next().unwrap_or(true);
@@ -225,7 +224,7 @@ pub fn render(bvh: &MeshBvh, scene: &Scene, s: &Settings) -> (Vec<u8>, Stats) {
             accum.iter().map(|c| bytes(heat(c.x / n / white) * 255.0 + 0.5)).collect()
         }
     };
-    (pixels.into_iter().flatten().collect(), stats)
+    Ok((pixels.into_iter().flatten().collect(), stats))
 }
 
 /// The normal turned towards the ray's origin.
@@ -235,7 +234,7 @@ fn facing(n: Vec3, ray: &Ray) -> Vec3 {
 
 /// Shades one primary sample: sky for a miss; for a hit, the surface's sky light now and its
 /// direct light once the shadow ray (returned) is known to be clear.
-fn shade(ray: &Ray, hit: Option<&Hit>, scene: &Scene, light: Vec3, up: Vec3, eps: f32) -> (Pending, Option<Ray>) {
+fn shade(ray: &Ray, hit: Option<&Surface>, scene: &Scene, light: Vec3, up: Vec3, eps: f32) -> (Pending, Option<Ray>) {
     let dir = Vec3::from(ray.dir());
     let Some(hit) = hit else {
         return (Pending { ambient: sky(dir, up), direct: Vec3::ZERO, surface: None }, None);
@@ -259,7 +258,7 @@ fn shade(ray: &Ray, hit: Option<&Hit>, scene: &Scene, light: Vec3, up: Vec3, eps
 /// `radius` per hit sample (`None` when `n` is 0). `first` numbers the block's first sample, so that
 /// every sample has its own random directions whatever the block size.
 fn ambient_occlusion(
-    bvh: &MeshBvh,
+    tracer: &Tracer,
     pending: &[Pending],
     n: u32,
     radius: f32,
@@ -286,7 +285,7 @@ fn ambient_occlusion(
         })
         .collect();
     let start = Instant::now();
-    let blocked = bvh.occluded_batch(&rays).expect(SECONDARY);
+    let blocked = tracer.occluded_batch(&rays);
     stats.ao_time += start.elapsed();
     stats.ao_rays += rays.len();
     stats.ao_blocked += blocked.iter().filter(|&&b| b).count();

@@ -1,6 +1,8 @@
 //! What the commands work on: a triangle mesh with optional per-triangle colours and a suggested
 //! view, loaded from a file (OBJ, PLY, glTF; `load.rs`) or generated in code (`generate.rs`).
 
+use std::ops::Range;
+
 use glam::Vec3;
 use slabtree::TriMesh;
 
@@ -28,14 +30,20 @@ pub struct Scene {
     pub view: Option<View>,
     /// A point light chosen for this scene (built-in scenes).
     pub light: Option<Vec3>,
-    /// Objects the scene was made of (built-in scenes; 1 for files).
-    pub objects: usize,
+    /// The objects the scene is made of, as ranges of [`Scene::mesh`]'s triangles, in order and
+    /// covering them all: the generated objects of a built-in scene, the mesh instances of a glTF
+    /// file, the whole mesh of an OBJ or PLY file. Each becomes an instance of the library's
+    /// two-level scene when the render traces instances (see `render::Tracer`).
+    pub objects: Vec<Range<u32>>,
 }
 
 impl Scene {
     /// A scene of one mesh with no colours and no suggested view.
     pub fn plain(name: String, mesh: TriMesh) -> Scene {
-        Scene { name, mesh, colors: None, view: None, light: None, objects: 1 }
+        // One object: the whole mesh.
+        #[allow(clippy::single_range_in_vec_init)]
+        let objects = vec![0..mesh.len() as u32];
+        Scene { name, mesh, colors: None, view: None, light: None, objects }
     }
 }
 

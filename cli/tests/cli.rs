@@ -131,6 +131,37 @@ fn render_modes_of_a_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--instances` traces one instance per object through the library's two-level scene: the
+/// picture must be the flat BVH's, pixel for pixel, in every mode that supports it (the Cornell box
+/// has three objects, the field hundreds); the heat map, which counts the flat BVH's visits,
+/// refuses it.
+#[test]
+fn instances_render_the_flat_bvh_picture() {
+    let dir = temp_dir("instances");
+    for (scene, mode) in [("cornell", "shade"), ("cornell", "normal"), ("field", "shade"), ("field", "depth")] {
+        let mut pictures = Vec::new();
+        for instances in [false, true] {
+            let png = dir.join(format!("{scene}-{mode}-{instances}.png"));
+            let mut cmd = bin();
+            cmd.args(["render", "--builtin", scene, "--width", "80", "--height", "48", "--mode", mode, "--out"])
+                .arg(&png);
+            if instances {
+                cmd.arg("--instances");
+            }
+            let out = run(&mut cmd);
+            assert_eq!(stdout(&out).contains("instances in a two-level scene"), instances);
+            pictures.push(read_png(&png).2);
+        }
+        assert!(distinct_colors(&pictures[0]) > 5, "{scene} {mode}: nearly uniform");
+        assert!(pictures[0] == pictures[1], "{scene} {mode}: the instanced picture differs");
+    }
+    fails(
+        bin().args(["render", "--builtin", "cornell", "--mode", "heat", "--instances", "--out"]).arg(dir.join("h.png")),
+        &["heat", "--instances"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A tessellated torus as OBJ text and as a mesh.
 fn torus_obj() -> (String, TriMesh) {
     let (nu, nv) = (48u32, 24u32);
