@@ -260,39 +260,53 @@ impl MeshBvh {
     /// hit ends the search). An invalid ray is refused, as by [`MeshBvh::intersect`].
     pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.occluded_unchecked(ray))
+        Ok(self.occluded_valid(ray))
     }
 
     /// The closest hit and the number of wide nodes visited (for cost heat maps).
     pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, u32), InputError> {
         ray.validate()?;
-        Ok(self.intersect_unchecked(ray))
+        Ok(self.intersect_valid(ray))
     }
 
     /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
     /// whole batch, before tracing any ray, when one is invalid, naming the first.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
         validate_rays(rays)?;
-        Ok(crate::par::map(rays, 256, |r| self.intersect_unchecked(r).0))
+        Ok(crate::par::map(rays, 256, |r| self.intersect_valid(r).0))
     }
 
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
     /// as in [`MeshBvh::intersect_batch`].
     pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
         validate_rays(rays)?;
-        Ok(crate::par::map(rays, 256, |r| self.occluded_unchecked(r)))
+        Ok(crate::par::map(rays, 256, |r| self.occluded_valid(r)))
     }
 
-    /// The closest hit of a ray already validated (an invalid one hits nothing), and the wide
-    /// nodes visited.
+    /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
+    /// visited: for rays the crate made itself (an instance's view of a world ray, a packet's
+    /// unused lane).
     pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> (Option<Hit>, u32) {
+        if ray.validate().is_err() {
+            return (None, 0);
+        }
+        self.intersect_valid(ray)
+    }
+
+    /// Any hit of a ray that may be invalid (then it hits nothing).
+    pub(crate) fn occluded_unchecked(&self, ray: &Ray) -> bool {
+        ray.validate().is_ok() && self.occluded_valid(ray)
+    }
+
+    /// The closest hit of a valid ray, and the wide nodes visited.
+    fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, u32) {
         let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
         let (hit, visits) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), visits)
     }
 
-    /// Any hit of a ray already validated (an invalid one hits nothing).
-    pub(crate) fn occluded_unchecked(&self, ray: &Ray) -> bool {
+    /// Any hit of a valid ray.
+    fn occluded_valid(&self, ray: &Ray) -> bool {
         let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
         self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf).0.is_some()
     }
@@ -355,6 +369,11 @@ impl MeshBvh {
         // inflated planes conservative (at worst infinite) and NaN-free.
         let ext = ext.min(Vec3A::splat(f32::MAX));
         let ray = Ray::new(Vec3A::from(obb.center), d).with_range(0.0, limit);
+        // An instance's view of a valid world box can still overflow to infinity: it touches
+        // nothing.
+        if ray.validate().is_err() {
+            return None;
+        }
         let dv: Vec3 = d.into();
         let mut leaf =
             SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim) };
@@ -364,7 +383,8 @@ impl MeshBvh {
 
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
-    /// leaf test's hit with its triangle, and the wide nodes visited.
+    /// leaf test's hit with its triangle, and the wide nodes visited. `ray` must be valid: each
+    /// caller checks it once.
     fn traverse<const ANY: bool, const INFLATE: bool, L: LeafTest>(
         &self,
         ray: &Ray,
@@ -372,12 +392,13 @@ impl MeshBvh {
         leaf: &mut L,
     ) -> (Option<(u32, L::Hit)>, u32) {
         let root = Aabb::new(self.bounds.min - inflate, self.bounds.max + inflate);
-        if ray.validate().is_err() || self.nodes.is_empty() || ray_aabb2(ray, &root).is_none() {
+        debug_assert!(ray.validate().is_ok(), "{ray:?}");
+        if self.nodes.is_empty() || ray_aabb2(ray, &root).is_none() {
             return (None, 0);
         }
         let lanes = Ray8::new(ray, inflate);
         leaf.start(ray);
-        let mut packs = PackVisitor::<ANY, L> { bvh: self, leaf, best: None };
+        let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None };
         let mut stack = FixedStack::<_, STACK>::new();
         let visits =
             closest_first::<ANY, INFLATE, _, _>(&self.nodes, &lanes, ray.tmin, ray.tmax, &mut stack, &mut packs);
@@ -388,7 +409,8 @@ impl MeshBvh {
 /// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
 /// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
 struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
-    bvh: &'a MeshBvh,
+    packs: &'a [TriPack],
+    nodes: &'a [Node8],
     leaf: &'a mut L,
     best: Option<(u32, L::Hit)>,
 }
@@ -398,7 +420,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
         // An empty slot is a leaf reference too; no input should make it reach here (its box is
         // empty), but a checked lookup keeps even a NaN plane from panicking.
-        if let Some(p) = self.bvh.packs.get(index as usize)
+        if let Some(p) = self.packs.get(index as usize)
             && let Some((prim, t, h)) = self.leaf.test(p, *tmax)
         {
             self.best = Some((prim, h));
@@ -415,9 +437,9 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         if child.is_leaf() {
-            prefetch_wide(self.bvh.packs.as_ptr().wrapping_add(child.index() as usize));
+            prefetch_wide(self.packs.as_ptr().wrapping_add(child.index() as usize));
         } else {
-            prefetch_wide(self.bvh.nodes.as_ptr().wrapping_add(child.index() as usize));
+            prefetch_wide(self.nodes.as_ptr().wrapping_add(child.index() as usize));
         }
     }
 }

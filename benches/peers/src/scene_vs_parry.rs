@@ -21,10 +21,10 @@
 //! `RAY_TREE=binary|wide` (the scene's `RayTree` instead of `Auto`), `OPT_DIV` (slabtree's
 //! optimiser budget per frame is `n / OPT_DIV + 1` leaves; default 80), `BLOCK` (frames per
 //! block of the alternation; default 10, 0 for all of slabtree's frames first),
-//! `WHOLE_REBUILD_MAX` (slabtree's `DbvtConfig::whole_rebuild_max`; default 2048: set it above N
-//! to rebuild the whole tree every n/budget frames with binned SAH), `REFRESH_MAX` and
+//! `WHOLE_REBUILD_MAX` (slabtree's `DbvtConfig::whole_rebuild_max`; default the library's, 0: set
+//! it above N to rebuild the whole tree every n/budget frames with binned SAH), `REFRESH_MAX` and
 //! `REFRESH_GROWTH` (its `refresh_max`, default 131072, and `refresh_growth`, default 0.05:
-//! `REFRESH_MAX=0 WHOLE_REBUILD_MAX=2048` gives sessions 9 and 10's optimiser).
+//! `REFRESH_MAX=0 WHOLE_REBUILD_MAX=2048` gives the optimiser of commit `03eeb68`).
 
 use std::sync::Arc;
 use std::time::Instant;
