@@ -144,6 +144,20 @@ static NEXT_TREE_TAG: AtomicU32 = AtomicU32::new(1);
 
 /// A dynamic bounding-volume tree of axis-aligned boxes with user data `T`.
 ///
+/// # When to use
+///
+/// Objects that move, appear and disappear: a game's or a physics engine's broad phase, picking
+/// among moving objects, the top level of a [`crate::Scene`]. For static triangles, a
+/// [`crate::MeshBvh`] is faster (8-wide nodes, triangle packs).
+///
+/// # Cost
+///
+/// A move inside the proxy's fat box costs nothing; [`Dbvt::update_proxies`] with one
+/// [`Dbvt::refit`] per frame is O(1) per moved proxy plus one pass over the changed nodes;
+/// [`Dbvt::insert`] and removal are O(log n) on a balanced tree. Queries walk the tree with a
+/// stack in a [`QueryWorkspace`] and allocate nothing once it has grown. Every query refuses to
+/// run while a refit is pending ([`DbvtError::RefitPending`]) rather than miss a moved proxy.
+///
 /// ```
 /// use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray};
 /// use glam::Vec3A;

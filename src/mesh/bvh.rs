@@ -100,6 +100,19 @@ pub struct MeshStats {
 
 /// A BVH over a triangle mesh, for closest-hit, any-hit and swept-box queries.
 ///
+/// # When to use
+///
+/// Triangles that do not move relative to each other: a model, a level, a scanned object. Many
+/// copies of one mesh, or meshes that move as a whole, belong in a [`crate::Scene`] of instances
+/// of one shared `MeshBvh`; a mesh that deforms can be [`MeshBvh::refit`].
+///
+/// # Cost
+///
+/// The build is a binned SAH over the triangles (on rayon's threads above
+/// [`BuildOptions::parallel_threshold`]), about 70 bytes per triangle. A query allocates
+/// nothing; [`MeshBvh::intersect_batch`] spreads rays over rayon's threads. The numbers against
+/// Embree and the other peers are in `docs/performance.md`.
+///
 /// ```
 /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
 /// use glam::{Vec3, Vec3A};
