@@ -15,10 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use glam::Vec2;
-use slabtree::d2::{
-    self, DistanceInput, OrientedBox, Polygon, RayCastInput, Rot, ShapeProxy, SimplexCache, Sweep, ToiInput, ToiState,
-    Transform,
-};
+use slabtree::d2::{self, DistanceInput, OrientedBox, Polygon, RayCastInput, Rot, SimplexCache, ToiInput, ToiState};
 use slabtree::{Aabb2, Ray2};
 
 use slabtree_testkit::box2d::{J, parse, polygon, proxy, pts, ref_dir, rot, sweep, v2, xf};

@@ -79,7 +79,7 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     if kind == "shadow" {
         let expect = std::fs::read(reference).unwrap();
         assert_eq!(expect.len(), rays.len());
-        let got = bvh.occluded_batch(rays);
+        let got = bvh.occluded_batch(rays).expect("the shared rays are valid");
         for (i, (&g, &e)) in got.iter().zip(&expect).enumerate() {
             if g == (e == 1) {
                 tally.agree += 1;
@@ -94,7 +94,7 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     }
     let f = read_f32s(reference);
     assert_eq!(f.len(), rays.len() * 4);
-    let got = bvh.intersect_batch(rays);
+    let got = bvh.intersect_batch(rays).expect("the shared rays are valid");
     for (i, g) in got.iter().enumerate() {
         let (et, eprim) = (f[4 * i], f[4 * i + 1].to_bits() as i32);
         let ok = match (g, eprim >= 0) {

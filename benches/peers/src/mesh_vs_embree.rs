@@ -48,6 +48,13 @@
 //! Noise: while each ray set runs, /proc/stat tells how much CPU time other processes took; it is
 //! printed per set ("other load") with a WARNING above 5%, since a busy machine skews the timings.
 //!
+//! Profiling: `MESH_PROFILE=LIB:SCENE:KIND[:PASSES]` (LIB one of `slabtree`, `slabtree-wt`,
+//! `embree`, `embree-robust`; KIND one of `primary`, `random`, `diffuse`, `shadow`) builds that
+//! one library over that one scene and traces its ray file PASSES times (default 1), printing the
+//! hit count and nothing else, so that `valgrind --tool=callgrind` counts one library's
+//! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
+//! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
+//!
 //! Environment: `MESH_PASSES` (timed rounds, default 7), `MESH_BUDGET_S` (seconds of timed passes
 //! per library and ray set before passes are cut, default 4), `MESH_EMBREE_VERBOSE` (set: print
 //! Embree's configuration and selected ISA first), `MESH_FTZ` (set: turn on flush-to-zero and
@@ -889,6 +896,38 @@ fn run_scene(
     Ok((build, results))
 }
 
+/// `MESH_PROFILE`: one library, one scene, one ray set, `passes` passes (see the module docs).
+fn profile(dir: &Path, spec: &str) -> Result<(), String> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [lib, scene, kind, rest @ ..] = parts.as_slice() else {
+        return Err(format!("MESH_PROFILE={spec}: expected LIB:SCENE:KIND[:PASSES]"));
+    };
+    let passes: usize = rest.first().map_or(Ok(1), |p| p.parse()).map_err(|e| format!("passes: {e}"))?;
+    let (scene, file) =
+        SCENES.iter().find(|(s, _)| s == scene).ok_or_else(|| format!("unknown scene {scene}"))?;
+    let kind: &'static str =
+        KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
+    let mesh = slabtree::load_mesh(dir.join(file)).map_err(|e| e.to_string())?;
+    let set = load_rays(dir, scene, kind)?;
+    let run = |t: &dyn Passes| {
+        let hits: usize = (0..passes).map(|_| t.pass(&set.rays, set.shadow).0).sum();
+        println!("{lib} {scene}.{kind}: {} rays x {passes} passes, {hits} hits", set.rays.len());
+    };
+    match *lib {
+        "slabtree" => run(&build_slab(&mesh, TriangleTest::MollerTrumbore).0),
+        "slabtree-wt" => run(&build_slab(&mesh, TriangleTest::Watertight).0),
+        "embree" | "embree-robust" => {
+            let device = Device::new();
+            let flags = if *lib == "embree" { SceneFlags::NONE } else { SceneFlags::ROBUST };
+            let s = embree_scene(&device, &mesh, flags);
+            let (committed, _, _) = embree_commit(&s);
+            run(&Embree(committed));
+        }
+        other => return Err(format!("unknown library {other}")),
+    }
+    Ok(())
+}
+
 fn main() {
     let mut args = std::env::args().skip(1).peekable();
     let dir = match args.peek() {
@@ -906,6 +945,13 @@ fn main() {
     }
     if ftz_wanted() {
         set_ftz_daz();
+    }
+    if let Ok(spec) = std::env::var("MESH_PROFILE") {
+        if let Err(e) = profile(&dir, &spec) {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+        return;
     }
     let rounds = env_usize("MESH_PASSES", 7).max(1);
     let budget = env_f64("MESH_BUDGET_S", 4.0);
