@@ -1,5 +1,5 @@
 //! Coherent rays: a pinhole camera's primary rays in the 4×2 tiles that 8-ray packets take. Shared
-//! by the packet tests and, by path, by the picking workload (`examples/support`).
+//! by the packet tests and the picking workload (`moving_instances`).
 
 use glam::{Vec3, Vec3A};
 use slabtree::Ray;
