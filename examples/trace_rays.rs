@@ -50,7 +50,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             best = best.min(t.elapsed().as_secs_f64());
         }
-        println!("  {path}: {} rays, {hits} hits, {:.2} Mrays/s", rays.len(), rays.len() as f64 / best / 1e6);
+        // What the rays visited, per ray: a cost model independent of the machine's noise.
+        let (mut nodes, mut leaves) = (0u64, 0u64);
+        for r in &rays {
+            let s = if shadow { bvh.occluded_counting(r)?.1 } else { bvh.intersect_counting(r)?.1 };
+            nodes += s.nodes as u64;
+            leaves += s.leaves as u64;
+        }
+        let n = rays.len().max(1) as f64;
+        println!(
+            "  {path}: {} rays, {hits} hits, {:.2} Mrays/s, {:.2} nodes and {:.2} leaves per ray",
+            rays.len(),
+            rays.len() as f64 / best / 1e6,
+            nodes as f64 / n,
+            leaves as f64 / n
+        );
     }
     Ok(())
 }

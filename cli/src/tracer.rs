@@ -106,8 +106,8 @@ impl Tracer {
     pub fn intersect_counting(&self, ray: &Ray) -> Option<(Option<Surface>, u32)> {
         match self {
             Tracer::Flat(bvh) => {
-                let (h, visits) = bvh.intersect_counting(ray).expect(VALID);
-                Some((h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }), visits))
+                let (h, stats) = bvh.intersect_counting(ray).expect(VALID);
+                Some((h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }), stats.nodes))
             }
             Tracer::Instances { .. } => None,
         }

@@ -79,6 +79,16 @@ pub struct Hit {
     pub normal: Vec3,
 }
 
+/// What one query on a [`MeshBvh`] visited: for cost heat maps and for comparing trees and
+/// kernels (the instructions of a query are about a fixed cost per node plus one per leaf).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraversalStats {
+    /// 8-wide nodes whose eight child boxes were tested against the ray.
+    pub nodes: u32,
+    /// Leaves (triangle packs of up to 4) tested against the ray.
+    pub leaves: u32,
+}
+
 /// Size and quality of a [`MeshBvh`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeshStats {
@@ -276,10 +286,18 @@ impl MeshBvh {
         Ok(self.occluded_valid(ray))
     }
 
-    /// The closest hit and the number of wide nodes visited (for cost heat maps).
-    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, u32), InputError> {
+    /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
+    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, TraversalStats), InputError> {
         ray.validate()?;
         Ok(self.intersect_valid(ray))
+    }
+
+    /// [`MeshBvh::occluded`], and the nodes and leaves the query visited.
+    pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
+        ray.validate()?;
+        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
+        let (hit, stats) = self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf);
+        Ok((hit.is_some(), stats))
     }
 
     /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
@@ -299,11 +317,11 @@ impl MeshBvh {
     /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
     /// visited: for rays the crate made itself (an instance's view of a world ray, a packet's
     /// unused lane).
-    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> (Option<Hit>, u32) {
+    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> Option<Hit> {
         if ray.validate().is_err() {
-            return (None, 0);
+            return None;
         }
-        self.intersect_valid(ray)
+        self.intersect_valid(ray).0
     }
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
@@ -311,11 +329,11 @@ impl MeshBvh {
         ray.validate().is_ok() && self.occluded_valid(ray)
     }
 
-    /// The closest hit of a valid ray, and the wide nodes visited.
-    fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, u32) {
+    /// The closest hit of a valid ray, and what it visited.
+    fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
         let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
-        let (hit, visits) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
-        (hit.map(|(prim, h)| self.finish(prim, h, ray)), visits)
+        let (hit, stats) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
+        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
     /// Any hit of a valid ray.
@@ -327,9 +345,12 @@ impl MeshBvh {
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
     /// plane: the f32 distance the traversal culls with loses precision when the hit is much
     /// closer to the origin than the triangle's vertices are (a cancellation of about
-    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays.
+    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays. The corners come
+    /// from the pack the traversal just tested (the same f32 values as the mesh's), not from the
+    /// mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
+    /// sixth of a random ray's time on the bunny (perf).
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
-        let [a, b, c] = self.mesh.triangle(prim as usize);
+        let [a, b, c] = self.packs[h.pack as usize].corners(h.lane);
         let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
         let n = (b64 - a64).cross(c64 - a64);
         let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
@@ -396,29 +417,29 @@ impl MeshBvh {
 
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
-    /// leaf test's hit with its triangle, and the wide nodes visited. `ray` must be valid: each
+    /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
     /// caller checks it once.
     fn traverse<const ANY: bool, const INFLATE: bool, L: LeafTest>(
         &self,
         ray: &Ray,
         inflate: Vec3A,
         leaf: &mut L,
-    ) -> (Option<(u32, L::Hit)>, u32) {
+    ) -> (Option<(u32, L::Hit)>, TraversalStats) {
         debug_assert!(ray.validate().is_ok(), "{ray:?}");
         // No separate test of the root box: the root node's lanes hold its children's boxes,
         // which the first node test checks anyway, lane for lane with the same arithmetic, so a
         // ray that misses the root misses them all for the price of that one test. (The scalar
         // root test cost 63 instructions of every ray, callgrind, bunny.)
         if self.nodes.is_empty() {
-            return (None, 0);
+            return (None, TraversalStats::default());
         }
-        let lanes = Ray8::new(ray, inflate);
+        let lanes = if INFLATE { Ray8::new(ray, inflate) } else { Ray8::fused(ray) };
         leaf.start(ray);
-        let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None };
+        let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
-        let visits =
+        let nodes =
             closest_first::<ANY, INFLATE, _, _>(&self.nodes, &lanes, ray.tmin, ray.tmax, &mut stack, &mut packs);
-        (packs.best, visits)
+        (packs.best, TraversalStats { nodes, leaves: packs.tested })
     }
 }
 
@@ -429,6 +450,8 @@ struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
     nodes: &'a [Node8],
     leaf: &'a mut L,
     best: Option<(u32, L::Hit)>,
+    /// Packs tested.
+    tested: u32,
 }
 
 impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
@@ -436,8 +459,9 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
         // An empty slot is a leaf reference too; no input should make it reach here (its box is
         // empty), but a checked lookup keeps even a NaN plane from panicking.
+        self.tested += 1;
         if let Some(p) = self.packs.get(index as usize)
-            && let Some((prim, t, h)) = self.leaf.test(p, *tmax)
+            && let Some((prim, t, h)) = self.leaf.test(index, p, *tmax)
         {
             self.best = Some((prim, h));
             if ANY {
@@ -465,7 +489,8 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
 trait LeafTest {
     type Hit;
     fn start(&mut self, ray: &Ray);
-    fn test(&mut self, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
+    /// `index` is the pack's index in the BVH.
+    fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
 }
 
 /// Ray against triangles.
@@ -482,12 +507,13 @@ impl LeafTest for RayLeaf {
             Some(TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, self.test == TriangleTest::Watertight));
     }
     #[inline(always)]
-    fn test(&mut self, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
+    fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
         let tr = self.tr.as_ref()?;
-        let h = match self.test {
+        let mut h = match self.test {
             TriangleTest::MollerTrumbore => tr.intersect_mt(p, tmax),
             TriangleTest::Watertight => tr.intersect_watertight(p, tmax),
         }?;
+        h.pack = index;
         Some((p.prim[h.lane], h.t, h))
     }
 }
@@ -503,7 +529,7 @@ struct SweepLeaf<'m, F> {
 impl<F: Fn(&[Vec3; 3], f32) -> Option<(f32, Vec3)>> LeafTest for SweepLeaf<'_, F> {
     type Hit = (f32, Vec3);
     fn start(&mut self, _: &Ray) {}
-    fn test(&mut self, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
+    fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
         let mut best: Option<(u32, f32, (f32, Vec3))> = None;
         for lane in 0..4 {
             let prim = p.prim[lane];

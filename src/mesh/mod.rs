@@ -13,7 +13,7 @@ mod shapes;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
 
-pub use bvh::{BuildOptions, Hit, MeshBvh, MeshStats, TriangleTest};
+pub use bvh::{BuildOptions, Hit, MeshBvh, MeshStats, TraversalStats, TriangleTest};
 pub use sweep::SweepHit;
 
 use glam::Vec3;

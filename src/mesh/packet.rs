@@ -108,7 +108,7 @@ impl MeshBvh {
         let (best, ties) = self.traverse8::<false>(rays);
         for r in 0..8 {
             if ties & (1 << r) != 0 {
-                out[r] = self.intersect_unchecked(&rays[r]).0;
+                out[r] = self.intersect_unchecked(&rays[r]);
             } else if let Some((prim, h)) = best[r] {
                 out[r] = Some(self.finish(prim, h, &rays[r]));
             }
@@ -166,7 +166,8 @@ impl MeshBvh {
                             TriangleTest::MollerTrumbore => tr.intersect_mt(p, tmax_a[r]),
                             TriangleTest::Watertight => tr.intersect_watertight(p, tmax_a[r]),
                         };
-                        if let Some(h) = h {
+                        if let Some(mut h) = h {
+                            h.pack = c.index();
                             if ANY {
                                 best[r] = Some((p.prim[h.lane], h));
                                 done |= 1 << r;

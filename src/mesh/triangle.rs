@@ -41,6 +41,13 @@ impl TriPack {
         }
     }
 
+    /// The corners of the triangle in `lane`.
+    #[inline]
+    pub(crate) fn corners(&self, lane: usize) -> [Vec3; 3] {
+        let v = &self.v;
+        [0, 1, 2].map(|k| Vec3::new(v[k][0][lane], v[k][1][lane], v[k][2][lane]))
+    }
+
     /// Bounds of the used lanes.
     pub(crate) fn bounds(&self) -> crate::Aabb {
         let mut b = crate::Aabb::EMPTY;
@@ -80,9 +87,11 @@ pub(crate) struct TriRay {
     pub tmin: f32,
 }
 
-/// The nearest hit within a pack: lane, t, u, v.
+/// The nearest hit within a pack: lane, t, u, v, and the pack (an index into the BVH's packs,
+/// set by the caller, which knows it), from which the hit is finished without reading the mesh.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PackHit {
+    pub pack: u32,
     pub lane: usize,
     pub t: f32,
     pub u: f32,
@@ -253,5 +262,5 @@ fn nearest(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<PackHit> {
         }
         rest &= rest - 1;
     }
-    Some(PackHit { lane: best, t: ta[best], u: u.to_array()[best], v: v.to_array()[best] })
+    Some(PackHit { pack: 0, lane: best, t: ta[best], u: u.to_array()[best], v: v.to_array()[best] })
 }

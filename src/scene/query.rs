@@ -126,7 +126,7 @@ impl Scene {
             }
             let inst = self.slot(leaf.data.index);
             // A ray the transform made invalid (an overflow to infinity) hits nothing there.
-            match inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax)).0 {
+            match inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax)) {
                 Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
                     best = Some((leaf.data.index, h));
                     RayControl::Clip(h.t)

@@ -1,4 +1,23 @@
 //! The ray–node test of 8-wide nodes.
+//!
+//! Two forms of the slab test share one entry point, [`Ray8::test`]:
+//!
+//! * **exact** ([`Ray8::new`]): `(plane - origin) * inv_dir`, the slab test of
+//!   `dbvt::node::RayLanes::test_pair` eight lanes at a time, in the same operation order as
+//!   [`crate::math::slab_interval`], so each lane's answer and entry distance are the scalar
+//!   test's. The dynamic tree's copy and the swept boxes use it.
+//! * **fused** ([`Ray8::fused`], the mesh BVH's rays): `plane * inv_dir - origin * inv_dir` with the
+//!   product `origin * inv_dir` computed once per ray, so each plane costs one fused multiply-add,
+//!   as in Embree's BVH kernels. Embree's fast mode accepts that the rounding of the precomputed
+//!   product can cull a box the ray grazes; here the product is widened per ray instead, so the
+//!   test stays conservative (the argument is in `docs/architecture.md`, "The fused slab test"):
+//!   `origin * inv_dir` is rounded to nearest, an error of at most `u·|o·inv|` (`u = 2⁻²⁴`), so the
+//!   near planes subtract `o·inv + 4u·|o·inv|` and the far planes `o·inv − 4u·|o·inv|`, which
+//!   bracket the exact product. What is left is the relative error of one rounded `inv_dir` and
+//!   one rounding of the fused result, which the far distance's factor `1 + 2γ(3)` covers (Ize
+//!   2013), as for the exact form. The fused form needs a real fused multiply-add
+//!   (`target_feature = "fma"`) and finite products; a ray without them (a direction component of
+//!   0, an origin so far out that `o·inv` overflows) is tested in the exact form.
 
 use glam::Vec3A;
 use wide::f32x8;
@@ -7,56 +26,193 @@ use super::Node8;
 use crate::math::{FAR_PAD, Ray};
 
 /// One ray, or the centre ray of a swept box, splatted once for testing the 8 children of
-/// [`Node8`]s: the slab test of `dbvt::node::RayLanes::test_pair`, eight lanes at a time, in the
-/// same operation order as [`crate::math::slab_interval`], so a box is never culled by rounding
-/// where the scalar test keeps it.
+/// [`Node8`]s.
 pub(crate) struct Ray8 {
     origin: [f32x8; 3],
     inv_dir: [f32x8; 3],
+    /// Fused form: `o·inv` rounded outward, subtracted from the near planes (see the module doc).
+    org_near: [f32x8; 3],
+    /// Fused form: `o·inv` rounded inward, subtracted from the far planes.
+    org_far: [f32x8; 3],
     /// Added to the near plane and subtracted from the far plane of each axis: `∓ half_extent`
     /// for a box sweep (the near plane moves out against the direction, the far one with it).
     near_offset: [f32x8; 3],
-    sign: [usize; 3],
+    /// Row of each axis' near and far plane among the node's six bound rows (`side * 3 + axis`),
+    /// chosen by the direction's sign once per ray. Always below 6.
+    near_row: [usize; 3],
+    far_row: [usize; 3],
     tmin: f32x8,
+    fused: bool,
 }
 
+/// `4u` with `u = 2⁻²⁴`, the unit roundoff of f32.
+const FUSED_PAD: f32 = 4.0 * f32::EPSILON * 0.5;
+
 impl Ray8 {
-    /// `inflate` is the half-extent of a swept box (zero for rays; only read by
+    /// The exact form. `inflate` is the half-extent of a swept box (zero for rays; only read by
     /// [`Ray8::test`]`::<true>`).
     #[inline]
     pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8 {
         let (o, inv) = (ray.origin(), ray.inv_dir());
         let sign = ray.sign().map(usize::from);
         let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
+        let splat3 = |v: Vec3A| [f32x8::splat(v.x), f32x8::splat(v.y), f32x8::splat(v.z)];
         Ray8 {
-            origin: [f32x8::splat(o.x), f32x8::splat(o.y), f32x8::splat(o.z)],
-            inv_dir: [f32x8::splat(inv.x), f32x8::splat(inv.y), f32x8::splat(inv.z)],
+            origin: splat3(o),
+            inv_dir: splat3(inv),
+            org_near: [f32x8::ZERO; 3],
+            org_far: [f32x8::ZERO; 3],
             near_offset: [near_off(0), near_off(1), near_off(2)],
-            sign,
+            near_row: [sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3],
+            far_row: [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3],
             tmin: f32x8::splat(ray.tmin),
+            fused: false,
         }
+    }
+
+    /// The fused form where this machine and this ray allow it, else the exact form.
+    #[inline]
+    pub(crate) fn fused(ray: &Ray) -> Ray8 {
+        let mut r = Ray8::new(ray, Vec3A::ZERO);
+        if !cfg!(target_feature = "fma") {
+            return r;
+        }
+        let (o, inv) = (ray.origin(), ray.inv_dir());
+        let p = o * inv;
+        // The pad's absolute term covers a product that rounds into the subnormal range.
+        let pad = p.abs() * FUSED_PAD + Vec3A::splat(f32::MIN_POSITIVE);
+        let (near, far) = (p + pad, p - pad);
+        if !(inv.is_finite() && near.is_finite() && far.is_finite()) {
+            return r;
+        }
+        r.org_near = [f32x8::splat(near.x), f32x8::splat(near.y), f32x8::splat(near.z)];
+        r.org_far = [f32x8::splat(far.x), f32x8::splat(far.y), f32x8::splat(far.z)];
+        r.fused = true;
+        r
+    }
+
+    /// Bound row `row` (`side * 3 + axis`) of `node`.
+    #[inline(always)]
+    fn plane(node: &Node8, row: usize) -> f32x8 {
+        let rows = node.bounds.as_flattened();
+        debug_assert!(row < rows.len());
+        // SAFETY: rows are made by the constructors as `side * 3 + axis` with side < 2 and
+        // axis < 3, and `rows` has 6 entries.
+        f32x8::new(*unsafe { rows.get_unchecked(row) })
     }
 
     /// The lanes of `node` the ray enters within `[tmin, tmax]` at a finite distance (as
     /// `SlabInterval::is_hit`), as a bit mask, and every lane's entry distance. Empty lanes enter
-    /// at `+inf` and are never in the mask. `INFLATE` grows the planes by the swept box.
+    /// at `+inf` and are never in the mask. `INFLATE` grows the planes by the swept box (exact
+    /// form only).
     #[inline(always)]
     pub(crate) fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
         let mut near = self.tmin;
-        let mut far = f32x8::splat(tmax);
-        let pad = f32x8::splat(FAR_PAD);
-        for a in 0..3 {
-            let s = self.sign[a] & 1;
-            let (mut np, mut fp) = (f32x8::new(node.bounds[s][a]), f32x8::new(node.bounds[s ^ 1][a]));
-            if INFLATE {
-                np += self.near_offset[a];
-                fp -= self.near_offset[a];
+        let far;
+        if !INFLATE && self.fused {
+            // The far distances' minimum is padded once: rounding is monotonic, so
+            // `min(a, b, c) * pad` is `min(a * pad, b * pad, c * pad)` exactly. No lane is NaN:
+            // the products are finite and the planes finite or infinite.
+            let mut far_axes = f32x8::splat(f32::INFINITY);
+            for a in 0..3 {
+                let tn = Self::plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.org_near[a]);
+                let tf = Self::plane(node, self.far_row[a]).mul_sub(self.inv_dir[a], self.org_far[a]);
+                near = tn.fast_max(near);
+                far_axes = tf.fast_min(far_axes);
             }
-            let tn = (np - self.origin[a]) * self.inv_dir[a];
-            let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
-            near = tn.fast_max(near);
-            far = tf.fast_min(far);
+            far = (far_axes * f32x8::splat(FAR_PAD)).fast_min(f32x8::splat(tmax));
+        } else {
+            let mut f = f32x8::splat(tmax);
+            let pad = f32x8::splat(FAR_PAD);
+            for a in 0..3 {
+                let (mut np, mut fp) = (Self::plane(node, self.near_row[a]), Self::plane(node, self.far_row[a]));
+                if INFLATE {
+                    np += self.near_offset[a];
+                    fp -= self.near_offset[a];
+                }
+                let tn = (np - self.origin[a]) * self.inv_dir[a];
+                let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
+                near = tn.fast_max(near);
+                f = tf.fast_min(f);
+            }
+            far = f;
         }
         ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3A;
+    use slabtree_testkit::rng::Rng;
+
+    use super::Ray8;
+    use crate::child::ChildRef;
+    use crate::math::{Aabb, Ray};
+    use crate::wide::Node8;
+
+    /// The exact slab test in f64 on the f32 inputs: whether the ray touches the box within its
+    /// range.
+    fn touches(ray: &Ray, b: &Aabb) -> bool {
+        let (o, d) = (ray.origin().as_dvec3(), ray.dir().as_dvec3());
+        let (mut near, mut far) = (ray.tmin as f64, ray.tmax as f64);
+        for a in 0..3 {
+            let (lo, hi) = (b.min[a] as f64, b.max[a] as f64);
+            if d[a] == 0.0 {
+                if o[a] < lo || o[a] > hi {
+                    return false;
+                }
+                continue;
+            }
+            let (t0, t1) = ((lo - o[a]) / d[a], (hi - o[a]) / d[a]);
+            near = near.max(t0.min(t1));
+            far = far.min(t0.max(t1));
+        }
+        near <= far
+    }
+
+    /// The fused form never culls a box the ray touches: rays from origins up to 1e6 away, boxes
+    /// whose corners lie on the ray (grazing, the case rounding decides), in the exact and the
+    /// fused form. With the product's widening removed (Embree's unpadded form) this fails.
+    #[test]
+    fn the_fused_node_test_is_conservative() {
+        let mut rng = Rng(0x5eed_f00d);
+        let mut grazed = 0;
+        for i in 0..40_000 {
+            let scale = [1.0f32, 1e3, 1e5, 1e6][i % 4];
+            let o = rng.unit3a() * 2.0 * scale - Vec3A::splat(scale);
+            let d = (rng.unit3a() - Vec3A::splat(0.5)) * [1.0f32, 1e-3, 1e3][i % 3];
+            let ray = Ray::new(o, d).with_range(0.0, f32::INFINITY);
+            if ray.validate().is_err() {
+                continue;
+            }
+            let mut node = Node8::EMPTY;
+            let mut boxes = [Aabb::EMPTY; 8];
+            for (lane, b) in boxes.iter_mut().enumerate() {
+                // A point on the ray, then a box with one corner there (rounded to f32) and a
+                // random extent on each axis, sometimes zero.
+                let t = rng.range(0.0, 4.0) * scale / d.length().max(1e-30);
+                let p = o + d * t;
+                let ext = rng.unit3a() * scale * 0.01 * (lane % 3) as f32;
+                let dir = Vec3A::new(
+                    if rng.unit() < 0.5 { 1.0 } else { -1.0 },
+                    if rng.unit() < 0.5 { 1.0 } else { -1.0 },
+                    if rng.unit() < 0.5 { 1.0 } else { -1.0 },
+                );
+                let q = p + ext * dir;
+                *b = Aabb::new(p.min(q), p.max(q));
+                node.set(lane, ChildRef::leaf(lane as u32), b);
+            }
+            let (mask, _) = Ray8::fused(&ray).test::<false>(&node, ray.tmax);
+            let (exact, _) = Ray8::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
+            for (lane, b) in boxes.iter().enumerate() {
+                if touches(&ray, b) {
+                    grazed += 1;
+                    assert!(mask & (1 << lane) != 0, "fused test culled lane {lane}: {ray:?} {b:?}");
+                    assert!(exact & (1 << lane) != 0, "exact test culled lane {lane}: {ray:?} {b:?}");
+                }
+            }
+        }
+        assert!(grazed > 80_000, "too few touching boxes to mean anything: {grazed}");
     }
 }

@@ -33,23 +33,18 @@ pub(crate) trait LeafVisitor {
 
 /// The stack of a traversal: a fixed array where depth is bounded (the mesh BVH), a vector kept
 /// by the caller where it is not (the dynamic tree's copy). Neither allocates once warm.
+///
+/// The traversal keeps the stack's length in a local variable and asks the storage only for room
+/// (once per node that pushes), so the length lives in a register rather than behind a reference.
 pub(crate) trait EntryStack {
-    /// Empties the stack.
-    fn clear(&mut self);
-    /// Number of entries.
-    fn len(&self) -> usize;
-    /// Pushes `e` on top.
-    fn push(&mut self, e: Entry);
-    /// Inserts `e` into the run `base..len()`, which holds entries in descending distance, keeping
-    /// it descending (insertion sort: runs are at most 8 long).
-    fn insert_sorted(&mut self, base: usize, e: Entry);
-    /// Removes the top entry.
-    fn pop(&mut self) -> Option<Entry>;
+    /// A pointer to room for at least `n` entries; the entries below `n - 8` keep their values.
+    /// Valid until the next call.
+    fn room(&mut self, n: usize) -> *mut Entry;
 }
 
 /// A stack of at most `N` entries in place, uninitialised until written: zeroing the 8 KB of a
-/// mesh traversal's stack per ray would cost more than many traversals. Pushing past `N` panics
-/// (an index out of bounds); callers size `N` from a bound on the tree's depth.
+/// mesh traversal's stack per ray would cost more than many traversals. Pushing past `N` panics;
+/// callers size `N` from a bound on the tree's depth.
 pub(crate) struct FixedStack<E, const N: usize> {
     items: [MaybeUninit<E>; N],
     len: usize,
@@ -83,70 +78,31 @@ impl<E: Copy, const N: usize> FixedStack<E, N> {
 
 impl<const N: usize> EntryStack for FixedStack<Entry, N> {
     #[inline(always)]
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.len
-    }
-    #[inline(always)]
-    fn push(&mut self, e: Entry) {
-        FixedStack::push(self, e)
-    }
-    #[inline(always)]
-    fn insert_sorted(&mut self, base: usize, e: Entry) {
-        let mut j = self.len;
-        // SAFETY: entries base..len were written (base <= len).
-        while j > base && unsafe { self.items[j - 1].assume_init() }.1 < e.1 {
-            self.items[j] = self.items[j - 1];
-            j -= 1;
-        }
-        self.items[j].write(e);
-        self.len += 1;
-    }
-    #[inline(always)]
-    fn pop(&mut self) -> Option<Entry> {
-        FixedStack::pop(self)
+    fn room(&mut self, n: usize) -> *mut Entry {
+        assert!(n <= N, "traversal stack overflow: the tree is deeper than its bound");
+        self.items.as_mut_ptr().cast()
     }
 }
 
 impl EntryStack for Vec<Entry> {
     #[inline(always)]
-    fn clear(&mut self) {
-        Vec::clear(self)
-    }
-    #[inline(always)]
-    fn len(&self) -> usize {
-        Vec::len(self)
-    }
-    #[inline(always)]
-    fn push(&mut self, e: Entry) {
-        Vec::push(self, e)
-    }
-    #[inline(always)]
-    fn insert_sorted(&mut self, base: usize, e: Entry) {
-        self.push(e);
-        let mut j = self.len() - 1;
-        while j > base && self[j - 1].1 < e.1 {
-            self[j] = self[j - 1];
-            j -= 1;
+    fn room(&mut self, n: usize) -> *mut Entry {
+        if self.len() < n {
+            self.resize(n.max(2 * self.len()), (ChildRef::EMPTY, 0.0));
         }
-        self[j] = e;
-    }
-    #[inline(always)]
-    fn pop(&mut self) -> Option<Entry> {
-        Vec::pop(self)
+        self.as_mut_ptr()
     }
 }
 
 /// Walks `nodes` (node 0 is the root) along `ray` from `tmin` to `tmax`, handing `leaves` every leaf
 /// whose box the ray enters before the current `tmax`, and returns the nodes visited.
 ///
-/// Children wait on the stack nearest on top, so leaves come roughly nearest first and a clipping
-/// visitor (closest hit) prunes early; with `ANY` (any hit, where the first hit ends the walk)
-/// they are pushed in lane order instead, which saves the sort. `INFLATE` grows every box by the swept box
-/// `ray` was made with ([`Ray8::new`]).
+/// At a node with several children hit, the nearest is entered at once and the others wait on
+/// the stack, nearest on top, so leaves come roughly nearest first and a clipping visitor
+/// (closest hit) prunes early; with `ANY` (any hit, where the first hit ends the walk) they wait
+/// in lane order instead, which saves the sort. Two children hit, the common case, take one
+/// comparison, as in Embree's BVH traversal. `INFLATE` grows every box by the swept box `ray` was
+/// made with ([`Ray8::new`]).
 #[inline(always)]
 pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, S: EntryStack, V: LeafVisitor>(
     nodes: &[Node8],
@@ -157,47 +113,95 @@ pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, S: EntryStack,
     leaves: &mut V,
 ) -> u32 {
     let mut visits = 0u32;
-    stack.clear();
-    let mut cur = (ChildRef::node(0), tmin);
-    loop {
-        let (c, dist) = cur;
-        if dist <= tmax {
-            if c.is_leaf() {
-                if !leaves.visit(c.index(), dist, &mut tmax) {
-                    break;
+    // The stack: `sp` entries at `base`, which `room` keeps valid for 8 more.
+    let mut base = stack.room(8);
+    let mut sp = 0usize;
+    let (mut cur, mut dist) = (ChildRef::node(0), tmin);
+    'walk: loop {
+        if cur.is_leaf() {
+            if !leaves.visit(cur.index(), dist, &mut tmax) {
+                break;
+            }
+        } else {
+            visits += 1;
+            let node = &nodes[cur.index() as usize];
+            let (mut mask, near) = ray.test::<INFLATE>(node, tmax);
+            if mask != 0 {
+                let d = near.to_array();
+                let first = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if mask == 0 {
+                    // One child hit: continue with it.
+                    (cur, dist) = (node.child[first], d[first]);
+                    continue;
                 }
-            } else {
-                visits += 1;
-                let node = &nodes[c.index() as usize];
-                let (mut mask, near) = ray.test::<INFLATE>(node, tmax);
-                if mask != 0 {
-                    let d = near.to_array();
-                    if mask & (mask - 1) == 0 {
-                        // One child hit: continue with it directly.
-                        let l = mask.trailing_zeros() as usize;
-                        cur = (node.child[l], d[l]);
-                        continue;
-                    }
-                    // Several: far to near, so the nearest is popped first.
-                    let base = stack.len();
+                base = stack.room(sp + 8);
+                let mut push = |e: Entry| {
+                    leaves.prefetch(e.0);
+                    // SAFETY: `room(sp + 8)` made room for the at most 7 entries pushed here.
+                    unsafe { base.add(sp).write(e) };
+                    sp += 1;
+                };
+                if ANY {
+                    // Any order will do: enter the first, the others wait.
                     while mask != 0 {
                         let l = mask.trailing_zeros() as usize;
                         mask &= mask - 1;
-                        let e = (node.child[l], d[l]);
-                        leaves.prefetch(e.0);
-                        if ANY {
-                            stack.push(e);
-                        } else {
-                            stack.insert_sorted(base, e);
-                        }
+                        push((node.child[l], d[l]));
                     }
+                    (cur, dist) = (node.child[first], d[first]);
+                    continue;
                 }
+                let second = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if mask == 0 {
+                    // Two: enter the nearer, the farther waits.
+                    let (n, f) = if d[second] < d[first] { (second, first) } else { (first, second) };
+                    push((node.child[f], d[f]));
+                    (cur, dist) = (node.child[n], d[n]);
+                    continue;
+                }
+                // Three or more: all wait, sorted far to near by insertion (at most 8), and the
+                // nearest is taken back at once.
+                let run = sp;
+                let mut insert = |l: usize| {
+                    let e = (node.child[l], d[l]);
+                    leaves.prefetch(e.0);
+                    let mut j = sp;
+                    // SAFETY: entries run..sp were written; room(run + 8) covers j <= run + 7.
+                    unsafe {
+                        while j > run && (*base.add(j - 1)).1 < e.1 {
+                            base.add(j).write(*base.add(j - 1));
+                            j -= 1;
+                        }
+                        base.add(j).write(e);
+                    }
+                    sp += 1;
+                };
+                insert(first);
+                insert(second);
+                while mask != 0 {
+                    let l = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    insert(l);
+                }
+                sp -= 1;
+                // SAFETY: the entry just written on top.
+                (cur, dist) = unsafe { *base.add(sp) };
+                continue;
             }
         }
-        match stack.pop() {
-            Some(e) => cur = e,
-            None => break,
+        // Next: the nearest waiting entry not beyond the current `tmax`.
+        while sp > 0 {
+            sp -= 1;
+            // SAFETY: entries below `sp` were written.
+            let e = unsafe { *base.add(sp) };
+            if e.1 <= tmax {
+                (cur, dist) = e;
+                continue 'walk;
+            }
         }
+        break;
     }
     visits
 }

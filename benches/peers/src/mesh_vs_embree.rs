@@ -55,7 +55,8 @@
 //! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
 //! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
 //!
-//! Environment: `MESH_PASSES` (timed rounds, default 7), `MESH_BUDGET_S` (seconds of timed passes
+//! Environment: `MESH_LIBS=embree` (only slabtree and Embree: obvhs, parry3d and bvh are neither
+//! built nor timed, and their cells read `-`; for quick before/after runs), `MESH_PASSES` (timed rounds, default 7), `MESH_BUDGET_S` (seconds of timed passes
 //! per library and ray set before passes are cut, default 4), `MESH_EMBREE_VERBOSE` (set: print
 //! Embree's configuration and selected ISA first), `MESH_FTZ` (set: turn on flush-to-zero and
 //! denormals-are-zero, as Embree recommends, on the main thread and the rayon pools' threads; the
@@ -578,6 +579,8 @@ struct Timing {
     best: Duration,
     passes: usize,
     count: usize,
+    /// `false` for a library this run left out (`MESH_LIBS`).
+    active: bool,
 }
 
 struct SetResult {
@@ -604,6 +607,23 @@ const LIBS: [&str; 7] = ["slabtree", "Embree", "Embree robust", "obvhs", "parry3
 
 fn mrays(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64() / 1e6
+}
+
+/// Whether obvhs, parry3d and bvh take part (not with `MESH_LIBS=embree`).
+fn rust_peers() -> bool {
+    std::env::var("MESH_LIBS").map_or(true, |v| v != "embree")
+}
+
+/// A library left out of this run (`MESH_LIBS`): no time, no hits.
+struct Skipped;
+
+impl Tracer for Skipped {
+    fn closest(&self, _: &RawRay) -> Option<(f32, u32)> {
+        None
+    }
+    fn occluded(&self, _: &RawRay) -> bool {
+        false
+    }
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -660,12 +680,17 @@ fn run_scene(
     println!("\n## {scene}: {} triangles, {} vertices ({})", ntri, mesh.positions().len(), path.display());
 
     // Builds: BUILDS - 1 interleaved rounds of throw-away builds, then the kept ones.
-    let tris_ob = obvhs_tris(&mesh);
+    let peers = rust_peers();
+    let active: [bool; 7] = [true, true, true, peers, peers, peers, true];
+    let tris_ob = if peers { obvhs_tris(&mesh) } else { Vec::new() };
     let mut build_times = [Duration::MAX; 7];
     let mut keep = |lib: usize, t: Duration| build_times[lib] = build_times[lib].min(t);
     for round in 0..BUILDS - 1 {
         for k in 0..LIBS.len() {
             let lib = (round + k) % LIBS.len();
+            if !active[lib] {
+                continue;
+            }
             match lib {
                 0 => keep(0, build_slab(&mesh, TriangleTest::MollerTrumbore).1),
                 1 | 2 => {
@@ -689,40 +714,58 @@ fn run_scene(
     let robust_scene = embree_scene(device, &mesh, SceneFlags::ROBUST);
     let (robust, t, robust_bytes) = embree_commit(&robust_scene);
     keep(2, t);
-    let (ob, t) = build_obvhs(&tris_ob);
-    keep(3, t);
-    let (pa, t) = build_parry(&mesh);
-    keep(4, t);
-    let (bv, t) = build_bvh_crate(&mesh);
-    keep(5, t);
+    let (ob, pa, bv) = if peers {
+        let (ob, t) = build_obvhs(&tris_ob);
+        keep(3, t);
+        let (pa, t) = build_parry(&mesh);
+        keep(4, t);
+        let (bv, t) = build_bvh_crate(&mesh);
+        keep(5, t);
+        (Some(ob), Some(pa), Some(bv))
+    } else {
+        (None, None, None)
+    };
     let (slab_wt, t) = build_slab(&mesh, TriangleTest::Watertight);
     keep(6, t);
     drop(tris_ob);
 
     let per_tri = |bytes: usize| Some(bytes as f64 / ntri as f64);
-    let ob_bytes = std::mem::size_of_val(&ob.bvh.nodes[..])
-        + std::mem::size_of_val(&ob.bvh.primitive_indices[..])
-        + std::mem::size_of_val(&ob.tris[..]);
-    let bv_bytes = std::mem::size_of_val(&bv.bvh.nodes[..]) + std::mem::size_of_val(&bv.shapes[..]);
+    let ob_bytes = ob.as_ref().map(|ob| {
+        std::mem::size_of_val(&ob.bvh.nodes[..])
+            + std::mem::size_of_val(&ob.bvh.primitive_indices[..])
+            + std::mem::size_of_val(&ob.tris[..])
+    });
+    let bv_bytes =
+        bv.as_ref().map(|bv| std::mem::size_of_val(&bv.bvh.nodes[..]) + std::mem::size_of_val(&bv.shapes[..]));
     let bytes = [
         Some(slab.0.stats().bytes_per_triangle as f64),
         (fast_bytes > 0).then(|| fast_bytes as f64 / ntri as f64),
         (robust_bytes > 0).then(|| robust_bytes as f64 / ntri as f64),
-        per_tri(ob_bytes),
-        per_tri(pa.0.heap_memory_size()),
-        per_tri(bv_bytes),
+        ob_bytes.and_then(per_tri),
+        pa.as_ref().and_then(|pa| per_tri(pa.0.heap_memory_size())),
+        bv_bytes.and_then(per_tri),
         Some(slab_wt.0.stats().bytes_per_triangle as f64),
     ];
     let build = BuildResult { scene, triangles: ntri, builds: build_times.iter().copied().zip(bytes).collect() };
     print!("build ms (best of {BUILDS}):");
     for (name, (t, _)) in LIBS.iter().zip(&build.builds) {
-        print!(" {name} {:.1};", t.as_secs_f64() * 1e3);
+        if *t != Duration::MAX {
+            print!(" {name} {:.1};", t.as_secs_f64() * 1e3);
+        }
     }
     println!();
 
     let emb_fast = Embree(fast);
     let emb_robust = Embree(robust);
-    let libs: [&dyn Passes; 7] = [&slab, &emb_fast, &emb_robust, &ob, &pa, &bv, &slab_wt];
+    let libs: [&dyn Passes; 7] = [
+        &slab,
+        &emb_fast,
+        &emb_robust,
+        ob.as_ref().map_or(&Skipped as &dyn Passes, |x| x),
+        pa.as_ref().map_or(&Skipped as &dyn Passes, |x| x),
+        bv.as_ref().map_or(&Skipped as &dyn Passes, |x| x),
+        &slab_wt,
+    ];
 
     let pool1 = pool(1)?;
     let pool2 = pool(2)?;
@@ -738,6 +781,11 @@ fn run_scene(
         let mut outcomes = Vec::new();
         let mut allowed = [rounds; 7];
         for (l, lib) in libs.iter().enumerate() {
+            if !active[l] {
+                allowed[l] = 0;
+                outcomes.push(lib.record(&[], set.shadow));
+                continue;
+            }
             let start = Instant::now();
             outcomes.push(lib.record(&set.rays, set.shadow));
             let secs = start.elapsed().as_secs_f64();
@@ -823,7 +871,7 @@ fn run_scene(
         let embree_count = counts[1] as f64;
         for (l, &c) in counts.iter().enumerate() {
             let diff = (c as f64 - embree_count).abs();
-            if l != 1 && diff > COUNT_TOLERANCE * embree_count.max(1.0) {
+            if l != 1 && active[l] && diff > COUNT_TOLERANCE * embree_count.max(1.0) {
                 println!(
                     "WARNING: {scene}.{kind}: {} count {c} differs from Embree's {} by {:.3}%",
                     LIBS[l],
@@ -871,6 +919,7 @@ fn run_scene(
         // Other libraries: hit/miss disagreements with the reference, counted only.
         if let Some(want) = &set.reference {
             let line: Vec<String> = (1..6)
+                .filter(|&l| active[l])
                 .map(|l| {
                     let (e, m, t) = compare(&outcomes[l], want);
                     let mut s = format!("{} +{}/-{}/t{}", LIBS[l], e.len(), m.len(), t.len());
@@ -888,7 +937,7 @@ fn run_scene(
             kind: set.kind,
             n,
             reference,
-            st: (0..7).map(|l| Timing { best: best[l], passes: done[l], count: counts[l] }).collect(),
+            st: (0..7).map(|l| Timing { best: best[l], passes: done[l], count: counts[l], active: active[l] }).collect(),
             mt,
             foreign,
         });
@@ -1001,7 +1050,11 @@ fn main() {
     println!("| scene | triangles | {} |", LIBS.join(" | "));
     println!("|---|---:|{}", "---:|".repeat(LIBS.len()));
     for b in &builds {
-        let cells: Vec<String> = b.builds.iter().map(|(t, _)| format!("{:.1}", t.as_secs_f64() * 1e3)).collect();
+        let cells: Vec<String> = b
+            .builds
+            .iter()
+            .map(|(t, _)| if *t == Duration::MAX { "-".to_string() } else { format!("{:.1}", t.as_secs_f64() * 1e3) })
+            .collect();
         println!("| {} | {} | {} |", b.scene, b.triangles, cells.join(" | "));
     }
     println!();
@@ -1024,6 +1077,9 @@ fn main() {
     for s in &sets {
         let cell = |l: usize| {
             let t = &s.st[l];
+            if !t.active {
+                return "-".to_string();
+            }
             let v = mrays(s.n, t.best);
             if t.passes < rounds { format!("{v:.3} ({})", t.passes) } else { format!("{v:.3}") }
         };
@@ -1049,7 +1105,8 @@ fn main() {
     println!("| scene | kind | rays | reference | {} |", LIBS.join(" | "));
     println!("|---|---|---:|---:|{}", "---:|".repeat(LIBS.len()));
     for s in &sets {
-        let cells: Vec<String> = s.st.iter().map(|t| t.count.to_string()).collect();
+        let cells: Vec<String> =
+            s.st.iter().map(|t| if t.active { t.count.to_string() } else { "-".to_string() }).collect();
         let r = s.reference.map_or_else(|| "n/a".to_string(), |c| c.to_string());
         println!("| {} | {} | {} | {} | {} |", s.scene, s.kind, s.n, r, cells.join(" | "));
     }
