@@ -42,6 +42,7 @@ mod hint;
 pub mod io;
 pub mod math;
 pub mod mesh;
+mod pages;
 mod par;
 pub mod scene;
 mod wide;

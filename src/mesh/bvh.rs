@@ -19,6 +19,7 @@ use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_wide;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
+use crate::pages::PagedSlice;
 use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
@@ -140,8 +141,8 @@ pub struct MeshStats {
 /// ```
 #[derive(Clone)]
 pub struct MeshBvh {
-    pub(crate) nodes: Vec<Node8>,
-    pub(crate) packs: Vec<TriPack>,
+    pub(crate) nodes: PagedSlice<Node8>,
+    pub(crate) packs: PagedSlice<TriPack>,
     pub(crate) mesh: TriMesh,
     pub(crate) options: BuildOptions,
     pub(crate) bounds: Aabb,
@@ -191,8 +192,9 @@ impl MeshBvh {
         let c = collapse(&build, &items, &|i| mesh.triangle(i as usize));
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
-            nodes: c.nodes,
-            packs: c.packs,
+            // Copied once into their final place, on huge pages where the OS gives them.
+            nodes: PagedSlice::from_slice(&c.nodes),
+            packs: PagedSlice::from_slice(&c.packs),
             mesh: mesh.clone(),
             options: *options,
             bounds,
@@ -253,7 +255,7 @@ impl MeshBvh {
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
         let mut area = 0.0f64;
-        for n in &self.nodes {
+        for n in self.nodes.iter() {
             for lane in 0..8 {
                 if !n.child[lane].is_empty() {
                     area += n.lane_bounds(lane).half_area() as f64;
