@@ -138,44 +138,51 @@ impl TriRay {
     }
 
     /// Möller–Trumbore on four triangles: the nearest hit with `tmin <= t <= tmax`.
+    ///
+    /// Written with the triangle's normal `N = e1 × e2` and `R = C × d`, `C = v0 - o`, as Embree's
+    /// kernels do: `den = d·N`, `u = R·e2 / den`, `v = -R·e1 / den`, `t = C·N / den` (Cramer's
+    /// rule on `o + t·d = v0 + u·e1 + v·e2`). The sign of `den` is folded into the numerators so
+    /// that the range tests compare against `|den|` and `|den|·t` without dividing; the division
+    /// is made only for packs with a hit.
     #[inline(always)]
     pub(crate) fn intersect_mt(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
         let [ox, oy, oz] = self.o;
         let [dx, dy, dz] = self.d;
         let (v0x, v0y, v0z) = (p.lanes(0, 0), p.lanes(0, 1), p.lanes(0, 2));
-        let e1x = p.lanes(1, 0) - v0x;
-        let e1y = p.lanes(1, 1) - v0y;
-        let e1z = p.lanes(1, 2) - v0z;
-        let e2x = p.lanes(2, 0) - v0x;
-        let e2y = p.lanes(2, 1) - v0y;
-        let e2z = p.lanes(2, 2) - v0z;
-        // pvec = d × e2
-        let px = dy * e2z - dz * e2y;
-        let py = dz * e2x - dx * e2z;
-        let pz = dx * e2y - dy * e2x;
-        let det = e1x * px + e1y * py + e1z * pz;
-        let inv_det = f32x4::ONE / det;
-        let tx = ox - v0x;
-        let ty = oy - v0y;
-        let tz = oz - v0z;
-        let u = (tx * px + ty * py + tz * pz) * inv_det;
-        // qvec = tvec × e1
-        let qx = ty * e1z - tz * e1y;
-        let qy = tz * e1x - tx * e1z;
-        let qz = tx * e1y - ty * e1x;
-        let v = (dx * qx + dy * qy + dz * qz) * inv_det;
-        let t = (e2x * qx + e2y * qy + e2z * qz) * inv_det;
+        let e1 = [p.lanes(1, 0) - v0x, p.lanes(1, 1) - v0y, p.lanes(1, 2) - v0z];
+        let e2 = [p.lanes(2, 0) - v0x, p.lanes(2, 1) - v0y, p.lanes(2, 2) - v0z];
+        let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+        let c = [v0x - ox, v0y - oy, v0z - oz];
+        // R = C × d
+        let r = [c[1] * dz - c[2] * dy, c[2] * dx - c[0] * dz, c[0] * dy - c[1] * dx];
+        let den = n[0] * dx + n[1] * dy + n[2] * dz;
+        let sign = den & f32x4::splat(-0.0);
+        let abs_den = den ^ sign;
+        let u = (r[0] * e2[0] + r[1] * e2[1] + r[2] * e2[2]) ^ sign;
+        let v = -(r[0] * e1[0] + r[1] * e1[1] + r[2] * e1[2]) ^ sign;
+        let t = (c[0] * n[0] + c[1] * n[1] + c[2] * n[2]) ^ sign;
         let zero = f32x4::ZERO;
-        // Comparisons are false on NaN, so degenerate triangles (det = 0) never hit.
+        // Comparisons are false on NaN, and den = 0 (a degenerate triangle, a ray in its plane)
+        // is refused, so neither ever hits.
         let mask = p.valid()
-            & det.simd_ne(zero)
+            & abs_den.simd_gt(zero)
             & u.simd_ge(zero)
             & v.simd_ge(zero)
-            & (u + v).simd_le(f32x4::ONE)
+            & (u + v).simd_le(abs_den)
+            & t.simd_ge(abs_den * f32x4::splat(self.tmin))
+            & t.simd_le(abs_den * f32x4::splat(tmax));
+        if mask.to_bitmask() == 0 {
+            return None;
+        }
+        let inv = f32x4::ONE / abs_den;
+        let t = t * inv;
+        // The quotient is checked against the range again: rounding can move it just outside
+        // where the scaled tests passed, and it can overflow (a hit is at a finite distance).
+        let mask = mask
             & t.simd_ge(f32x4::splat(self.tmin))
             & t.simd_le(f32x4::splat(tmax))
             & t.simd_lt(f32x4::splat(f32::INFINITY));
-        nearest(mask, t, u, v)
+        nearest(mask, t, u * inv, v * inv)
     }
 
     /// Woop–Benthin–Wald watertight test on four triangles.
