@@ -297,8 +297,7 @@ impl MeshBvh {
     /// [`MeshBvh::occluded`], and the nodes and leaves the query visited.
     pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
         ray.validate()?;
-        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
-        let (hit, stats) = self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf);
+        let (hit, stats) = self.trace::<true>(ray);
         Ok((hit.is_some(), stats))
     }
 
@@ -333,15 +332,28 @@ impl MeshBvh {
 
     /// The closest hit of a valid ray, and what it visited.
     fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
-        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
-        let (hit, stats) = self.traverse::<false, false, _>(ray, Vec3A::ZERO, &mut leaf);
+        let (hit, stats) = self.trace::<false>(ray);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
     /// Any hit of a valid ray.
     fn occluded_valid(&self, ray: &Ray) -> bool {
-        let mut leaf = RayLeaf { tr: None, test: self.options.triangle_test };
-        self.traverse::<true, false, _>(ray, Vec3A::ZERO, &mut leaf).0.is_some()
+        self.trace::<true>(ray).0.is_some()
+    }
+
+    /// A valid ray's nearest (or, with `ANY`, first) pack hit, with the mesh's triangle test
+    /// chosen once here: each test gets its own traversal loop, without a per-leaf branch or the
+    /// other test's per-ray set-up.
+    #[inline(always)]
+    fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => {
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false>::new(ray))
+            }
+            TriangleTest::Watertight => {
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true>::new(ray))
+            }
+        }
     }
 
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
@@ -436,7 +448,6 @@ impl MeshBvh {
             return (None, TraversalStats::default());
         }
         let lanes = if INFLATE { Ray8::new(ray, inflate) } else { Ray8::fused(ray) };
-        leaf.start(ray);
         let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         let nodes =
@@ -490,31 +501,27 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
 /// the nearest hit's triangle, distance and payload.
 trait LeafTest {
     type Hit;
-    fn start(&mut self, ray: &Ray);
     /// `index` is the pack's index in the BVH.
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
 }
 
-/// Ray against triangles.
-struct RayLeaf {
-    tr: Option<TriRay>,
-    test: TriangleTest,
+/// Ray against triangles, by the watertight test or by Möller–Trumbore.
+struct RayLeaf<const WATERTIGHT: bool> {
+    tr: TriRay,
 }
 
-impl LeafTest for RayLeaf {
+impl<const WATERTIGHT: bool> RayLeaf<WATERTIGHT> {
+    #[inline(always)]
+    fn new(ray: &Ray) -> Self {
+        RayLeaf { tr: TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT) }
+    }
+}
+
+impl<const WATERTIGHT: bool> LeafTest for RayLeaf<WATERTIGHT> {
     type Hit = PackHit;
     #[inline(always)]
-    fn start(&mut self, ray: &Ray) {
-        self.tr =
-            Some(TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, self.test == TriangleTest::Watertight));
-    }
-    #[inline(always)]
     fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
-        let tr = self.tr.as_ref()?;
-        let mut h = match self.test {
-            TriangleTest::MollerTrumbore => tr.intersect_mt(p, tmax),
-            TriangleTest::Watertight => tr.intersect_watertight(p, tmax),
-        }?;
+        let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
         h.pack = index;
         Some((p.prim[h.lane], h.t, h))
     }
@@ -530,7 +537,6 @@ struct SweepLeaf<'m, F> {
 
 impl<F: Fn(&[Vec3; 3], f32) -> Option<(f32, Vec3)>> LeafTest for SweepLeaf<'_, F> {
     type Hit = (f32, Vec3);
-    fn start(&mut self, _: &Ray) {}
     fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
         let mut best: Option<(u32, f32, (f32, Vec3))> = None;
         for lane in 0..4 {

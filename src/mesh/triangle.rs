@@ -151,16 +151,23 @@ impl TriRay {
         let (v0x, v0y, v0z) = (p.lanes(0, 0), p.lanes(0, 1), p.lanes(0, 2));
         let e1 = [p.lanes(1, 0) - v0x, p.lanes(1, 1) - v0y, p.lanes(1, 2) - v0z];
         let e2 = [p.lanes(2, 0) - v0x, p.lanes(2, 1) - v0y, p.lanes(2, 2) - v0z];
-        let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+        // Products are fused where the target has FMA (wide falls back to a multiply and an
+        // add): fewer instructions, and no test here relies on exact cancellation, unlike the
+        // watertight test's edge functions.
+        let cross = |a: &[f32x4; 3], b: &[f32x4; 3]| {
+            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
+        };
+        let dot = |a: &[f32x4; 3], b: &[f32x4; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
+        let d = [dx, dy, dz];
+        let n = cross(&e1, &e2);
         let c = [v0x - ox, v0y - oy, v0z - oz];
-        // R = C × d
-        let r = [c[1] * dz - c[2] * dy, c[2] * dx - c[0] * dz, c[0] * dy - c[1] * dx];
-        let den = n[0] * dx + n[1] * dy + n[2] * dz;
+        let r = cross(&c, &d);
+        let den = dot(&n, &d);
         let sign = den & f32x4::splat(-0.0);
         let abs_den = den ^ sign;
-        let u = (r[0] * e2[0] + r[1] * e2[1] + r[2] * e2[2]) ^ sign;
-        let v = -(r[0] * e1[0] + r[1] * e1[1] + r[2] * e1[2]) ^ sign;
-        let t = (c[0] * n[0] + c[1] * n[1] + c[2] * n[2]) ^ sign;
+        let u = dot(&r, &e2) ^ sign;
+        let v = -dot(&r, &e1) ^ sign;
+        let t = dot(&c, &n) ^ sign;
         let zero = f32x4::ZERO;
         // Comparisons are false on NaN, and den = 0 (a degenerate triangle, a ray in its plane)
         // is refused, so neither ever hits.
