@@ -1,7 +1,7 @@
 //! Traces ray files (the shared scenes' format: 8 f32 per ray) against a mesh on one thread and
 //! prints Mrays/s per file, best of several passes.
 //!
-//! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N]`
+//! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N]`
 
 use std::time::Instant;
 
@@ -12,12 +12,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let watertight = args.iter().any(|a| a == "--watertight");
     let passes = args.iter().position(|a| a == "--passes").map_or(5, |i| args[i + 1].parse().unwrap_or(5));
-    let rotations = args.iter().position(|a| a == "--rotations").map_or(0, |i| args[i + 1].parse().unwrap_or(0));
+    let rotations = args.iter().position(|a| a == "--rotations").map_or(3, |i| args[i + 1].parse().unwrap_or(3));
+    let bins = args.iter().position(|a| a == "--bins").map_or(16, |i| args[i + 1].parse().unwrap_or(16));
     let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
     let mesh = load_mesh(files[0])?;
     let test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
-    let bvh =
-        MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, rotation_passes: rotations, ..Default::default() });
+    let bvh = MeshBvh::build(
+        &mesh,
+        &BuildOptions { triangle_test: test, rotation_passes: rotations, bins, ..Default::default() },
+    );
     let s = bvh.stats();
     println!(
         "{}: {} triangles, build {:.1} ms, SAH {:.1}, {} nodes, depth {}, {:.1} B/tri",

@@ -218,6 +218,11 @@ pub struct TraceArgs {
     #[arg(long)]
     pub any: bool,
 
+    /// Timed passes over the rays after one warm-up pass (whose answers are written); prints
+    /// the best and the median rate.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub passes: u32,
+
     #[command(flatten)]
     pub bvh: BvhArgs,
 }
@@ -228,7 +233,8 @@ pub struct TraceArgs {
 Ray kinds, generated as for the shared scenes: primary rays from the default camera (a square image),
 random rays from a sphere around the model towards random points in its bounds, diffuse rays
 (cosine-weighted) from the primary hits, and shadow rays (any hit) from the primary hits to a light
-above the model. Each figure is the best of --passes runs.")]
+above the model. Each kind runs once to warm up, then --passes timed times; the best and the median
+rates are printed.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub input: Input,
@@ -242,7 +248,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..=(1 << 26)))]
     pub count: u32,
 
-    /// Timed runs per kind; the best is reported.
+    /// Timed passes per kind after one warm-up pass; the best and the median are reported.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub passes: u32,
 

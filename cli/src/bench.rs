@@ -3,7 +3,7 @@
 //! sphere around the model into its bounds), diffuse (cosine-weighted bounces from the primary
 //! hits) and shadow (any hit, from the primary hits to a light above the model).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use glam::{Vec3, Vec3A};
 use slabtree::{Hit, MeshBvh, Ray};
@@ -33,12 +33,11 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let primary_hits = bvh.intersect_batch(&primary).expect(GENERATED);
     let kinds: Vec<Kind> = if args.kind == Kind::All { KINDS.to_vec() } else { vec![args.kind] };
     println!(
-        "{:<8} {:>10} {:>9} {:>10} {:>10}   (best of {}, {})",
+        "{:<8} {:>10} {:>9} {:>10}   Mrays/s ({} passes after a warm-up, {})",
         "kind",
         "rays",
         "hit",
-        "time",
-        "Mrays/s",
+        "best time",
         args.passes,
         progress::threads(threads)
     );
@@ -54,39 +53,32 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
             println!("{name:<8} {:>10}   skipped: no primary ray hit the model", 0);
             continue;
         }
-        let (best, positive) = time(&bvh, &rays, any, args.passes);
+        let (positive, passes) = time(&bvh, &rays, any, args.passes);
         println!(
-            "{name:<8} {:>10} {:>8.2}% {:>10} {:>10.2}",
+            "{name:<8} {:>10} {:>8.2}% {:>10}   {}",
             count(rays.len()),
             100.0 * positive as f64 / rays.len() as f64,
-            ms(best),
-            progress::mrays(rays.len(), best)
+            ms(passes.best),
+            passes.rates(rays.len())
         );
     }
     Ok(())
 }
 
-/// Best wall time of `passes` batch queries, and how many rays hit (or were occluded).
 /// Why a generated batch is never refused: every generator makes finite rays with ordered ranges
 /// (a refusal would be a bug here, reported as one).
 const GENERATED: &str = "generated rays are valid";
 
-fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (Duration, usize) {
-    let pb = progress::bar(u64::from(passes), "benchmarking");
-    let mut best = Duration::MAX;
-    let mut positive = 0;
-    for _ in 0..passes {
-        let start = Instant::now();
-        positive = if any {
+/// How many rays hit (or were occluded), and the timings of `passes` batch queries after a
+/// warm-up.
+fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
+    progress::timed(passes, "benchmarking", || {
+        if any {
             bvh.occluded_batch(rays).expect(GENERATED).iter().filter(|&&o| o).count()
         } else {
             bvh.intersect_batch(rays).expect(GENERATED).iter().filter(|h| h.is_some()).count()
-        };
-        best = best.min(start.elapsed());
-        pb.inc(1);
-    }
-    pb.finish_and_clear();
-    (best, positive)
+        }
+    })
 }
 
 /// Makes rays for one scene, as the shared ray sets were made.

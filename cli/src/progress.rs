@@ -104,6 +104,48 @@ pub fn mrays(rays: usize, d: Duration) -> f64 {
     rays as f64 / d.as_secs_f64().max(1e-12) / 1e6
 }
 
+/// The best and the median of several timed passes.
+#[derive(Clone, Copy, Debug)]
+pub struct Passes {
+    /// Fastest pass.
+    pub best: Duration,
+    /// Median pass (the mean of the two middle ones for an even count).
+    pub median: Duration,
+    /// Timed passes.
+    pub count: u32,
+}
+
+impl Passes {
+    /// `best X Mrays/s, median Y Mrays/s` for `rays` rays per pass.
+    pub fn rates(&self, rays: usize) -> String {
+        format!("best {:.2} Mrays/s, median {:.2} Mrays/s", mrays(rays, self.best), mrays(rays, self.median))
+    }
+}
+
+/// Runs `pass` once to warm up (caches, rayon's threads, page faults), then `passes` timed times
+/// (at least 1), and returns the warm-up's result and the timings: one command gives a fair
+/// figure on a noisy machine.
+pub fn timed<T>(passes: u32, label: &str, mut pass: impl FnMut() -> T) -> (T, Passes) {
+    let passes = passes.max(1);
+    let pb = bar(u64::from(passes) + 1, label);
+    let first = pass();
+    pb.inc(1);
+    let mut times: Vec<Duration> = (0..passes)
+        .map(|_| {
+            let start = Instant::now();
+            std::hint::black_box(pass());
+            let t = start.elapsed();
+            pb.inc(1);
+            t
+        })
+        .collect();
+    pb.finish_and_clear();
+    times.sort();
+    let n = times.len();
+    let median = if n % 2 == 1 { times[n / 2] } else { (times[n / 2 - 1] + times[n / 2]) / 2 };
+    (first, Passes { best: times[0], median, count: passes })
+}
+
 /// `threads` as `1 thread` or `2 threads`.
 pub fn threads(n: usize) -> String {
     if n == 1 { "1 thread".into() } else { format!("{n} threads") }

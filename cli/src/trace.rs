@@ -65,17 +65,15 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     println!("built the BVH in {} ({})", ms(build), progress::threads(threads));
 
     let (out, hits, label) = if args.any {
-        let start = Instant::now();
-        let occluded = progress::spin("tracing", || bvh.occluded_batch(&rays)).map_err(|e| bad_ray(&args.rays, e))?;
-        let time = start.elapsed();
-        print_query(rays.len(), occluded.iter().filter(|&&o| o).count(), time, threads, "occluded");
+        let (occluded, time) = progress::timed(args.passes, "tracing", || bvh.occluded_batch(&rays));
+        let occluded = occluded.map_err(|e| bad_ray(&args.rays, e))?;
+        print_query(rays.len(), occluded.iter().filter(|&&o| o).count(), &time, threads, "occluded");
         let bytes: Vec<u8> = occluded.iter().map(|&o| u8::from(o)).collect();
         (bytes, occluded.len(), "bytes")
     } else {
-        let start = Instant::now();
-        let hits = progress::spin("tracing", || bvh.intersect_batch(&rays)).map_err(|e| bad_ray(&args.rays, e))?;
-        let time = start.elapsed();
-        print_query(rays.len(), hits.iter().filter(|h| h.is_some()).count(), time, threads, "hit");
+        let (hits, time) = progress::timed(args.passes, "tracing", || bvh.intersect_batch(&rays));
+        let hits = hits.map_err(|e| bad_ray(&args.rays, e))?;
+        print_query(rays.len(), hits.iter().filter(|h| h.is_some()).count(), &time, threads, "hit");
         let mut bytes = Vec::with_capacity(hits.len() * HIT_BYTES);
         for h in &hits {
             encode_hit(h.as_ref(), &mut bytes);
@@ -92,13 +90,14 @@ fn bad_ray(path: &Path, e: slabtree::BatchError) -> CliError {
     CliError::new(format!("{}: ray {}: {}", path.display(), e.index, e.error))
 }
 
-fn print_query(rays: usize, positive: usize, time: std::time::Duration, threads: usize, what: &str) {
+fn print_query(rays: usize, positive: usize, time: &progress::Passes, threads: usize, what: &str) {
     let pct = 100.0 * positive as f64 / rays.max(1) as f64;
     println!(
-        "query: {} rays in {}: {:.2} Mrays/s ({}; {pct:.2}% {what})",
+        "query: {} rays in {} (best of {} after a warm-up): {} ({}; {pct:.2}% {what})",
         count(rays),
-        ms(time),
-        progress::mrays(rays, time),
+        ms(time.best),
+        time.count,
+        time.rates(rays),
         progress::threads(threads)
     );
 }

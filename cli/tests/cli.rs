@@ -251,6 +251,7 @@ fn trace_equals_the_library_batch_query() {
         let text = stdout(&out);
         let query = text.lines().find(|l| l.starts_with("query:")).expect("a query line");
         assert!(query.contains("4,000 rays") && query.contains("Mrays/s"), "{query}");
+        assert!(query.contains("best ") && query.contains(", median "), "{query}");
         assert_eq!(std::fs::read(dir.join("t.hits")).unwrap(), expect, "{flag}: hit files differ");
 
         run(bin().current_dir(&dir).args([
@@ -535,10 +536,16 @@ fn help_describes_every_flag() {
 
 #[test]
 fn bench_and_info_on_a_builtin_scene() {
-    let text = stdout(&run(bin().args(["bench", "--builtin", "cornell", "--count", "4096", "--passes", "1"])));
+    let text = stdout(&run(bin().args(["bench", "--builtin", "cornell", "--count", "4096", "--passes", "3"])));
     for kind in ["primary", "random", "diffuse", "shadow"] {
         let line = text.lines().find(|l| l.starts_with(kind)).unwrap_or_else(|| panic!("no {kind} line:\n{text}"));
-        assert!(line.split_whitespace().last().unwrap().parse::<f64>().unwrap() > 0.0, "{line}");
+        // `best X Mrays/s, median Y Mrays/s`: the best pass is at least as fast as the median.
+        let rate = |key: &str| -> f64 {
+            let rest = &line[line.find(key).unwrap_or_else(|| panic!("no `{key}`: {line}")) + key.len()..];
+            rest.split_whitespace().next().unwrap().parse().unwrap()
+        };
+        let (best, median) = (rate("best "), rate("median "));
+        assert!(best > 0.0 && median > 0.0 && best >= median, "{line}");
     }
     let text = stdout(&run(bin().args(["info", "--builtin", "cornell"])));
     for needle in ["triangles:          32", "SAH cost", "nodes", "depth", "bytes per triangle", "build time"] {

@@ -966,7 +966,8 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
         "slabtree" => run(&build_slab(&mesh, TriangleTest::MollerTrumbore).0),
         "slabtree-wt" => run(&build_slab(&mesh, TriangleTest::Watertight).0),
         "embree" | "embree-robust" => {
-            let device = Device::new();
+            // With MESH_EMBREE_VERBOSE, Embree prints its build's statistics (node counts, SAH).
+            let device = if std::env::var_os("MESH_EMBREE_VERBOSE").is_some() { Device::debug() } else { Device::new() };
             let flags = if *lib == "embree" { SceneFlags::NONE } else { SceneFlags::ROBUST };
             let s = embree_scene(&device, &mesh, flags);
             let (committed, _, _) = embree_commit(&s);
