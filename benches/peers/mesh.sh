@@ -6,8 +6,9 @@
 #   benches/peers/mesh.sh /path/to/scenes        # another scenes folder (meshes + rays/)
 #   benches/peers/mesh.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza
 #
-# Environment: MESH_PASSES (interleaved timed rounds, default 7), MESH_BUDGET_S, MESH_FTZ,
-# MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree.rs.
+# Environment: MESH_LIBS=embree (slabtree and Embree only), MESH_PASSES (interleaved timed rounds,
+# default 7), MESH_BUDGET_S, MESH_FTZ, MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree.rs.
+# MESH_IR=0 skips the closing instructions-per-ray table (benches/peers/mesh_ir.sh, callgrind).
 #
 # The `embree` crate links the system Embree 3 (Debian's libembree-dev); it is installed here when
 # missing, since a fresh machine does not have it. The script runs from the repository root so that
@@ -25,4 +26,14 @@ if [ -z "${EMBREE_DIR:-}" ] && ! dpkg-query -W -f='${Status}' libembree-dev 2>/d
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libembree-dev
 fi
 
-exec cargo run --release --manifest-path benches/peers/Cargo.toml --bin mesh_vs_embree -- "$@"
+cargo run --release --manifest-path benches/peers/Cargo.toml --bin mesh_vs_embree -- "$@"
+
+# Then the instructions per ray on the bunny (callgrind; about 4 minutes; MESH_IR=0 skips it).
+if [ "${MESH_IR:-1}" != "0" ]; then
+    echo
+    echo "### Instructions per ray (callgrind, target-cpu=x86-64-v3; benches/peers/mesh_ir.sh)"
+    echo
+    scenes="${SLABTREE_SCENES:-$root/../shared/scenes}"
+    if [ -d "${1:-}" ]; then scenes="$1"; fi
+    SLABTREE_SCENES="$scenes" "$root/benches/peers/mesh_ir.sh" bunny
+fi
