@@ -20,7 +20,7 @@ use crate::hint::prefetch_wide;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
 use crate::pages::PagedSlice;
-use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, Ray8, closest_first};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -447,11 +447,21 @@ impl MeshBvh {
         if self.nodes.is_empty() {
             return (None, TraversalStats::default());
         }
-        let lanes = if INFLATE { Ray8::new(ray, inflate) } else { Ray8::fused(ray) };
         let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
-        let nodes =
-            closest_first::<ANY, INFLATE, _, _>(&self.nodes, &lanes, ray.tmin, ray.tmax, &mut stack, &mut packs);
+        // Rays take the fused node test where it applies, in a loop of its own: only that form's
+        // per-ray constants are live in it.
+        let (tmin, tmax) = (ray.tmin, ray.tmax);
+        let fused = if INFLATE { None } else { FusedRay8::new(ray) };
+        let nodes = match fused {
+            Some(fused) => {
+                closest_first::<ANY, false, _, _, _>(&self.nodes, &fused, tmin, tmax, &mut stack, &mut packs)
+            }
+            None => {
+                let exact = Ray8::new(ray, inflate);
+                closest_first::<ANY, INFLATE, _, _, _>(&self.nodes, &exact, tmin, tmax, &mut stack, &mut packs)
+            }
+        };
         (packs.best, TraversalStats { nodes, leaves: packs.tested })
     }
 }

@@ -18,5 +18,5 @@ mod traverse;
 
 pub(crate) use crate::child::ChildRef;
 pub(crate) use node::Node8;
-pub(crate) use ray::Ray8;
+pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
 pub(crate) use traverse::{FixedStack, LeafVisitor, closest_first};

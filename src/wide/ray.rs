@@ -1,12 +1,12 @@
 //! The ray–node test of 8-wide nodes.
 //!
-//! Two forms of the slab test share one entry point, [`Ray8::test`]:
+//! Two forms of the slab test, each a [`NodeTest`]:
 //!
 //! * **exact** ([`Ray8::new`]): `(plane - origin) * inv_dir`, the slab test of
 //!   `dbvt::node::RayLanes::test_pair` eight lanes at a time, in the same operation order as
 //!   [`crate::math::slab_interval`], so each lane's answer and entry distance are the scalar
 //!   test's. The dynamic tree's copy and the swept boxes use it.
-//! * **fused** ([`Ray8::fused`], the mesh BVH's rays): `plane * inv_dir - origin * inv_dir` with the
+//! * **fused** ([`FusedRay8`], the mesh BVH's rays): `plane * inv_dir - origin * inv_dir` with the
 //!   product `origin * inv_dir` computed once per ray, so each plane costs one fused multiply-add,
 //!   as in Embree's BVH kernels. Embree's fast mode accepts that the rounding of the precomputed
 //!   product can cull a box the ray grazes; here the product is widened per ray instead, so the
@@ -25,118 +25,148 @@ use wide::f32x8;
 use super::Node8;
 use crate::math::{FAR_PAD, Ray};
 
-/// One ray, or the centre ray of a swept box, splatted once for testing the 8 children of
-/// [`Node8`]s.
+/// What the 8-wide traversal asks of a ray: which children of a node it enters, and where.
+pub(crate) trait NodeTest {
+    /// The lanes of `node` the ray enters within `[tmin, tmax]` at a finite distance (as
+    /// `SlabInterval::is_hit`), as a bit mask, and every lane's entry distance. Empty lanes enter
+    /// at `+inf` and are never in the mask. `INFLATE` grows the planes by a swept box (only
+    /// [`Ray8`] supports it).
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8);
+}
+
+/// Row of each axis' near and far plane among a node's six bound rows (`side * 3 + axis`), chosen
+/// by the direction's sign once per ray. Always below 6.
+fn plane_rows(ray: &Ray) -> ([usize; 3], [usize; 3]) {
+    let sign = ray.sign().map(usize::from);
+    ([sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3], [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3])
+}
+
+/// Bound row `row` (`side * 3 + axis`) of `node`.
+#[inline(always)]
+fn plane(node: &Node8, row: usize) -> f32x8 {
+    let rows = node.bounds.as_flattened();
+    debug_assert!(row < rows.len());
+    // SAFETY: rows come from `plane_rows` as `side * 3 + axis` with side < 2 and axis < 3, and
+    // `rows` has 6 entries.
+    f32x8::new(*unsafe { rows.get_unchecked(row) })
+}
+
+fn splat3(v: Vec3A) -> [f32x8; 3] {
+    [f32x8::splat(v.x), f32x8::splat(v.y), f32x8::splat(v.z)]
+}
+
+/// One ray, or the centre ray of a swept box, splatted once for the exact form of the test.
 pub(crate) struct Ray8 {
     origin: [f32x8; 3],
     inv_dir: [f32x8; 3],
-    /// Fused form: `o·inv` rounded outward, subtracted from the near planes (see the module doc).
-    org_near: [f32x8; 3],
-    /// Fused form: `o·inv` rounded inward, subtracted from the far planes.
-    org_far: [f32x8; 3],
     /// Added to the near plane and subtracted from the far plane of each axis: `∓ half_extent`
     /// for a box sweep (the near plane moves out against the direction, the far one with it).
     near_offset: [f32x8; 3],
-    /// Row of each axis' near and far plane among the node's six bound rows (`side * 3 + axis`),
-    /// chosen by the direction's sign once per ray. Always below 6.
     near_row: [usize; 3],
     far_row: [usize; 3],
     tmin: f32x8,
-    fused: bool,
+}
+
+impl Ray8 {
+    /// The exact form. `inflate` is the half-extent of a swept box (zero for rays; only read by
+    /// [`NodeTest::test`]`::<true>`).
+    #[inline]
+    pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8 {
+        let sign = ray.sign();
+        let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
+        let (near_row, far_row) = plane_rows(ray);
+        Ray8 {
+            origin: splat3(ray.origin()),
+            inv_dir: splat3(ray.inv_dir()),
+            near_offset: [near_off(0), near_off(1), near_off(2)],
+            near_row,
+            far_row,
+            tmin: f32x8::splat(ray.tmin),
+        }
+    }
+}
+
+impl NodeTest for Ray8 {
+    #[inline(always)]
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+        let mut near = self.tmin;
+        let mut far = f32x8::splat(tmax);
+        let pad = f32x8::splat(FAR_PAD);
+        for a in 0..3 {
+            let (mut np, mut fp) = (plane(node, self.near_row[a]), plane(node, self.far_row[a]));
+            if INFLATE {
+                np += self.near_offset[a];
+                fp -= self.near_offset[a];
+            }
+            let tn = (np - self.origin[a]) * self.inv_dir[a];
+            let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
+            near = tn.fast_max(near);
+            far = tf.fast_min(far);
+        }
+        ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
+    }
+}
+
+/// One ray splatted once for the fused form of the test (see the module doc).
+pub(crate) struct FusedRay8 {
+    inv_dir: [f32x8; 3],
+    /// `o·inv` rounded outward, subtracted from the near planes.
+    org_near: [f32x8; 3],
+    /// `o·inv` rounded inward, subtracted from the far planes.
+    org_far: [f32x8; 3],
+    near_row: [usize; 3],
+    far_row: [usize; 3],
+    tmin: f32x8,
 }
 
 /// `4u` with `u = 2⁻²⁴`, the unit roundoff of f32.
 const FUSED_PAD: f32 = 4.0 * f32::EPSILON * 0.5;
 
-impl Ray8 {
-    /// The exact form. `inflate` is the half-extent of a swept box (zero for rays; only read by
-    /// [`Ray8::test`]`::<true>`).
+impl FusedRay8 {
+    /// The fused form, where this machine and this ray allow it (else `None`: use [`Ray8`]).
     #[inline]
-    pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8 {
-        let (o, inv) = (ray.origin(), ray.inv_dir());
-        let sign = ray.sign().map(usize::from);
-        let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
-        let splat3 = |v: Vec3A| [f32x8::splat(v.x), f32x8::splat(v.y), f32x8::splat(v.z)];
-        Ray8 {
-            origin: splat3(o),
-            inv_dir: splat3(inv),
-            org_near: [f32x8::ZERO; 3],
-            org_far: [f32x8::ZERO; 3],
-            near_offset: [near_off(0), near_off(1), near_off(2)],
-            near_row: [sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3],
-            far_row: [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3],
-            tmin: f32x8::splat(ray.tmin),
-            fused: false,
-        }
-    }
-
-    /// The fused form where this machine and this ray allow it, else the exact form.
-    #[inline]
-    pub(crate) fn fused(ray: &Ray) -> Ray8 {
-        let mut r = Ray8::new(ray, Vec3A::ZERO);
+    pub(crate) fn new(ray: &Ray) -> Option<FusedRay8> {
         if !cfg!(target_feature = "fma") {
-            return r;
+            return None;
         }
         let (o, inv) = (ray.origin(), ray.inv_dir());
         let p = o * inv;
         // The pad's absolute term covers a product that rounds into the subnormal range.
         let pad = p.abs() * FUSED_PAD + Vec3A::splat(f32::MIN_POSITIVE);
         let (near, far) = (p + pad, p - pad);
-        if !(inv.is_finite() && near.is_finite() && far.is_finite()) {
-            return r;
+        // One check for all three: a sum is finite only if every term is (it can also overflow
+        // for finite terms, and such a ray takes the exact form, which is always correct).
+        if !(inv + near - far).is_finite() {
+            return None;
         }
-        r.org_near = [f32x8::splat(near.x), f32x8::splat(near.y), f32x8::splat(near.z)];
-        r.org_far = [f32x8::splat(far.x), f32x8::splat(far.y), f32x8::splat(far.z)];
-        r.fused = true;
-        r
+        let (near_row, far_row) = plane_rows(ray);
+        Some(FusedRay8 {
+            inv_dir: splat3(inv),
+            org_near: splat3(near),
+            org_far: splat3(far),
+            near_row,
+            far_row,
+            tmin: f32x8::splat(ray.tmin),
+        })
     }
+}
 
-    /// Bound row `row` (`side * 3 + axis`) of `node`.
+impl NodeTest for FusedRay8 {
     #[inline(always)]
-    fn plane(node: &Node8, row: usize) -> f32x8 {
-        let rows = node.bounds.as_flattened();
-        debug_assert!(row < rows.len());
-        // SAFETY: rows are made by the constructors as `side * 3 + axis` with side < 2 and
-        // axis < 3, and `rows` has 6 entries.
-        f32x8::new(*unsafe { rows.get_unchecked(row) })
-    }
-
-    /// The lanes of `node` the ray enters within `[tmin, tmax]` at a finite distance (as
-    /// `SlabInterval::is_hit`), as a bit mask, and every lane's entry distance. Empty lanes enter
-    /// at `+inf` and are never in the mask. `INFLATE` grows the planes by the swept box (exact
-    /// form only).
-    #[inline(always)]
-    pub(crate) fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+        debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
         let mut near = self.tmin;
-        let far;
-        if !INFLATE && self.fused {
-            // The far distances' minimum is padded once: rounding is monotonic, so
-            // `min(a, b, c) * pad` is `min(a * pad, b * pad, c * pad)` exactly. No lane is NaN:
-            // the products are finite and the planes finite or infinite.
-            let mut far_axes = f32x8::splat(f32::INFINITY);
-            for a in 0..3 {
-                let tn = Self::plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.org_near[a]);
-                let tf = Self::plane(node, self.far_row[a]).mul_sub(self.inv_dir[a], self.org_far[a]);
-                near = tn.fast_max(near);
-                far_axes = tf.fast_min(far_axes);
-            }
-            far = (far_axes * f32x8::splat(FAR_PAD)).fast_min(f32x8::splat(tmax));
-        } else {
-            let mut f = f32x8::splat(tmax);
-            let pad = f32x8::splat(FAR_PAD);
-            for a in 0..3 {
-                let (mut np, mut fp) = (Self::plane(node, self.near_row[a]), Self::plane(node, self.far_row[a]));
-                if INFLATE {
-                    np += self.near_offset[a];
-                    fp -= self.near_offset[a];
-                }
-                let tn = (np - self.origin[a]) * self.inv_dir[a];
-                let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
-                near = tn.fast_max(near);
-                f = tf.fast_min(f);
-            }
-            far = f;
+        // The far distances' minimum is padded once: rounding is monotonic, so
+        // `min(a, b, c) * pad` is `min(a * pad, b * pad, c * pad)` exactly. No lane is NaN: the
+        // products are finite and the planes finite or infinite.
+        let mut far_axes = f32x8::splat(f32::INFINITY);
+        for a in 0..3 {
+            let tn = plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.org_near[a]);
+            let tf = plane(node, self.far_row[a]).mul_sub(self.inv_dir[a], self.org_far[a]);
+            near = tn.fast_max(near);
+            far_axes = tf.fast_min(far_axes);
         }
+        let far = (far_axes * f32x8::splat(FAR_PAD)).fast_min(f32x8::splat(tmax));
         ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
     }
 }
@@ -146,7 +176,7 @@ mod tests {
     use glam::Vec3A;
     use slabtree_testkit::rng::Rng;
 
-    use super::Ray8;
+    use super::{FusedRay8, NodeTest, Ray8};
     use crate::child::ChildRef;
     use crate::math::{Aabb, Ray};
     use crate::wide::Node8;
@@ -203,8 +233,9 @@ mod tests {
                 *b = Aabb::new(p.min(q), p.max(q));
                 node.set(lane, ChildRef::leaf(lane as u32), b);
             }
-            let (mask, _) = Ray8::fused(&ray).test::<false>(&node, ray.tmax);
             let (exact, _) = Ray8::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
+            // Builds without FMA have no fused form: the exact one is checked twice.
+            let mask = FusedRay8::new(&ray).map_or(exact, |f| f.test::<false>(&node, ray.tmax).0);
             for (lane, b) in boxes.iter().enumerate() {
                 if touches(&ray, b) {
                     grazed += 1;

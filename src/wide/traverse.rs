@@ -12,7 +12,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{Node8, Ray8};
+use super::{Node8, NodeTest};
 use crate::child::ChildRef;
 
 /// A traversal entry: a child and its entry distance along the ray.
@@ -102,11 +102,11 @@ impl EntryStack for Vec<Entry> {
 /// (closest hit) prunes early; with `ANY` (any hit, where the first hit ends the walk) they wait
 /// in lane order instead, which saves the sort. Two children hit, the common case, take one
 /// comparison, as in Embree's BVH traversal. `INFLATE` grows every box by the swept box `ray` was
-/// made with ([`Ray8::new`]).
+/// made with ([`super::Ray8::new`]).
 #[inline(always)]
-pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, S: EntryStack, V: LeafVisitor>(
+pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, R: NodeTest, S: EntryStack, V: LeafVisitor>(
     nodes: &[Node8],
-    ray: &Ray8,
+    ray: &R,
     tmin: f32,
     mut tmax: f32,
     stack: &mut S,
