@@ -38,17 +38,3 @@ pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + 
         (0..n).map(f).collect()
     }
 }
-
-/// Runs `f` on every element of `items`, in chunks of at least `min_len` per task.
-pub(crate) fn for_each_mut<T: Send>(items: &mut [T], min_len: usize, f: impl Fn(&mut T) + Sync + Send) {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        items.par_iter_mut().with_min_len(min_len).for_each(f)
-    }
-    #[cfg(not(feature = "parallel"))]
-    {
-        let _ = min_len;
-        items.iter_mut().for_each(f)
-    }
-}

@@ -13,14 +13,14 @@ use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
 use super::collapse::collapse;
+use super::layout::Lines;
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_wide;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
-use crate::pages::PagedSlice;
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, Ray8, closest_first};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -141,8 +141,8 @@ pub struct MeshStats {
 /// ```
 #[derive(Clone)]
 pub struct MeshBvh {
-    pub(crate) nodes: PagedSlice<Node8>,
-    pub(crate) packs: PagedSlice<TriPack>,
+    /// Nodes and triangle packs, addressed by line (see `super::layout`).
+    pub(crate) lines: Lines,
     pub(crate) mesh: TriMesh,
     pub(crate) options: BuildOptions,
     pub(crate) bounds: Aabb,
@@ -192,9 +192,7 @@ impl MeshBvh {
         let c = collapse(&build, &items, &|i| mesh.triangle(i as usize));
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
-            // Copied once into their final place, on huge pages where the OS gives them.
-            nodes: PagedSlice::from_slice(&c.nodes),
-            packs: PagedSlice::from_slice(&c.packs),
+            lines: c.lines,
             mesh: mesh.clone(),
             options: *options,
             bounds,
@@ -223,31 +221,38 @@ impl MeshBvh {
     /// rebuild then.
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
-        let mesh = &self.mesh;
-        crate::par::for_each_mut(&mut self.packs, 1024, |p| {
+        let (mesh, lines) = (&self.mesh, &mut self.lines);
+        // The packs are rebuilt on rayon's threads, then written back in place.
+        let packs = crate::par::map(&lines.pack_at, 1024, |&at| {
+            let mut p = *lines.pack(at).expect("pack_at lists packs");
             for lane in 0..4 {
                 if p.prim[lane] != NO_PRIM {
                     let prim = p.prim[lane];
                     p.set(lane, prim, &mesh.triangle(prim as usize));
                 }
             }
+            p
         });
-        // Nodes are in pre-order, so reverse order sees children before parents.
-        for n in (0..self.nodes.len()).rev() {
+        for (i, p) in packs.into_iter().enumerate() {
+            *lines.pack_mut(lines.pack_at[i]) = p;
+        }
+        // Nodes are listed in pre-order, so reverse order sees children before parents.
+        for i in (0..lines.node_at.len()).rev() {
+            let at = lines.node_at[i];
             for lane in 0..8 {
-                let c = self.nodes[n].child[lane];
+                let c = lines.node(at).child[lane];
                 if c.is_empty() {
                     continue;
                 }
                 let b = if c.is_leaf() {
-                    self.packs[c.index() as usize].bounds()
+                    lines.pack(c.index()).map_or(Aabb::EMPTY, TriPack::bounds)
                 } else {
-                    self.nodes[c.index() as usize].union()
+                    lines.node(c.index()).union()
                 };
-                self.nodes[n].set(lane, c, &b);
+                lines.node_mut(at).set(lane, c, &b);
             }
         }
-        self.bounds = self.nodes.first().map_or(Aabb::EMPTY, Node8::union);
+        self.bounds = if lines.is_empty() { Aabb::EMPTY } else { lines.node(0).union() };
         Ok(())
     }
 
@@ -255,18 +260,19 @@ impl MeshBvh {
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
         let mut area = 0.0f64;
-        for n in self.nodes.iter() {
+        for &at in &self.lines.node_at {
+            let n = self.lines.node(at);
             for lane in 0..8 {
                 if !n.child[lane].is_empty() {
                     area += n.lane_bounds(lane).half_area() as f64;
                 }
             }
         }
-        let bytes = self.nodes.len() * std::mem::size_of::<Node8>() + self.packs.len() * std::mem::size_of::<TriPack>();
+        let bytes = self.lines.bytes();
         MeshStats {
             triangles: self.mesh.len(),
-            nodes: self.nodes.len(),
-            leaves: self.packs.len(),
+            nodes: self.lines.node_at.len(),
+            leaves: self.lines.pack_at.len(),
             depth: self.depth,
             sah_cost: if self.mesh.is_empty() { 0.0 } else { (1.0 + area / root_area) as f32 },
             bytes_per_triangle: bytes as f32 / self.mesh.len().max(1) as f32,
@@ -364,7 +370,7 @@ impl MeshBvh {
     /// mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
     /// sixth of a random ray's time on the bunny (perf).
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
-        let [a, b, c] = self.packs[h.pack as usize].corners(h.lane);
+        let [a, b, c] = self.lines.pack(h.pack).expect("a hit's pack exists").corners(h.lane);
         let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
         let n = (b64 - a64).cross(c64 - a64);
         let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
@@ -444,10 +450,10 @@ impl MeshBvh {
         // which the first node test checks anyway, lane for lane with the same arithmetic, so a
         // ray that misses the root misses them all for the price of that one test. (The scalar
         // root test cost 63 instructions of every ray, callgrind, bunny.)
-        if self.nodes.is_empty() {
+        if self.lines.is_empty() {
             return (None, TraversalStats::default());
         }
-        let mut packs = PackVisitor::<ANY, L> { packs: &self.packs, nodes: &self.nodes, leaf, best: None, tested: 0 };
+        let mut packs = PackVisitor::<ANY, L> { lines: &self.lines, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         // Rays take the fused node test where it applies, in a loop of its own: only that form's
         // per-ray constants are live in it.
@@ -455,11 +461,11 @@ impl MeshBvh {
         let fused = if INFLATE { None } else { FusedRay8::new(ray) };
         let nodes = match fused {
             Some(fused) => {
-                closest_first::<ANY, false, _, _, _>(&self.nodes, &fused, tmin, tmax, &mut stack, &mut packs)
+                closest_first::<ANY, false, _, _, _, _>(&self.lines, &fused, tmin, tmax, &mut stack, &mut packs)
             }
             None => {
                 let exact = Ray8::new(ray, inflate);
-                closest_first::<ANY, INFLATE, _, _, _>(&self.nodes, &exact, tmin, tmax, &mut stack, &mut packs)
+                closest_first::<ANY, INFLATE, _, _, _, _>(&self.lines, &exact, tmin, tmax, &mut stack, &mut packs)
             }
         };
         (packs.best, TraversalStats { nodes, leaves: packs.tested })
@@ -469,8 +475,7 @@ impl MeshBvh {
 /// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
 /// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
 struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
-    packs: &'a [TriPack],
-    nodes: &'a [Node8],
+    lines: &'a Lines,
     leaf: &'a mut L,
     best: Option<(u32, L::Hit)>,
     /// Packs tested.
@@ -483,7 +488,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
         // An empty slot is a leaf reference too; no input should make it reach here (its box is
         // empty), but a checked lookup keeps even a NaN plane from panicking.
         self.tested += 1;
-        if let Some(p) = self.packs.get(index as usize)
+        if let Some(p) = self.lines.pack(index)
             && let Some((prim, t, h)) = self.leaf.test(index, p, *tmax)
         {
             self.best = Some((prim, h));
@@ -496,14 +501,10 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     }
 
     /// Children that wait on the stack are fetched now: traversal is bound by the latency of node
-    /// and pack loads.
+    /// and pack loads. Nodes and packs share one line array, so either address is the same sum.
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
-        if child.is_leaf() {
-            prefetch_wide(self.packs.as_ptr().wrapping_add(child.index() as usize));
-        } else {
-            prefetch_wide(self.nodes.as_ptr().wrapping_add(child.index() as usize));
-        }
+        prefetch_wide(self.lines.line_ptr(child.index()));
     }
 }
 
@@ -511,7 +512,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
 /// the nearest hit's triangle, distance and payload.
 trait LeafTest {
     type Hit;
-    /// `index` is the pack's index in the BVH.
+    /// `index` is the pack's line in the BVH.
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
 }
 

@@ -5,33 +5,29 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
+use super::layout::{Lines, LinesBuilder};
 use super::triangle::TriPack;
 use crate::build::{BuildItem, BuildNode};
 use crate::child::ChildRef;
-use crate::wide::Node8;
 
-/// The collapsed tree: nodes in depth-first pre-order (node 0 is the root) and the triangle packs.
+/// The collapsed tree: nodes and packs in one line array (see `super::layout`), the root at
+/// line 0, each node followed by its leaf packs and then its child nodes' subtrees.
 pub(crate) struct Collapsed {
-    pub nodes: Vec<Node8>,
-    pub packs: Vec<TriPack>,
+    pub lines: Lines,
     pub depth: u32,
 }
 
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
 /// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
 pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u32) -> [glam::Vec3; 3]) -> Collapsed {
-    let mut out = Collapsed {
-        nodes: Vec::with_capacity(build.len() / 4 + 1),
-        packs: Vec::with_capacity(build.len() / 2 + 1),
-        depth: 0,
-    };
-    if build.is_empty() {
-        return out;
+    let mut out = LinesBuilder::with_capacity(build.len() / 8 + 1, build.len() / 2 + 1);
+    let mut depth = 0;
+    if !build.is_empty() {
+        // The root is always a wide node, even over a single leaf, so traversal has one entry
+        // point; `emit` opens a single internal child first.
+        emit(build, items, tri, Lanes::one(0), &mut out, 1, &mut depth);
     }
-    // The root is always a wide node, even over a single leaf, so traversal has one entry point;
-    // `emit` opens a single internal child first.
-    emit(build, items, tri, Lanes::one(0), &mut out, 1);
-    out
+    Collapsed { lines: out.finish(), depth }
 }
 
 /// The children of one wide node while it is being opened: at most 8 binary node indices, in
@@ -67,17 +63,18 @@ impl Lanes {
 }
 
 /// Opens internal children (largest area first) until there are 8, writes a wide node for them,
-/// and recurses. Returns the node's index. Recursion depth is the binary depth, which the builder
-/// bounds.
+/// then its leaf packs, then recurses into its internal children. Returns the node's line.
+/// Recursion depth is the binary depth, which the builder bounds.
 fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &dyn Fn(u32) -> [glam::Vec3; 3],
     mut children: Lanes,
-    out: &mut Collapsed,
+    out: &mut LinesBuilder,
     depth: u32,
+    max_depth: &mut u32,
 ) -> u32 {
-    out.depth = out.depth.max(depth);
+    *max_depth = (*max_depth).max(depth);
     // A node given a single internal child (the root case) opens it first.
     if children.len == 1
         && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
@@ -97,24 +94,25 @@ fn emit(
         let BuildNode::Inner { left, right, .. } = build[c as usize] else { unreachable!() };
         children.split(i, left, right);
     }
-    let me = out.nodes.len() as u32;
-    out.nodes.push(Node8::EMPTY);
+    let me = out.push_node();
+    // Leaves first, so that a node's packs follow it in memory; then the child nodes.
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
-        let r = match *node {
-            BuildNode::Leaf { first, count, .. } => {
-                let mut pack = TriPack::EMPTY;
-                for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
-                    pack.set(k, it.index, &tri(it.index));
-                }
-                out.packs.push(pack);
-                ChildRef::leaf(out.packs.len() as u32 - 1)
+        if let BuildNode::Leaf { first, count, .. } = *node {
+            let mut pack = TriPack::EMPTY;
+            for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
+                pack.set(k, it.index, &tri(it.index));
             }
-            BuildNode::Inner { left, right, .. } => {
-                ChildRef::node(emit(build, items, tri, Lanes::two(left, right), out, depth + 1))
-            }
-        };
-        out.nodes[me as usize].set(lane, r, node.bounds());
+            let at = out.push_pack(&pack);
+            out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
+        }
+    }
+    for (lane, &c) in children.as_slice().iter().enumerate() {
+        let node = &build[c as usize];
+        if let BuildNode::Inner { left, right, .. } = *node {
+            let at = emit(build, items, tri, Lanes::two(left, right), out, depth + 1, max_depth);
+            out.node_mut(me).set(lane, ChildRef::node(at), node.bounds());
+        }
     }
     me
 }

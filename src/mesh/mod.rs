@@ -8,6 +8,7 @@
 mod bvh;
 pub(crate) mod collapse;
 mod error;
+mod layout;
 mod packet;
 mod shapes;
 pub(crate) mod sweep;

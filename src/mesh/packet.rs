@@ -13,7 +13,7 @@
 use wide::f32x8;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
-use super::triangle::{PackHit, TriRay};
+use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{Aabb, BatchError, FAR_PAD, Ray, ray_aabb2, validate_rays};
 use crate::wide::{ChildRef, FixedStack};
 
@@ -127,7 +127,7 @@ impl MeshBvh {
     fn traverse8<const ANY: bool>(&self, rays: &[Ray; 8]) -> ([Option<(u32, PackHit)>; 8], u32) {
         let mut best: [Option<(u32, PackHit)>; 8] = [None; 8];
         let mut ties = 0u32;
-        if self.nodes.is_empty() {
+        if self.lines.is_empty() {
             return (best, ties);
         }
         let pk = Packet::new(rays, &self.bounds);
@@ -156,7 +156,8 @@ impl MeshBvh {
             let active = dist.simd_le(tmax).to_bitmask() & !done;
             if active != 0 {
                 if c.is_leaf() {
-                    let p = &self.packs[c.index() as usize];
+                    // A checked lookup, as in the single-ray visitor: an empty slot holds no pack.
+                    let p = self.lines.pack(c.index()).unwrap_or(&TriPack::EMPTY);
                     let mut m = active;
                     while m != 0 {
                         let r = m.trailing_zeros() as usize;
@@ -185,7 +186,7 @@ impl MeshBvh {
                     }
                     tmax = f32x8::new(tmax_a);
                 } else {
-                    let node = &self.nodes[c.index() as usize];
+                    let node = self.lines.node(c.index());
                     let mut hits: [(ChildRef, f32x8, f32); 8] = [(ChildRef::EMPTY, pk.tmin, 0.0); 8];
                     let mut n = 0usize;
                     for l in 0..8 {

@@ -17,6 +17,6 @@ mod ray;
 mod traverse;
 
 pub(crate) use crate::child::ChildRef;
-pub(crate) use node::Node8;
+pub(crate) use node::{Node8, NodeStore};
 pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
 pub(crate) use traverse::{FixedStack, LeafVisitor, closest_first};

@@ -20,6 +20,20 @@ pub(crate) struct Node8 {
 
 const _: () = assert!(std::mem::size_of::<Node8>() == 256);
 
+/// Where a traversal finds the node a [`ChildRef::node`] names: a slice of nodes indexed by
+/// node (the dynamic tree's copy), or the mesh BVH's line array indexed by line.
+pub(crate) trait NodeStore {
+    /// The node `index` names; panics if there is none.
+    fn node(&self, index: u32) -> &Node8;
+}
+
+impl NodeStore for [Node8] {
+    #[inline(always)]
+    fn node(&self, index: u32) -> &Node8 {
+        &self[index as usize]
+    }
+}
+
 impl Node8 {
     /// A node with every lane unused.
     pub(crate) const EMPTY: Node8 =

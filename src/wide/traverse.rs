@@ -12,7 +12,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{Node8, NodeTest};
+use super::{NodeStore, NodeTest};
 use crate::child::ChildRef;
 
 /// A traversal entry: a child and its entry distance along the ray.
@@ -94,7 +94,7 @@ impl EntryStack for Vec<Entry> {
     }
 }
 
-/// Walks `nodes` (node 0 is the root) along `ray` from `tmin` to `tmax`, handing `leaves` every leaf
+/// Walks `nodes` (the root is the node that [`ChildRef::node`]`(0)` names) along `ray` from `tmin` to `tmax`, handing `leaves` every leaf
 /// whose box the ray enters before the current `tmax`, and returns the nodes visited.
 ///
 /// At a node with several children hit, the nearest is entered at once and the others wait on
@@ -104,8 +104,15 @@ impl EntryStack for Vec<Entry> {
 /// comparison, as in Embree's BVH traversal. `INFLATE` grows every box by the swept box `ray` was
 /// made with ([`super::Ray8::new`]).
 #[inline(always)]
-pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, R: NodeTest, S: EntryStack, V: LeafVisitor>(
-    nodes: &[Node8],
+pub(crate) fn closest_first<
+    const ANY: bool,
+    const INFLATE: bool,
+    N: NodeStore + ?Sized,
+    R: NodeTest,
+    S: EntryStack,
+    V: LeafVisitor,
+>(
+    nodes: &N,
     ray: &R,
     tmin: f32,
     mut tmax: f32,
@@ -124,7 +131,7 @@ pub(crate) fn closest_first<const ANY: bool, const INFLATE: bool, R: NodeTest, S
             }
         } else {
             visits += 1;
-            let node = &nodes[cur.index() as usize];
+            let node = nodes.node(cur.index());
             let (mut mask, near) = ray.test::<INFLATE>(node, tmax);
             if mask != 0 {
                 let d = near.to_array();
