@@ -20,7 +20,10 @@ pub(crate) struct Collapsed {
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
 /// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
 pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u32) -> [glam::Vec3; 3]) -> Collapsed {
-    let mut out = LinesBuilder::with_capacity(build.len() / 8 + 1, build.len() / 2 + 1);
+    // A binary tree of n nodes has (n + 1) / 2 leaves, one pack each, and a wide node has at
+    // least two children: at most (n + 1) / 2 wide nodes. Both bounds only reserve address space;
+    // growing the vector instead copied the dragon's 60 MB several times.
+    let mut out = LinesBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
     let mut depth = 0;
     if !build.is_empty() {
         // The root is always a wide node, even over a single leaf, so traversal has one entry

@@ -115,11 +115,12 @@ impl LinesBuilder {
     }
 
     fn push<T: Copy>(&mut self, value: &T, count: usize) -> u32 {
+        debug_assert_eq!(size_of::<T>(), count * size_of::<Line>());
         let at = self.lines.len();
-        self.lines.resize(at + count, Line([0; 16]));
-        // SAFETY: `count` fresh lines of `T`'s size and alignment (asserted above for the two
-        // types this is called with), exclusively borrowed.
-        unsafe { self.lines.as_mut_ptr().add(at).cast::<T>().write(*value) };
+        // SAFETY: `T` (a node or a pack) is `count` lines of plain data, 64-aligned (asserted
+        // above), so its bytes read as `count` lines.
+        let lines = unsafe { std::slice::from_raw_parts((value as *const T).cast::<Line>(), count) };
+        self.lines.extend_from_slice(lines);
         u32::try_from(at).expect("BVH larger than 2^32 cache lines")
     }
 
