@@ -14,7 +14,7 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
     let _ = ptr;
 }
 
-/// Prefetches a 256-byte record (an 8-wide node, a triangle pack) by its lines 0 and 2 only: the
+/// Prefetches a record of up to 256 bytes (an 8-wide node, a triangle pack) by its lines 0 and 2 only: the
 /// adjacent-line prefetcher brings in their pairs, and each prefetch instruction costs issue slots
 /// that cache-resident scenes (Sponza) feel.
 #[inline(always)]

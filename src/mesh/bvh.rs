@@ -13,7 +13,7 @@ use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
 use super::collapse::collapse;
-use super::layout::Lines;
+use super::layout::Blocks;
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
@@ -141,8 +141,8 @@ pub struct MeshStats {
 /// ```
 #[derive(Clone)]
 pub struct MeshBvh {
-    /// Nodes and triangle packs, addressed by line (see `super::layout`).
-    pub(crate) lines: Lines,
+    /// Nodes and triangle packs, addressed by block (see `super::layout`).
+    pub(crate) blocks: Blocks,
     pub(crate) mesh: TriMesh,
     pub(crate) options: BuildOptions,
     pub(crate) bounds: Aabb,
@@ -192,7 +192,7 @@ impl MeshBvh {
         let c = collapse(&build, &items, &|i| mesh.triangle(i as usize));
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
-            lines: c.lines,
+            blocks: c.blocks,
             mesh: mesh.clone(),
             options: *options,
             bounds,
@@ -221,10 +221,10 @@ impl MeshBvh {
     /// rebuild then.
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
-        let (mesh, lines) = (&self.mesh, &mut self.lines);
+        let (mesh, blocks) = (&self.mesh, &mut self.blocks);
         // The packs are rebuilt on rayon's threads, then written back in place.
-        let packs = crate::par::map(&lines.pack_at, 1024, |&at| {
-            let mut p = *lines.pack(at).expect("pack_at lists packs");
+        let packs = crate::par::map(&blocks.pack_at, 1024, |&at| {
+            let mut p = *blocks.pack(at).expect("pack_at lists packs");
             for lane in 0..4 {
                 if p.prim[lane] != NO_PRIM {
                     let prim = p.prim[lane];
@@ -234,25 +234,25 @@ impl MeshBvh {
             p
         });
         for (i, p) in packs.into_iter().enumerate() {
-            *lines.pack_mut(lines.pack_at[i]) = p;
+            *blocks.pack_mut(blocks.pack_at[i]) = p;
         }
         // Nodes are listed in pre-order, so reverse order sees children before parents.
-        for i in (0..lines.node_at.len()).rev() {
-            let at = lines.node_at[i];
+        for i in (0..blocks.node_at.len()).rev() {
+            let at = blocks.node_at[i];
             for lane in 0..8 {
-                let c = lines.node(at).child[lane];
+                let c = blocks.node(at).child[lane];
                 if c.is_empty() {
                     continue;
                 }
                 let b = if c.is_leaf() {
-                    lines.pack(c.index()).map_or(Aabb::EMPTY, TriPack::bounds)
+                    blocks.pack(c.index()).map_or(Aabb::EMPTY, TriPack::bounds)
                 } else {
-                    lines.node(c.index()).union()
+                    blocks.node(c.index()).union()
                 };
-                lines.node_mut(at).set(lane, c, &b);
+                blocks.node_mut(at).set(lane, c, &b);
             }
         }
-        self.bounds = if lines.is_empty() { Aabb::EMPTY } else { lines.node(0).union() };
+        self.bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
         Ok(())
     }
 
@@ -260,19 +260,19 @@ impl MeshBvh {
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
         let mut area = 0.0f64;
-        for &at in &self.lines.node_at {
-            let n = self.lines.node(at);
+        for &at in &self.blocks.node_at {
+            let n = self.blocks.node(at);
             for lane in 0..8 {
                 if !n.child[lane].is_empty() {
                     area += n.lane_bounds(lane).half_area() as f64;
                 }
             }
         }
-        let bytes = self.lines.bytes();
+        let bytes = self.blocks.bytes();
         MeshStats {
             triangles: self.mesh.len(),
-            nodes: self.lines.node_at.len(),
-            leaves: self.lines.pack_at.len(),
+            nodes: self.blocks.node_at.len(),
+            leaves: self.blocks.pack_at.len(),
             depth: self.depth,
             sah_cost: if self.mesh.is_empty() { 0.0 } else { (1.0 + area / root_area) as f32 },
             bytes_per_triangle: bytes as f32 / self.mesh.len().max(1) as f32,
@@ -370,7 +370,7 @@ impl MeshBvh {
     /// mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
     /// sixth of a random ray's time on the bunny (perf).
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
-        let [a, b, c] = self.lines.pack(h.pack).expect("a hit's pack exists").corners(h.lane);
+        let [a, b, c] = self.blocks.pack(h.pack).expect("a hit's pack exists").corners(h.lane);
         let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
         let n = (b64 - a64).cross(c64 - a64);
         let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
@@ -450,10 +450,10 @@ impl MeshBvh {
         // which the first node test checks anyway, lane for lane with the same arithmetic, so a
         // ray that misses the root misses them all for the price of that one test. (The scalar
         // root test cost 63 instructions of every ray, callgrind, bunny.)
-        if self.lines.is_empty() {
+        if self.blocks.is_empty() {
             return (None, TraversalStats::default());
         }
-        let mut packs = PackVisitor::<ANY, L> { lines: &self.lines, leaf, best: None, tested: 0 };
+        let mut packs = PackVisitor::<ANY, L> { blocks: &self.blocks, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         // Rays take the fused node test where it applies, in a loop of its own: only that form's
         // per-ray constants are live in it.
@@ -461,11 +461,11 @@ impl MeshBvh {
         let fused = if INFLATE { None } else { FusedRay8::new(ray) };
         let nodes = match fused {
             Some(fused) => {
-                closest_first::<ANY, false, _, _, _, _>(&self.lines, &fused, tmin, tmax, &mut stack, &mut packs)
+                closest_first::<ANY, false, _, _, _, _>(&self.blocks, &fused, tmin, tmax, &mut stack, &mut packs)
             }
             None => {
                 let exact = Ray8::new(ray, inflate);
-                closest_first::<ANY, INFLATE, _, _, _, _>(&self.lines, &exact, tmin, tmax, &mut stack, &mut packs)
+                closest_first::<ANY, INFLATE, _, _, _, _>(&self.blocks, &exact, tmin, tmax, &mut stack, &mut packs)
             }
         };
         (packs.best, TraversalStats { nodes, leaves: packs.tested })
@@ -475,7 +475,7 @@ impl MeshBvh {
 /// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
 /// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
 struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
-    lines: &'a Lines,
+    blocks: &'a Blocks,
     leaf: &'a mut L,
     best: Option<(u32, L::Hit)>,
     /// Packs tested.
@@ -488,7 +488,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
         // An empty slot is a leaf reference too; no input should make it reach here (its box is
         // empty), but a checked lookup keeps even a NaN plane from panicking.
         self.tested += 1;
-        if let Some(p) = self.lines.pack(index)
+        if let Some(p) = self.blocks.pack(index)
             && let Some((prim, t, h)) = self.leaf.test(index, p, *tmax)
         {
             self.best = Some((prim, h));
@@ -501,10 +501,10 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     }
 
     /// Children that wait on the stack are fetched now: traversal is bound by the latency of node
-    /// and pack loads. Nodes and packs share one line array, so either address is the same sum.
+    /// and pack loads. Nodes and packs share one block array, so either address is the same sum.
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
-        prefetch_wide(self.lines.line_ptr(child.index()));
+        prefetch_wide(self.blocks.block_ptr(child.index()));
     }
 }
 
@@ -512,7 +512,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
 /// the nearest hit's triangle, distance and payload.
 trait LeafTest {
     type Hit;
-    /// `index` is the pack's line in the BVH.
+    /// `index` is the pack's block in the BVH.
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
 }
 

@@ -5,15 +5,15 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
-use super::layout::{Lines, LinesBuilder};
+use super::layout::{Blocks, BlocksBuilder};
 use super::triangle::TriPack;
 use crate::build::{BuildItem, BuildNode};
 use crate::child::ChildRef;
 
-/// The collapsed tree: nodes and packs in one line array (see `super::layout`), the root at
-/// line 0, each node followed by its leaf packs and then its child nodes' subtrees.
+/// The collapsed tree: nodes and packs in one block array (see `super::layout`), the root at
+/// block 0, each node followed by its leaf packs and then its child nodes' subtrees.
 pub(crate) struct Collapsed {
-    pub lines: Lines,
+    pub blocks: Blocks,
     pub depth: u32,
 }
 
@@ -23,14 +23,14 @@ pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u3
     // A binary tree of n nodes has (n + 1) / 2 leaves, one pack each, and a wide node has at
     // least two children: at most (n + 1) / 2 wide nodes. Both bounds only reserve address space;
     // growing the vector instead copied the dragon's 60 MB several times.
-    let mut out = LinesBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
+    let mut out = BlocksBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
     let mut depth = 0;
     if !build.is_empty() {
         // The root is always a wide node, even over a single leaf, so traversal has one entry
         // point; `emit` opens a single internal child first.
         emit(build, items, tri, Lanes::one(0), &mut out, 1, &mut depth);
     }
-    Collapsed { lines: out.finish(), depth }
+    Collapsed { blocks: out.finish(), depth }
 }
 
 /// The children of one wide node while it is being opened: at most 8 binary node indices, in
@@ -66,14 +66,14 @@ impl Lanes {
 }
 
 /// Opens internal children (largest area first) until there are 8, writes a wide node for them,
-/// then its leaf packs, then recurses into its internal children. Returns the node's line.
+/// then its leaf packs, then recurses into its internal children. Returns the node's block.
 /// Recursion depth is the binary depth, which the builder bounds.
 fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &dyn Fn(u32) -> [glam::Vec3; 3],
     mut children: Lanes,
-    out: &mut LinesBuilder,
+    out: &mut BlocksBuilder,
     depth: u32,
     max_depth: &mut u32,
 ) -> u32 {

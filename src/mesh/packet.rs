@@ -127,7 +127,7 @@ impl MeshBvh {
     fn traverse8<const ANY: bool>(&self, rays: &[Ray; 8]) -> ([Option<(u32, PackHit)>; 8], u32) {
         let mut best: [Option<(u32, PackHit)>; 8] = [None; 8];
         let mut ties = 0u32;
-        if self.lines.is_empty() {
+        if self.blocks.is_empty() {
             return (best, ties);
         }
         let pk = Packet::new(rays, &self.bounds);
@@ -157,7 +157,7 @@ impl MeshBvh {
             if active != 0 {
                 if c.is_leaf() {
                     // A checked lookup, as in the single-ray visitor: an empty slot holds no pack.
-                    let p = self.lines.pack(c.index()).unwrap_or(&TriPack::EMPTY);
+                    let p = self.blocks.pack(c.index()).unwrap_or(&TriPack::EMPTY);
                     let mut m = active;
                     while m != 0 {
                         let r = m.trailing_zeros() as usize;
@@ -186,7 +186,7 @@ impl MeshBvh {
                     }
                     tmax = f32x8::new(tmax_a);
                 } else {
-                    let node = self.lines.node(c.index());
+                    let node = self.blocks.node(c.index());
                     let mut hits: [(ChildRef, f32x8, f32); 8] = [(ChildRef::EMPTY, pk.tmin, 0.0); 8];
                     let mut n = 0usize;
                     for l in 0..8 {
