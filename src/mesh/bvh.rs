@@ -222,8 +222,9 @@ impl MeshBvh {
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
         let (mesh, blocks) = (&self.mesh, &mut self.blocks);
+        let (node_at, pack_at) = blocks.walk();
         // The packs are rebuilt on rayon's threads, then written back in place.
-        let packs = crate::par::map(&blocks.pack_at, 1024, |&at| {
+        let packs = crate::par::map(&pack_at, 1024, |&at| {
             let mut p = *blocks.pack(at).expect("pack_at lists packs");
             for lane in 0..4 {
                 if p.prim[lane] != NO_PRIM {
@@ -234,11 +235,10 @@ impl MeshBvh {
             p
         });
         for (i, p) in packs.into_iter().enumerate() {
-            *blocks.pack_mut(blocks.pack_at[i]) = p;
+            *blocks.pack_mut(pack_at[i]) = p;
         }
         // Nodes are listed in pre-order, so reverse order sees children before parents.
-        for i in (0..blocks.node_at.len()).rev() {
-            let at = blocks.node_at[i];
+        for &at in node_at.iter().rev() {
             for lane in 0..8 {
                 let c = blocks.node(at).child[lane];
                 if c.is_empty() {
@@ -260,7 +260,8 @@ impl MeshBvh {
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
         let mut area = 0.0f64;
-        for &at in &self.blocks.node_at {
+        let (node_at, pack_at) = self.blocks.walk();
+        for &at in &node_at {
             let n = self.blocks.node(at);
             for lane in 0..8 {
                 if !n.child[lane].is_empty() {
@@ -271,8 +272,8 @@ impl MeshBvh {
         let bytes = self.blocks.bytes();
         MeshStats {
             triangles: self.mesh.len(),
-            nodes: self.blocks.node_at.len(),
-            leaves: self.blocks.pack_at.len(),
+            nodes: node_at.len(),
+            leaves: pack_at.len(),
             depth: self.depth,
             sah_cost: if self.mesh.is_empty() { 0.0 } else { (1.0 + area / root_area) as f32 },
             bytes_per_triangle: bytes as f32 / self.mesh.len().max(1) as f32,

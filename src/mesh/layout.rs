@@ -34,45 +34,59 @@ const _: () = {
     assert!(size_of::<TriPack>() == PACK_BLOCKS * 32 && align_of::<TriPack>() == 32);
 };
 
-/// Nodes and packs in one block array, on huge pages when large (see [`PagedSlice`]).
+/// The node in the first [`NODE_BLOCKS`] of `blocks`.
+#[inline(always)]
+fn node_in(blocks: &[Block]) -> &Node8 {
+    let b = &blocks[..NODE_BLOCKS];
+    // SAFETY: `b` is 7 blocks, 32-aligned, of plain `u32` data, which is a valid `Node8`.
+    unsafe { &*b.as_ptr().cast::<Node8>() }
+}
+
+/// The node in the first [`NODE_BLOCKS`] of `blocks`, to change.
+fn node_in_mut(blocks: &mut [Block]) -> &mut Node8 {
+    let b = &mut blocks[..NODE_BLOCKS];
+    // SAFETY: as for `node_in`, and the borrow is exclusive.
+    unsafe { &mut *b.as_mut_ptr().cast::<Node8>() }
+}
+
+/// The pack in the first [`PACK_BLOCKS`] of `blocks`, to change.
+fn pack_in_mut(blocks: &mut [Block]) -> &mut TriPack {
+    let b = &mut blocks[..PACK_BLOCKS];
+    // SAFETY: 5 blocks, 32-aligned, of plain data, which is a valid `TriPack`; exclusive borrow.
+    unsafe { &mut *b.as_mut_ptr().cast::<TriPack>() }
+}
+
+/// Nodes and packs in one block array, on huge pages when large (see [`PagedSlice`]); the root
+/// node starts at block 0.
 #[derive(Clone)]
 pub(crate) struct Blocks {
     blocks: PagedSlice<Block>,
-    /// The block of every node, in pre-order (the root first), and of every pack: for refits and
-    /// statistics, which visit all of them.
-    pub node_at: Vec<u32>,
-    pub pack_at: Vec<u32>,
 }
 
 impl Blocks {
     /// The node starting at block `at`. Panics when `at` leaves no room for a node.
     #[inline(always)]
     pub(crate) fn node(&self, at: u32) -> &Node8 {
-        let l = &self.blocks[at as usize..at as usize + NODE_BLOCKS];
-        // SAFETY: `l` is 7 blocks, 32-aligned, of plain `u32` data, which is a valid `Node8`.
-        unsafe { &*l.as_ptr().cast::<Node8>() }
+        // One range check, as the traversal's hot path wants.
+        node_in(&self.blocks[at as usize..at as usize + NODE_BLOCKS])
     }
 
     /// The pack starting at block `at`, or `None` when `at` leaves no room for one.
     #[inline(always)]
     pub(crate) fn pack(&self, at: u32) -> Option<&TriPack> {
-        let l = self.blocks.get(at as usize..at as usize + PACK_BLOCKS)?;
-        // SAFETY: as for `node`, with 5 blocks.
-        Some(unsafe { &*l.as_ptr().cast::<TriPack>() })
+        let b = self.blocks.get(at as usize..at as usize + PACK_BLOCKS)?;
+        // SAFETY: 5 blocks, 32-aligned, of plain data, which is a valid `TriPack`.
+        Some(unsafe { &*b.as_ptr().cast::<TriPack>() })
     }
 
     /// The node at block `at`, to change.
     pub(crate) fn node_mut(&mut self, at: u32) -> &mut Node8 {
-        let l = &mut self.blocks[at as usize..at as usize + NODE_BLOCKS];
-        // SAFETY: as for `node`, and the borrow is exclusive.
-        unsafe { &mut *l.as_mut_ptr().cast::<Node8>() }
+        node_in_mut(&mut self.blocks[at as usize..])
     }
 
     /// The pack at block `at`, to change.
     pub(crate) fn pack_mut(&mut self, at: u32) -> &mut TriPack {
-        let l = &mut self.blocks[at as usize..at as usize + PACK_BLOCKS];
-        // SAFETY: as for `node_mut`.
-        unsafe { &mut *l.as_mut_ptr().cast::<TriPack>() }
+        pack_in_mut(&mut self.blocks[at as usize..])
     }
 
     /// The address of block `at`, for prefetching (never read through here).
@@ -88,7 +102,27 @@ impl Blocks {
 
     /// `true` for a BVH without nodes (an empty mesh).
     pub(crate) fn is_empty(&self) -> bool {
-        self.node_at.is_empty()
+        self.blocks.is_empty()
+    }
+
+    /// The blocks of every node in pre-order (the root first) and of every pack, found by a walk
+    /// from the root: for refits and statistics, which visit all of them.
+    pub(crate) fn walk(&self) -> (Vec<u32>, Vec<u32>) {
+        let (mut nodes, mut packs) = (Vec::new(), Vec::new());
+        let mut stack = if self.is_empty() { Vec::new() } else { vec![0u32] };
+        while let Some(at) = stack.pop() {
+            nodes.push(at);
+            let node = self.node(at);
+            // Reversed so that the first lane's subtree comes next, as in the collapse's order.
+            for &c in node.child.iter().rev().filter(|c| !c.is_empty()) {
+                if c.is_leaf() {
+                    packs.push(c.index());
+                } else {
+                    stack.push(c.index());
+                }
+            }
+        }
+        (nodes, packs)
     }
 }
 
@@ -102,18 +136,12 @@ impl NodeStore for Blocks {
 /// Builds a [`Blocks`] by appending nodes and packs.
 pub(crate) struct BlocksBuilder {
     blocks: Vec<Block>,
-    node_at: Vec<u32>,
-    pack_at: Vec<u32>,
 }
 
 impl BlocksBuilder {
     /// An empty array with room for about `nodes` nodes and `packs` packs.
     pub(crate) fn with_capacity(nodes: usize, packs: usize) -> Self {
-        BlocksBuilder {
-            blocks: Vec::with_capacity(nodes * NODE_BLOCKS + packs * PACK_BLOCKS),
-            node_at: Vec::with_capacity(nodes),
-            pack_at: Vec::with_capacity(packs),
-        }
+        BlocksBuilder { blocks: Vec::with_capacity(nodes * NODE_BLOCKS + packs * PACK_BLOCKS) }
     }
 
     fn push<T: Copy>(&mut self, value: &T, count: usize) -> u32 {
@@ -128,27 +156,21 @@ impl BlocksBuilder {
 
     /// Appends an empty node and returns its block.
     pub(crate) fn push_node(&mut self) -> u32 {
-        let at = self.push(&Node8::EMPTY, NODE_BLOCKS);
-        self.node_at.push(at);
-        at
+        self.push(&Node8::EMPTY, NODE_BLOCKS)
     }
 
     /// Appends `pack` and returns its block.
     pub(crate) fn push_pack(&mut self, pack: &TriPack) -> u32 {
-        let at = self.push(pack, PACK_BLOCKS);
-        self.pack_at.push(at);
-        at
+        self.push(pack, PACK_BLOCKS)
     }
 
     /// The node at block `at`, to fill in.
     pub(crate) fn node_mut(&mut self, at: u32) -> &mut Node8 {
-        let l = &mut self.blocks[at as usize..at as usize + NODE_BLOCKS];
-        // SAFETY: as for `Blocks::node_mut`.
-        unsafe { &mut *l.as_mut_ptr().cast::<Node8>() }
+        node_in_mut(&mut self.blocks[at as usize..])
     }
 
     /// The finished array, copied once to its final place.
     pub(crate) fn finish(self) -> Blocks {
-        Blocks { blocks: PagedSlice::from_slice(&self.blocks), node_at: self.node_at, pack_at: self.pack_at }
+        Blocks { blocks: PagedSlice::from_slice(&self.blocks) }
     }
 }

@@ -56,8 +56,8 @@ impl TriPack {
             if self.prim[lane] == NO_PRIM {
                 continue;
             }
-            for k in 0..3 {
-                b = b.grow(glam::Vec3A::new(self.v[k][0][lane], self.v[k][1][lane], self.v[k][2][lane]));
+            for corner in self.corners(lane) {
+                b = b.grow(corner.into());
             }
         }
         b
@@ -88,8 +88,8 @@ pub(crate) struct TriRay {
     pub tmin: f32,
 }
 
-/// The nearest hit within a pack: lane, t, u, v, and the pack (an index into the BVH's packs,
-/// set by the caller, which knows it), from which the hit is finished without reading the mesh.
+/// The nearest hit within a pack: lane, t, u, v, and the pack (its block in the BVH, set by the
+/// caller, which knows it), from which the hit is finished without reading the mesh.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PackHit {
     pub pack: u32,

@@ -22,7 +22,7 @@ pub(crate) struct Node8 {
 const _: () = assert!(std::mem::size_of::<Node8>() == 224);
 
 /// Where a traversal finds the node a [`ChildRef::node`] names: a slice of nodes indexed by
-/// node (the dynamic tree's copy), or the mesh BVH's line array indexed by line.
+/// node (the dynamic tree's copy), or the mesh BVH's block array indexed by block (`mesh/layout.rs`).
 pub(crate) trait NodeStore {
     /// The node `index` names; panics if there is none.
     fn node(&self, index: u32) -> &Node8;
