@@ -98,6 +98,10 @@ impl Ray {
 
     /// `Ok` when origin and direction are finite, `tmin` is finite, `tmax` is not NaN and
     /// `tmin <= tmax`. Queries call this first and refuse invalid rays with the error.
+    /// Inlined: out of line, it read `tmin` and `tmax` with one 8-byte load just after the
+    /// caller had stored them with two 4-byte stores, and waited on store forwarding (a tenth
+    /// of a bunny primary ray's time, `perf record -e cpu-clock`).
+    #[inline]
     pub fn validate(&self) -> Result<(), InputError> {
         if !(self.origin.is_finite() && self.dir.is_finite()) {
             return Err(InputError::NonFiniteRay { origin: self.origin.into(), dir: self.dir.into() });
@@ -224,6 +228,7 @@ impl Ray2 {
     }
 
     /// `Ok` when the ray is finite and its range is ordered.
+    #[inline]
     pub fn validate(&self) -> Result<(), InputError> {
         if !(self.origin.is_finite() && self.dir.is_finite()) {
             return Err(InputError::NonFiniteRay { origin: self.origin.extend(0.0), dir: self.dir.extend(0.0) });

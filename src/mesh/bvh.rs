@@ -284,27 +284,31 @@ impl MeshBvh {
     /// The closest hit with `tmin <= t <= tmax`, or `None`. An invalid ray (NaN or infinite
     /// origin or direction, `tmin > tmax`) is refused with the [`InputError`] that
     /// [`Ray::validate`] gives, as by every query of the crate.
+    #[inline]
     pub fn intersect(&self, ray: &Ray) -> Result<Option<Hit>, InputError> {
         Ok(self.intersect_counting(ray)?.0)
     }
 
     /// `true` when any triangle is hit with `tmin <= t <= tmax` (any hit: no ordering, the first
     /// hit ends the search). An invalid ray is refused, as by [`MeshBvh::intersect`].
+    #[inline]
     pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
         ray.validate()?;
         Ok(self.occluded_valid(ray))
     }
 
     /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
+    #[inline]
     pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, TraversalStats), InputError> {
         ray.validate()?;
         Ok(self.intersect_valid(ray))
     }
 
     /// [`MeshBvh::occluded`], and the nodes and leaves the query visited.
+    #[inline]
     pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
         ray.validate()?;
-        let (hit, stats) = self.trace::<true>(ray);
+        let (hit, stats) = self.trace_any(ray);
         Ok((hit.is_some(), stats))
     }
 
@@ -337,15 +341,33 @@ impl MeshBvh {
         ray.validate().is_ok() && self.occluded_valid(ray)
     }
 
-    /// The closest hit of a valid ray, and what it visited.
+    /// The closest hit of a valid ray, and what it visited. Inlined into the caller, with the
+    /// traversal out of line: the public hit is then built in the caller's registers. Returned
+    /// through two more calls, it was copied between stack slots with wider loads than the
+    /// stores that wrote it, and those loads waited on store forwarding: a sixth of a bunny
+    /// primary ray's time (`perf record -e cpu-clock`, the peer program).
+    #[inline]
     fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
-        let (hit, stats) = self.trace::<false>(ray);
+        let (hit, stats) = self.trace_closest(ray);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
     /// Any hit of a valid ray.
+    #[inline]
     fn occluded_valid(&self, ray: &Ray) -> bool {
-        self.trace::<true>(ray).0.is_some()
+        self.trace_any(ray).0.is_some()
+    }
+
+    /// The traversal of a closest-hit query, one copy in the binary.
+    #[inline(never)]
+    fn trace_closest(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace::<false>(ray)
+    }
+
+    /// The traversal of an any-hit query, one copy in the binary.
+    #[inline(never)]
+    fn trace_any(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace::<true>(ray)
     }
 
     /// A valid ray's nearest (or, with `ANY`, first) pack hit, with the mesh's triangle test
@@ -370,6 +392,7 @@ impl MeshBvh {
     /// from the pack the traversal just tested (the same f32 values as the mesh's), not from the
     /// mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
     /// sixth of a random ray's time on the bunny (perf).
+    #[inline]
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
         let [a, b, c] = self.blocks.pack(h.pack).expect("a hit's pack exists").corners(h.lane);
         let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());

@@ -34,8 +34,9 @@
 //! triangles; parry3d `TriMesh::heap_memory_size` (BVH + vertices + indices); bvh nodes + shapes.
 //!
 //! Every single-thread pass runs over the whole ray file and starts from the raw f32 records, so
-//! each library's ray set-up (inverse direction etc.) is included. Each library's result is passed
-//! through `black_box` so nothing it computes (normals, barycentrics) is optimised away. Passes are
+//! each library's ray set-up (inverse direction etc.) is included. slabtree's barycentrics and normal
+//! are passed through `black_box` so nothing it computes is optimised away (Embree writes them
+//! to its `RTCRayHit` anyway). Passes are
 //! interleaved: in round r the libraries run in an order rotated by r, and the best of the rounds
 //! is kept. A library whose first (untimed, recording) pass is slow gets fewer timed passes so the
 //! run stays short; the table marks those with the pass count in brackets.
@@ -183,7 +184,13 @@ struct Slab(MeshBvh);
 impl Tracer for Slab {
     #[inline]
     fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
-        black_box(self.0.intersect(&slab_ray(r)).expect(VALID)).map(|h| (h.t, h.triangle))
+        // Each computed field goes to `black_box` on its own, as a caller would store it: the
+        // whole `Result<Option<Hit>>` through `black_box` made the compiler copy it between stack
+        // slots with loads wider than the stores that wrote it, and time those stalls as ours.
+        let h = self.0.intersect(&slab_ray(r)).expect(VALID)?;
+        black_box((h.u, h.v));
+        black_box(h.normal);
+        Some((h.t, h.triangle))
     }
     #[inline]
     fn occluded(&self, r: &RawRay) -> bool {
@@ -937,7 +944,9 @@ fn run_scene(
             kind: set.kind,
             n,
             reference,
-            st: (0..7).map(|l| Timing { best: best[l], passes: done[l], count: counts[l], active: active[l] }).collect(),
+            st: (0..7)
+                .map(|l| Timing { best: best[l], passes: done[l], count: counts[l], active: active[l] })
+                .collect(),
             mt,
             foreign,
         });
@@ -952,10 +961,8 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
         return Err(format!("MESH_PROFILE={spec}: expected LIB:SCENE:KIND[:PASSES]"));
     };
     let passes: usize = rest.first().map_or(Ok(1), |p| p.parse()).map_err(|e| format!("passes: {e}"))?;
-    let (scene, file) =
-        SCENES.iter().find(|(s, _)| s == scene).ok_or_else(|| format!("unknown scene {scene}"))?;
-    let kind: &'static str =
-        KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
+    let (scene, file) = SCENES.iter().find(|(s, _)| s == scene).ok_or_else(|| format!("unknown scene {scene}"))?;
+    let kind: &'static str = KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
     let mesh = slabtree::load_mesh(dir.join(file)).map_err(|e| e.to_string())?;
     let set = load_rays(dir, scene, kind)?;
     let run = |t: &dyn Passes| {
@@ -967,7 +974,8 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
         "slabtree-wt" => run(&build_slab(&mesh, TriangleTest::Watertight).0),
         "embree" | "embree-robust" => {
             // With MESH_EMBREE_VERBOSE, Embree prints its build's statistics (node counts, SAH).
-            let device = if std::env::var_os("MESH_EMBREE_VERBOSE").is_some() { Device::debug() } else { Device::new() };
+            let device =
+                if std::env::var_os("MESH_EMBREE_VERBOSE").is_some() { Device::debug() } else { Device::new() };
             let flags = if *lib == "embree" { SceneFlags::NONE } else { SceneFlags::ROBUST };
             let s = embree_scene(&device, &mesh, flags);
             let (committed, _, _) = embree_commit(&s);
@@ -983,10 +991,8 @@ fn main() {
     let dir = match args.peek() {
         Some(a) if Path::new(a).is_dir() => PathBuf::from(args.next().unwrap()),
         // The shared scenes sit beside the repository: `../shared/scenes` from its root.
-        _ => std::env::var_os("SLABTREE_SCENES").map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes"),
-            PathBuf::from,
-        ),
+        _ => std::env::var_os("SLABTREE_SCENES")
+            .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes"), PathBuf::from),
     };
     let picked: Vec<String> = args.collect();
     if let Some(bad) = picked.iter().find(|p| !SCENES.iter().any(|(s, _)| s == p)) {

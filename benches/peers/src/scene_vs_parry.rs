@@ -134,7 +134,9 @@ impl SlabtreeRun {
             Ok("wide") => scene.set_ray_tree(slabtree::RayTree::Wide),
             _ => {}
         }
-        let ids = (0..n).map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64, slabtree::Scene::ALL).unwrap()).collect();
+        let ids = (0..n)
+            .map(|i| scene.add(bvhs[i % 3].clone(), s.transform(i), i as u64, slabtree::Scene::ALL).unwrap())
+            .collect();
         scene.rebuild();
         SlabtreeRun { s, scene, ids, visible: Vec::new(), n }
     }
