@@ -509,12 +509,11 @@ struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
 impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     #[inline(always)]
     fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
-        // An empty slot is a leaf reference too; no input should make it reach here (its box is
-        // empty), but a checked lookup keeps even a NaN plane from panicking.
         self.tested += 1;
-        if let Some(p) = self.blocks.pack(index)
-            && let Some((prim, t, h)) = self.leaf.test(index, p, *tmax)
-        {
+        // SAFETY: the traversal visits only leaf references read from this BVH's nodes, and never
+        // an empty slot's (see `Blocks::pack_unchecked`).
+        let p = unsafe { self.blocks.pack_unchecked(index) };
+        if let Some((prim, t, h)) = self.leaf.test(index, p, *tmax) {
             self.best = Some((prim, h));
             if ANY {
                 return false;
