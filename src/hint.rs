@@ -14,9 +14,9 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
     let _ = ptr;
 }
 
-/// Prefetches a record of up to 256 bytes (an 8-wide node, a triangle pack) by its lines 0 and 2 only: the
-/// adjacent-line prefetcher brings in their pairs, and each prefetch instruction costs issue slots
-/// that cache-resident scenes (Sponza) feel.
+/// Prefetches a record of up to 256 bytes (an 8-wide node, a triangle pack) by its lines 0 and 2
+/// only: the adjacent-line prefetcher brings in their pairs, and each prefetch instruction costs
+/// issue slots that cache-resident scenes (Sponza) feel.
 #[inline(always)]
 pub(crate) fn prefetch_wide<T>(ptr: *const T) {
     prefetch(ptr);

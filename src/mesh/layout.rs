@@ -64,15 +64,13 @@ pub(crate) struct Blocks {
 }
 
 impl Blocks {
-    /// The node starting at block `at`. Panics when `at` leaves no room for a node.
-    #[inline(always)]
+    /// The node starting at block `at`. Panics when `at` leaves no room for a node. (The
+    /// traversal reads nodes through [`Blocks::node_unchecked`].)
     pub(crate) fn node(&self, at: u32) -> &Node8 {
-        // One range check, as the traversal's hot path wants.
         node_in(&self.blocks[at as usize..at as usize + NODE_BLOCKS])
     }
 
     /// The pack starting at block `at`, or `None` when `at` leaves no room for one.
-    #[inline(always)]
     pub(crate) fn pack(&self, at: u32) -> Option<&TriPack> {
         let b = self.blocks.get(at as usize..at as usize + PACK_BLOCKS)?;
         // SAFETY: 5 blocks, 32-aligned, of plain data, which is a valid `TriPack`.
@@ -124,9 +122,7 @@ impl Blocks {
         }
         (nodes, packs)
     }
-}
 
-impl Blocks {
     /// The node starting at block `at`, without a range check: for the traversal, which only
     /// follows references read from the nodes themselves (a range check on every node and pack
     /// was 3 of a Sponza shadow ray's 85 instructions per visit).
@@ -158,9 +154,9 @@ impl Blocks {
 
 impl NodeStore for Blocks {
     #[inline(always)]
-    fn node(&self, index: u32) -> &Node8 {
-        // SAFETY: the traversal asks only for nodes that references of this array name (the
-        // root, block 0, exists whenever the traversal starts: it checks for an empty array).
+    unsafe fn node(&self, index: u32) -> &Node8 {
+        // SAFETY: `NodeStore::node`'s contract (the root, or a reference read from this array's
+        // nodes) is `node_unchecked`'s.
         unsafe { self.node_unchecked(index) }
     }
 }

@@ -156,7 +156,8 @@ impl MeshBvh {
             let active = dist.simd_le(tmax).to_bitmask() & !done;
             if active != 0 {
                 if c.is_leaf() {
-                    // A checked lookup, as in the single-ray visitor: an empty slot holds no pack.
+                    // A checked lookup (the single-ray loop reads packs unchecked): an empty slot
+                    // holds no pack.
                     let p = self.blocks.pack(c.index()).unwrap_or(&TriPack::EMPTY);
                     let mut m = active;
                     while m != 0 {

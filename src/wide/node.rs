@@ -24,13 +24,17 @@ const _: () = assert!(std::mem::size_of::<Node8>() == 224);
 /// Where a traversal finds the node a [`ChildRef::node`] names: a slice of nodes indexed by
 /// node (the dynamic tree's copy), or the mesh BVH's block array indexed by block (`mesh/layout.rs`).
 pub(crate) trait NodeStore {
-    /// The node `index` names; panics if there is none.
-    fn node(&self, index: u32) -> &Node8;
+    /// The node `index` names.
+    ///
+    /// # Safety
+    /// `index` is the root's (`0`, in a non-empty store) or a node reference read from one of the
+    /// store's own nodes. A store may skip the range check on that promise (the mesh BVH's does).
+    unsafe fn node(&self, index: u32) -> &Node8;
 }
 
 impl NodeStore for [Node8] {
     #[inline(always)]
-    fn node(&self, index: u32) -> &Node8 {
+    unsafe fn node(&self, index: u32) -> &Node8 {
         &self[index as usize]
     }
 }

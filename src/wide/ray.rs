@@ -20,8 +20,8 @@
 //!   rather than `o·inv` rounded outward per axis and side, keeps eight vectors live per ray
 //!   instead of eleven, and the triangle tests between node tests spill less. The fused form
 //!   needs a real fused multiply-add (`target_feature = "fma"`) and finite products; a ray
-//!   without them (a direction component of
-//!   0, an origin so far out that `o·inv` overflows) is tested in the exact form.
+//!   without them (a direction component of 0, an origin so far out that `o·inv` overflows) is
+//!   tested in the exact form.
 
 use glam::Vec3A;
 use wide::f32x8;
@@ -34,8 +34,8 @@ pub(crate) trait NodeTest {
     /// The lanes of `node` the ray enters within `[tmin, tmax]` (as `SlabInterval::is_hit`), as
     /// a bit mask, and every lane's entry distance, never later than the exact one. Empty lanes
     /// enter at `+inf` and are never in the mask. (The fused form may also report a lane whose
-    /// planes overflow to infinity, entered at `+inf`: conservative, never a wrong cull.) `INFLATE` grows the planes by a swept box (only
-    /// [`Ray8`] supports it).
+    /// planes overflow to infinity, entered at `+inf`: conservative, never a wrong cull.)
+    /// `INFLATE` grows the planes by a swept box (only [`Ray8`] supports it).
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8);
 }
 
@@ -137,13 +137,14 @@ impl FusedRay8 {
         }
         let (o, inv) = (ray.origin(), ray.inv_dir());
         let p = o * inv;
-        // The absolute term covers a product that rounds into the subnormal range.
-        let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
-        // One check for all: a sum is finite only if every term is (it can also overflow for
-        // finite terms, and such a ray takes the exact form, which is always correct).
-        if !(inv + p).is_finite() || !widen.is_finite() {
+        // One check for both: a sum is finite only if every term is (it can also overflow for
+        // finite terms, and such a ray takes the exact form, which is always correct). `Δ` of a
+        // finite `p` is finite.
+        if !(inv + p).is_finite() {
             return None;
         }
+        // The absolute term covers a product that rounds into the subnormal range.
+        let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
         let (near_row, far_row) = plane_rows(ray);
         Some(FusedRay8 {
             inv_dir: splat3(inv),

@@ -94,8 +94,9 @@ impl EntryStack for Vec<Entry> {
     }
 }
 
-/// Walks `nodes` (the root is the node that [`ChildRef::node`]`(0)` names) along `ray` from `tmin` to `tmax`, handing `leaves` every leaf
-/// whose box the ray enters before the current `tmax`, and returns the nodes visited.
+/// Walks `nodes` (the root is the node that [`ChildRef::node`]`(0)` names, and must exist) along
+/// `ray` from `tmin` to `tmax`, handing `leaves` every leaf whose box the ray enters before the
+/// current `tmax`, and returns the nodes visited.
 ///
 /// At a node with several children hit, the nearest is entered at once and the others wait on
 /// the stack, nearest on top, so leaves come roughly nearest first and a clipping visitor
@@ -131,7 +132,9 @@ pub(crate) fn closest_first<
             }
         } else {
             visits += 1;
-            let node = nodes.node(cur.index());
+            // SAFETY: `cur` is the root, which the callers check exists, or a node reference read
+            // from one of `nodes`' own nodes.
+            let node = unsafe { nodes.node(cur.index()) };
             let (mut mask, near) = ray.test::<INFLATE>(node, tmax);
             if mask != 0 {
                 let d = near.to_array();

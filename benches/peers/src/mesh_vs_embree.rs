@@ -34,11 +34,10 @@
 //! triangles; parry3d `TriMesh::heap_memory_size` (BVH + vertices + indices); bvh nodes + shapes.
 //!
 //! Every single-thread pass runs over the whole ray file and starts from the raw f32 records, so
-//! each library's ray set-up (inverse direction etc.) is included. slabtree's barycentrics and normal
-//! are passed through `black_box` so nothing it computes is optimised away (Embree writes them
-//! to its `RTCRayHit` anyway). Passes are
-//! interleaved: in round r the libraries run in an order rotated by r, and the best of the rounds
-//! is kept. A library whose first (untimed, recording) pass is slow gets fewer timed passes so the
+//! each library's ray set-up (inverse direction etc.) is included. slabtree's barycentrics and
+//! normal are passed through `black_box` so nothing it computes is optimised away (Embree writes
+//! them to its `RTCRayHit` anyway). Passes are interleaved: in round r the libraries run in an
+//! order rotated by r, and the best of the rounds is kept. A library whose first (untimed, recording) pass is slow gets fewer timed passes so the
 //! run stays short; the table marks those with the pass count in brackets.
 //!
 //! Two threads: slabtree's `intersect_batch` / `occluded_batch` and Embree's `rtcIntersect1` /
