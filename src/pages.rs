@@ -65,6 +65,28 @@ impl<T: Copy> PagedSlice<T> {
     }
 }
 
+impl<T: Copy> PagedSlice<T> {
+    /// `len` elements of all-zero bytes, advised for huge pages before they are first written.
+    ///
+    /// # Safety
+    /// All-zero bytes must be a valid `T` (plain integer and float data).
+    pub(crate) unsafe fn zeroed(len: usize) -> PagedSlice<T> {
+        let layout = Self::layout(len);
+        if layout.size() == 0 {
+            return PagedSlice { ptr: NonNull::dangling(), len };
+        }
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<T>()) else { handle_alloc_error(layout) };
+        if layout.align() >= HUGE_PAGE {
+            advise_huge_pages(raw, layout.size());
+        }
+        // SAFETY: `ptr` has room for `len` elements; zero bytes are a valid `T` by the contract.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        PagedSlice { ptr, len }
+    }
+}
+
 impl<T: Copy> Deref for PagedSlice<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {

@@ -115,8 +115,8 @@ mod tests {
             match nodes[n as usize] {
                 BuildNode::Leaf { bounds, first, count } => {
                     for it in &items[first as usize..(first + count) as usize] {
-                        seen[it.index as usize] += 1;
-                        assert!(bounds.contains(&it.bounds));
+                        seen[it.index() as usize] += 1;
+                        assert!(bounds.contains(&it.bounds()));
                     }
                 }
                 BuildNode::Inner { bounds, left, right } => {

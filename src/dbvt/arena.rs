@@ -175,12 +175,12 @@ impl<T> Dbvt<T> {
                     // Leaves come in item order, and each writes its proxy's parent link, a cache
                     // miss when proxies are many: start loading the link a few leaves ahead.
                     if let Some(ahead) =
-                        items.get(first as usize + LINK_LOOKAHEAD).map(|it| ChildRef::from_raw(it.index))
+                        items.get(first as usize + LINK_LOOKAHEAD).map(|it| ChildRef::from_raw(it.index()))
                         && ahead.is_leaf()
                     {
                         crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(ahead.index() as usize));
                     }
-                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index), &bounds);
+                    self.set_child(parent, slot, ChildRef::from_raw(items[first as usize].index()), &bounds);
                 }
                 BuildNode::Inner { bounds, left, right } => {
                     let n = node_slots.next().expect("a node slot for every internal node");

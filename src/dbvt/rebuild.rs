@@ -65,7 +65,7 @@ impl<T> Dbvt<T> {
         self.clear_arena(items.len().saturating_sub(1));
         if !built.is_empty() {
             for it in items.iter_mut() {
-                it.index = ChildRef::leaf(it.index).raw();
+                it.set_index(ChildRef::leaf(it.index()).raw());
             }
             self.emit_preorder(&built, &items, NULL, 0, 0..);
         }

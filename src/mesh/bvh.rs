@@ -189,7 +189,8 @@ impl MeshBvh {
         };
         let mut build = builder.build(&mut items);
         crate::build::rotate_passes(&mut build, options.rotation_passes);
-        let c = collapse(&build, &items, &|i| mesh.triangle(i as usize));
+        let parallel = mesh.len() > options.parallel_threshold;
+        let c = collapse(&build, &items, &|i| mesh.triangle(i as usize), parallel);
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
             blocks: c.blocks,

@@ -5,7 +5,7 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
-use super::layout::{Blocks, BlocksBuilder};
+use super::layout::{Block, Blocks, BlocksBuilder, set_child};
 use super::triangle::TriPack;
 use crate::build::{BuildItem, BuildNode};
 use crate::child::ChildRef;
@@ -18,19 +18,103 @@ pub(crate) struct Collapsed {
 }
 
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
-/// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
-pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &dyn Fn(u32) -> [glam::Vec3; 3]) -> Collapsed {
-    // A binary tree of n nodes has (n + 1) / 2 leaves, one pack each, and a wide node has at
-    // least two children: at most (n + 1) / 2 wide nodes. Both bounds only reserve address space;
-    // growing the vector instead copied the dragon's 60 MB several times.
-    let mut out = BlocksBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
-    let mut depth = 0;
-    if !build.is_empty() {
-        // The root is always a wide node, even over a single leaf, so traversal has one entry
-        // point; `emit` opens a single internal child first.
-        emit(build, items, tri, Lanes::one(0), &mut out, 1, &mut depth);
+/// a triangle's corners. Leaves of the binary tree must hold at most 4 items. With `parallel`,
+/// the subtrees below the root's and its children's wide nodes are collapsed on rayon's threads
+/// (the result is the same array, block for block).
+pub(crate) fn collapse(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
+    parallel: bool,
+) -> Collapsed {
+    if build.is_empty() {
+        return Collapsed { blocks: BlocksBuilder::with_capacity(0, 0).finish(), depth: 0 };
     }
-    Collapsed { blocks: out.finish(), depth }
+    // The root is always a wide node, even over a single leaf, so traversal has one entry point;
+    // `open` opens a single internal child first.
+    if !parallel {
+        // A binary tree of n nodes has (n + 1) / 2 leaves, one pack each, and a wide node has at
+        // least two children: at most (n + 1) / 2 wide nodes. Both bounds only reserve address
+        // space; growing the vector instead copied the dragon's 60 MB several times.
+        let mut out = BlocksBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
+        let mut depth = 0;
+        emit(build, items, tri, Lanes::one(0), &mut out, 1, &mut depth);
+        return Collapsed { blocks: out.finish(), depth };
+    }
+    let piece = emit_piece(build, items, tri, Lanes::one(0), 1, PARALLEL_LEVELS);
+    let blocks = Blocks::assemble(piece.len(), |dst| piece.place(dst, 0));
+    Collapsed { blocks, depth: piece.depth }
+}
+
+/// Wide levels whose child subtrees are collapsed in parallel: up to 64 subtrees, enough to keep
+/// two to eight threads busy although subtrees differ in size.
+const PARALLEL_LEVELS: u32 = 2;
+
+/// A run of the block array collapsed on its own: its blocks, with references counting from its
+/// own start, and the subtrees collapsed apart that follow it in the array, each with the node
+/// (a block of this run) and lane that refer to it. The array is the same as a serial collapse's:
+/// there too a node is followed by its packs and then its child subtrees in lane order.
+struct Piece {
+    blocks: BlocksBuilder,
+    subtrees: Vec<(u32, usize, Piece)>,
+    depth: u32,
+}
+
+impl Piece {
+    /// Blocks of this run and of its subtrees.
+    fn len(&self) -> usize {
+        self.blocks.len() + self.subtrees.iter().map(|(_, _, p)| p.len()).sum::<usize>()
+    }
+
+    /// Writes this run and its subtrees to the start of `dst`, which is block `base` onward of
+    /// the final array.
+    fn place(&self, dst: &mut [Block], base: u32) {
+        self.blocks.place(dst, base);
+        let mut at = self.blocks.len();
+        for (node, lane, sub) in &self.subtrees {
+            let len = sub.len();
+            set_child(dst, *node, *lane, ChildRef::node(base + at as u32));
+            sub.place(&mut dst[at..at + len], base + at as u32);
+            at += len;
+        }
+    }
+}
+
+/// Collapses the subtree under `children` into a [`Piece`]; `levels` more wide levels hand their
+/// child subtrees to rayon's threads.
+fn emit_piece(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
+    children: Lanes,
+    depth: u32,
+    levels: u32,
+) -> Piece {
+    let mut out = BlocksBuilder::with_capacity(1, 8);
+    if levels == 0 {
+        let mut max_depth = depth;
+        emit(build, items, tri, children, &mut out, depth, &mut max_depth);
+        return Piece { blocks: out, subtrees: Vec::new(), depth: max_depth };
+    }
+    let children = open(build, children);
+    let me = write_node(build, items, tri, &children, &mut out);
+    // The internal lanes, with their bounds written now and their references when placed.
+    let inner: Vec<(usize, Lanes)> = children
+        .as_slice()
+        .iter()
+        .enumerate()
+        .filter_map(|(lane, &c)| match build[c as usize] {
+            BuildNode::Inner { bounds, left, right } => {
+                out.node_mut(me).set(lane, ChildRef::node(0), &bounds);
+                Some((lane, Lanes::two(left, right)))
+            }
+            BuildNode::Leaf { .. } => None,
+        })
+        .collect();
+    let pieces = crate::par::map(&inner, 1, |&(_, lanes)| emit_piece(build, items, tri, lanes, depth + 1, levels - 1));
+    let depth = pieces.iter().map(|p| p.depth).max().unwrap_or(depth);
+    let subtrees = inner.iter().zip(pieces).map(|(&(lane, _), p)| (me, lane, p)).collect();
+    Piece { blocks: out, subtrees, depth }
 }
 
 /// The children of one wide node while it is being opened: at most 8 binary node indices, in
@@ -65,20 +149,9 @@ impl Lanes {
     }
 }
 
-/// Opens internal children (largest area first) until there are 8, writes a wide node for them,
-/// then its leaf packs, then recurses into its internal children. Returns the node's block.
-/// Recursion depth is the binary depth, which the builder bounds.
-fn emit(
-    build: &[BuildNode],
-    items: &[BuildItem],
-    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
-    mut children: Lanes,
-    out: &mut BlocksBuilder,
-    depth: u32,
-    max_depth: &mut u32,
-) -> u32 {
-    *max_depth = (*max_depth).max(depth);
-    // A node given a single internal child (the root case) opens it first.
+/// Opens internal children (largest area first) until there are 8 or only leaves remain. A
+/// single internal child (the root case) is opened first.
+fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     if children.len == 1
         && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
     {
@@ -97,19 +170,48 @@ fn emit(
         let BuildNode::Inner { left, right, .. } = build[c as usize] else { unreachable!() };
         children.split(i, left, right);
     }
+    children
+}
+
+/// Appends a wide node for `children` (opened) and then its leaf packs, so that a node's packs
+/// follow it in memory; returns the node's block. Internal lanes are left for the caller.
+fn write_node(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    children: &Lanes,
+    out: &mut BlocksBuilder,
+) -> u32 {
     let me = out.push_node();
-    // Leaves first, so that a node's packs follow it in memory; then the child nodes.
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Leaf { first, count, .. } = *node {
             let mut pack = TriPack::EMPTY;
             for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
-                pack.set(k, it.index, &tri(it.index));
+                pack.set(k, it.index(), &tri(it.index()));
             }
             let at = out.push_pack(&pack);
             out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
         }
     }
+    me
+}
+
+/// Collapses the subtree under `children` into `out`: its node, the node's packs, then its child
+/// subtrees in lane order. Returns the node's block. Recursion depth is the binary depth, which
+/// the builder bounds.
+fn emit(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    children: Lanes,
+    out: &mut BlocksBuilder,
+    depth: u32,
+    max_depth: &mut u32,
+) -> u32 {
+    *max_depth = (*max_depth).max(depth);
+    let children = open(build, children);
+    let me = write_node(build, items, tri, &children, out);
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Inner { left, right, .. } = *node {
@@ -118,4 +220,29 @@ fn emit(
         }
     }
     me
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collapse;
+    use crate::build::{BinnedSah, BuildItem};
+    use crate::math::Aabb;
+    use crate::mesh::TriMesh;
+
+    /// The parallel collapse places every subtree where the serial one writes it, with its
+    /// references moved accordingly: the two arrays are equal word for word.
+    #[test]
+    fn the_parallel_collapse_is_the_serial_one_block_for_block() {
+        for mesh in [TriMesh::uv_sphere(1.0, 96, 48), TriMesh::torus(2.0, 0.5, 7, 5), TriMesh::uv_sphere(1.0, 3, 2)] {
+            let mut items: Vec<BuildItem> =
+                (0..mesh.len()).map(|i| BuildItem::new(Aabb::from_points(mesh.triangle(i)), i as u32)).collect();
+            let builder = BinnedSah { max_leaf: 4, block: 4, ..Default::default() };
+            let build = builder.build(&mut items);
+            let tri = |i: u32| mesh.triangle(i as usize);
+            let serial = collapse(&build, &items, &tri, false);
+            let parallel = collapse(&build, &items, &tri, true);
+            assert_eq!(serial.depth, parallel.depth);
+            assert!(serial.blocks.words() == parallel.blocks.words(), "{} triangles", mesh.len());
+        }
+    }
 }

@@ -17,7 +17,7 @@
 
 use super::triangle::TriPack;
 use crate::pages::PagedSlice;
-use crate::wide::{Node8, NodeStore};
+use crate::wide::{ChildRef, Node8, NodeStore};
 
 /// 32 bytes of a node or a pack.
 #[derive(Clone, Copy)]
@@ -98,6 +98,12 @@ impl Blocks {
         self.blocks.len() * size_of::<Block>()
     }
 
+    /// Every block's words, to compare two arrays in tests.
+    #[cfg(test)]
+    pub(crate) fn words(&self) -> Vec<[u32; 8]> {
+        self.blocks.iter().map(|b| b.0).collect()
+    }
+
     /// `true` for a BVH without nodes (an empty mesh).
     pub(crate) fn is_empty(&self) -> bool {
         self.blocks.is_empty()
@@ -161,15 +167,38 @@ impl NodeStore for Blocks {
     }
 }
 
-/// Builds a [`Blocks`] by appending nodes and packs.
+/// Builds a [`Blocks`] by appending nodes and packs; or a run of one, whose references count
+/// from its own start, to be placed in a larger array ([`BlocksBuilder::place`]).
 pub(crate) struct BlocksBuilder {
     blocks: Vec<Block>,
+    /// Where each node starts, for [`BlocksBuilder::place`].
+    nodes: Vec<u32>,
 }
 
 impl BlocksBuilder {
     /// An empty array with room for about `nodes` nodes and `packs` packs.
     pub(crate) fn with_capacity(nodes: usize, packs: usize) -> Self {
-        BlocksBuilder { blocks: Vec::with_capacity(nodes * NODE_BLOCKS + packs * PACK_BLOCKS) }
+        BlocksBuilder { blocks: Vec::with_capacity(nodes * NODE_BLOCKS + packs * PACK_BLOCKS), nodes: Vec::new() }
+    }
+
+    /// Blocks so far.
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Copies these blocks to the start of `dst`, whose first block is block `base` of the
+    /// final array: every child reference of every node is moved up by `base`.
+    pub(crate) fn place(&self, dst: &mut [Block], base: u32) {
+        let dst = &mut dst[..self.blocks.len()];
+        dst.copy_from_slice(&self.blocks);
+        assert!(base as usize + dst.len() <= crate::child::MAX_INDEX as usize, "BVH larger than 2^31 blocks");
+        for &at in &self.nodes {
+            let node = node_in_mut(&mut dst[at as usize..]);
+            for c in node.child.iter_mut().filter(|c| !c.is_empty()) {
+                // The leaf bit is the top bit and indices stay below it: the sum keeps the kind.
+                *c = ChildRef::from_raw(c.raw() + base);
+            }
+        }
     }
 
     fn push<T: Copy>(&mut self, value: &T, count: usize) -> u32 {
@@ -184,7 +213,9 @@ impl BlocksBuilder {
 
     /// Appends an empty node and returns its block.
     pub(crate) fn push_node(&mut self) -> u32 {
-        self.push(&Node8::EMPTY, NODE_BLOCKS)
+        let at = self.push(&Node8::EMPTY, NODE_BLOCKS);
+        self.nodes.push(at);
+        at
     }
 
     /// Appends `pack` and returns its block.
@@ -201,4 +232,19 @@ impl BlocksBuilder {
     pub(crate) fn finish(self) -> Blocks {
         Blocks { blocks: PagedSlice::from_slice(&self.blocks) }
     }
+}
+
+impl Blocks {
+    /// An array of `len` blocks written by `fill` (see [`BlocksBuilder::place`]).
+    pub(crate) fn assemble(len: usize, fill: impl FnOnce(&mut [Block])) -> Blocks {
+        // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
+        let mut blocks = unsafe { PagedSlice::<Block>::zeroed(len) };
+        fill(&mut blocks);
+        Blocks { blocks }
+    }
+}
+
+/// Sets lane `lane` of the node at block `at` of `blocks` to refer to `child`.
+pub(crate) fn set_child(blocks: &mut [Block], at: u32, lane: usize, child: ChildRef) {
+    node_in_mut(&mut blocks[at as usize..]).child[lane] = child;
 }

@@ -55,6 +55,10 @@
 //! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
 //! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
 //!
+//! Build times: `MESH_BUILD=ROUNDS` times only the builds of slabtree and Embree 3 with one and
+//! with two threads (a rayon pool of that size; an Embree device with `threads=N`), interleaved
+//! for ROUNDS rounds, and prints best, median and slabtree's SAH cost per scene.
+//!
 //! Environment: `MESH_LIBS=embree` (only slabtree and Embree: obvhs, parry3d and bvh are neither
 //! built nor timed, and their cells read `-`; for quick before/after runs), `MESH_PASSES` (timed rounds, default 7), `MESH_BUDGET_S` (seconds of timed passes
 //! per library and ray set before passes are cut, default 4), `MESH_EMBREE_VERBOSE` (set: print
@@ -953,6 +957,91 @@ fn run_scene(
     Ok((build, results))
 }
 
+/// An Embree 3 build with `threads` worker threads (device config `threads=N`), through the C API
+/// (the `embree` crate's `Device` takes no configuration): the commit's wall time, from buffers
+/// already filled, as `embree_commit` times it.
+fn embree_build_time(mesh: &TriMesh, threads: usize, verbose: bool) -> Duration {
+    let config = std::ffi::CString::new(format!("threads={threads}{}", if verbose { ",verbose=2" } else { "" }))
+        .expect("no NUL in the config");
+    // SAFETY: the C API used as documented: every handle is created here, checked, and released
+    // before returning; the buffers are written within the item counts they were created with.
+    unsafe {
+        let device = sys::rtcNewDevice(config.as_ptr());
+        assert!(!device.is_null(), "rtcNewDevice({config:?}) failed");
+        let scene = sys::rtcNewScene(device);
+        let geom = sys::rtcNewGeometry(device, sys::RTCGeometryType::TRIANGLE);
+        let nv = mesh.positions().len();
+        let verts = sys::rtcSetNewGeometryBuffer(geom, sys::RTCBufferType::VERTEX, 0, sys::RTCFormat::FLOAT3, 12, nv)
+            .cast::<[f32; 3]>();
+        for (i, p) in mesh.positions().iter().enumerate() {
+            verts.add(i).write(p.to_array());
+        }
+        let nt = mesh.triangles().len();
+        let idx = sys::rtcSetNewGeometryBuffer(geom, sys::RTCBufferType::INDEX, 0, sys::RTCFormat::UINT3, 12, nt)
+            .cast::<[u32; 3]>();
+        for (i, t) in mesh.triangles().iter().enumerate() {
+            idx.add(i).write(*t);
+        }
+        sys::rtcCommitGeometry(geom);
+        sys::rtcAttachGeometry(scene, geom);
+        sys::rtcReleaseGeometry(geom);
+        let start = Instant::now();
+        sys::rtcCommitScene(scene);
+        let t = start.elapsed();
+        sys::rtcReleaseScene(scene);
+        sys::rtcReleaseDevice(device);
+        t
+    }
+}
+
+/// `MESH_BUILD=ROUNDS`: build times only, slabtree (rayon pool of N threads) against Embree 3
+/// (device with `threads=N`), N = 1 and 2, interleaved for ROUNDS rounds; best and median per
+/// cell, the SAH cost of slabtree's tree (with `MESH_EMBREE_VERBOSE`, Embree prints its own
+/// statistics, "total sah" among them, for its first build of each scene).
+fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String> {
+    println!("# Mesh BVH build time: slabtree against Embree 3, {rounds} interleaved rounds, best and median (ms)\n");
+    println!("| scene | triangles | threads | slabtree best | median | Embree best | median | slabtree / Embree (best) | slabtree SAH |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let verbose = std::env::var_os("MESH_EMBREE_VERBOSE").is_some();
+    let pools = [pool(1)?, pool(2)?];
+    for (scene, file) in SCENES {
+        if !picked.is_empty() && !picked.iter().any(|p| p == scene) {
+            continue;
+        }
+        let mesh = slabtree::load_mesh(dir.join(file)).map_err(|e| e.to_string())?;
+        let mut times = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]]; // [threads][lib]
+        let mut sah = 0.0;
+        for round in 0..rounds {
+            for (t, pool) in pools.iter().enumerate() {
+                // Which library goes first alternates from round to round.
+                let embree_first = round % 2 == 1;
+                let embree_time = || embree_build_time(&mesh, t + 1, verbose && round == 0);
+                let early = if embree_first { Some(embree_time()) } else { None };
+                let (bvh, slab) = pool.install(|| build_slab(&mesh, TriangleTest::MollerTrumbore));
+                sah = bvh.0.stats().sah_cost;
+                drop(bvh);
+                let embree = early.unwrap_or_else(embree_time);
+                times[t][0].push(slab.as_secs_f64() * 1e3);
+                times[t][1].push(embree.as_secs_f64() * 1e3);
+            }
+        }
+        for (t, cells) in times.iter_mut().enumerate() {
+            for v in cells.iter_mut() {
+                v.sort_by(f64::total_cmp);
+            }
+            let (sb, sm) = (cells[0][0], cells[0][cells[0].len() / 2]);
+            let (eb, em) = (cells[1][0], cells[1][cells[1].len() / 2]);
+            println!(
+                "| {scene} | {} | {} | {sb:.1} | {sm:.1} | {eb:.1} | {em:.1} | {:.2} | {sah:.2} |",
+                mesh.len(),
+                t + 1,
+                eb / sb
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `MESH_PROFILE`: one library, one scene, one ray set, `passes` passes (see the module docs).
 fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     let parts: Vec<&str> = spec.split(':').collect();
@@ -1000,6 +1089,13 @@ fn main() {
     }
     if ftz_wanted() {
         set_ftz_daz();
+    }
+    if let Some(rounds) = std::env::var("MESH_BUILD").ok().and_then(|r| r.parse().ok()) {
+        if let Err(e) = build_only(&dir, &picked, rounds) {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+        return;
     }
     if let Ok(spec) = std::env::var("MESH_PROFILE") {
         if let Err(e) = profile(&dir, &spec) {
