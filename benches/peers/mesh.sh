@@ -8,7 +8,9 @@
 #
 # Environment: MESH_LIBS=embree (slabtree and Embree only), MESH_PASSES (interleaved timed rounds,
 # default 7), MESH_BUDGET_S, MESH_FTZ, MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree.rs.
-# MESH_IR=0 skips the closing instructions-per-ray table (benches/peers/mesh_ir.sh, callgrind).
+# MESH_BUILD_ROUNDS (default 7; 0 skips it) sets the rounds of the 1- and 2-thread build table that
+# follows the main run. MESH_IR=0 skips the closing instructions-per-ray table
+# (benches/peers/mesh_ir.sh, callgrind).
 #
 # The `embree` crate links the system Embree 3 (Debian's libembree-dev); it is installed here when
 # missing, since a fresh machine does not have it. The script runs from the repository root so that
@@ -27,6 +29,14 @@ if [ -z "${EMBREE_DIR:-}" ] && ! dpkg-query -W -f='${Status}' libembree-dev 2>/d
 fi
 
 cargo run --release --manifest-path benches/peers/Cargo.toml --bin mesh_vs_embree -- "$@"
+
+# Then build times alone, slabtree against Embree with one and with two threads, interleaved
+# (MESH_BUILD_ROUNDS rounds, default 7; 0 skips it).
+if [ "${MESH_BUILD_ROUNDS:-7}" != "0" ]; then
+    echo
+    MESH_BUILD="${MESH_BUILD_ROUNDS:-7}" cargo run -q --release --manifest-path benches/peers/Cargo.toml \
+        --bin mesh_vs_embree -- "$@"
+fi
 
 # Then the instructions per ray on the bunny (callgrind; about 4 minutes; MESH_IR=0 skips it).
 if [ "${MESH_IR:-1}" != "0" ]; then

@@ -1000,7 +1000,7 @@ fn embree_build_time(mesh: &TriMesh, threads: usize, verbose: bool) -> Duration 
 /// statistics, "total sah" among them, for its first build of each scene).
 fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String> {
     println!("# Mesh BVH build time: slabtree against Embree 3, {rounds} interleaved rounds, best and median (ms)\n");
-    println!("| scene | triangles | threads | slabtree best | median | Embree best | median | slabtree / Embree (best) | slabtree SAH |");
+    println!("| scene | triangles | threads | slabtree best | median | Embree best | median | speed: Embree best / slabtree best | slabtree SAH |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     let verbose = std::env::var_os("MESH_EMBREE_VERBOSE").is_some();
     let pools = [pool(1)?, pool(2)?];
