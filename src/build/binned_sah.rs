@@ -202,15 +202,19 @@ struct Binning {
 }
 
 impl Binning {
-    /// The item's bin on `axis`.
+    /// Whether the item's bin on `axis` is below `boundary` (in `1..bins`), without computing
+    /// the bin: `bin_of(rel) < boundary` exactly when `rel >= boundary` fails, NaN included
+    /// (its bin is 0), since truncation and clamping keep every `rel` on its side of an integer
+    /// boundary inside the range.
     #[inline(always)]
-    fn bin(&self, it: &BuildItem, axis: usize) -> usize {
-        bin_of((it.centroid2()[axis] - self.base[axis]) * self.scale[axis], self.bins)
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN must come out `true`: the negation is the point
+    fn below(&self, it: &BuildItem, axis: usize, boundary: usize) -> bool {
+        let rel = (it.centroid2()[axis] - self.base[axis]) * self.scale[axis];
+        !(rel >= boundary as f32)
     }
 
-    /// The item's bins on all three axes at once: the same arithmetic as [`Binning::bin`] lane
-    /// for lane, and `trunc_int` saturates as `as i32` does (NaN to 0), so both give the same
-    /// bin. Three scalar conversions with their clamps were half of the binning loop (perf).
+    /// The item's bins on all three axes at once, as [`bin_of`] gives them: the same arithmetic
+    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). Three scalar conversions with their clamps were half of the binning loop (perf).
     #[inline(always)]
     fn bins3(&self, it: &BuildItem) -> [usize; 3] {
         let rel = (it.centroid2() - self.base) * self.scale;
@@ -267,7 +271,9 @@ impl BinnedSah {
     /// Builds over `items`, which are reordered so that every leaf covers a contiguous range.
     /// Returns no nodes for no items.
     pub fn build(&self, items: &mut [BuildItem]) -> Vec<BuildNode> {
-        let mut out = Vec::with_capacity(2 * items.len() / self.max_leaf.max(1) + 1);
+        // At most 2n - 1 nodes (leaves of one item). Reserving the bound only reserves address
+        // space; reserving less made the vector grow, and copy itself, near the end.
+        let mut out = Vec::with_capacity(2 * items.len());
         if !items.is_empty() {
             let (bounds, centroids) = self.whole_bounds(items);
             // The partitions move items between `items` and this array, level by level (see
@@ -336,7 +342,7 @@ impl BinnedSah {
             let ((), rv) = crate::par::join(
                 || self.build_into(left, left_other, home, first, depth + 1, lb, lc, out),
                 || {
-                    let mut v = Vec::new();
+                    let mut v = Vec::with_capacity(2 * right.len());
                     self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, &mut v);
                     v
                 },
@@ -480,7 +486,7 @@ impl BinnedSah {
             return Some(median_split(items, axis));
         }
         let (_, a, boundary) = best;
-        let (mid, left_centroids, right_centroids) = partition(items, scratch, |it| binning.bin(it, a) < boundary);
+        let (mid, left_centroids, right_centroids) = partition(items, scratch, |it| binning.below(it, a, boundary));
         if mid == 0 || mid == n {
             // Not a split after all (it cannot happen with bins of positive count on both
             // sides, but rounding must not make it an endless loop); `items` is untouched.
@@ -545,10 +551,9 @@ fn partition(
 }
 
 /// The bin of a centroid `rel` bins above the low end: `rel` truncated and clamped to
-/// `0..bins` (NaN to 0), as `(rel as usize).min(bins - 1)` but through `i32`, whose saturating
-/// conversion is three instructions on x86-64 where `usize`'s is a dozen. It runs three times per
-/// item per level: measured with callgrind, the `usize` cast was 9% of a tree rebuild.
-#[inline(always)]
+/// `0..bins` (NaN to 0), as `(rel as usize).min(bins - 1)`. The scalar definition that
+/// [`Binning::bins3`] and [`Binning::below`] compute faster, kept to test them against.
+#[cfg(test)]
 fn bin_of(rel: f32, bins: usize) -> usize {
     (rel as i32).clamp(0, bins as i32 - 1) as usize
 }
@@ -752,6 +757,32 @@ mod tests {
             let parallel = BinnedSah { parallel_threshold: 512, ..Default::default() }.build(&mut b);
             assert_eq!(serial, parallel);
             assert_eq!(a, b);
+        }
+    }
+
+    /// The SIMD bins and the boundary test agree with the scalar definition of a bin on every
+    /// kind of value: inside the range, on bin boundaries, outside it, huge, infinite and NaN.
+    #[test]
+    fn bins_and_the_boundary_test_agree_with_bin_of() {
+        let mut rels = vec![0.0, -0.0, 0.5, 1.0, 1.5, 15.0, 15.999, 16.0, 16.5, 63.0, 64.0, -1.0, -0.5];
+        rels.extend([3e9, -3e9, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-45]);
+        rels.extend((0..2000).map(|i| (i as f32 * 0.618_034).fract() * 80.0 - 8.0));
+        rels.extend((0..=64).map(|i| i as f32));
+        rels.extend((1..=64).map(|i| f32::from_bits((i as f32).to_bits() - 1)));
+        for bins in [2, 16, 64] {
+            let binning = Binning { base: Vec4::ZERO, scale: Vec4::new(1.0, 1.0, 1.0, 0.0), bins };
+            for chunk in rels.chunks(3) {
+                let r = [chunk[0], chunk[chunk.len() - 1], chunk[chunk.len() / 2]];
+                // min = 0 and max = r: the binned point is r itself.
+                let it = BuildItem { lo: Vec4::new(0.0, 0.0, 0.0, 0.0), hi: Vec4::new(r[0], r[1], r[2], 0.0) };
+                let b = binning.bins3(&it);
+                for a in 0..3 {
+                    assert_eq!(b[a], bin_of(r[a], bins), "rel {}", r[a]);
+                    for boundary in 1..bins {
+                        assert_eq!(binning.below(&it, a, boundary), bin_of(r[a], bins) < boundary, "rel {}", r[a]);
+                    }
+                }
+            }
         }
     }
 

@@ -108,12 +108,16 @@ fn emit_piece(
     depth: u32,
     levels: u32,
 ) -> Piece {
-    let mut out = BlocksBuilder::with_capacity(1, 8);
     if levels == 0 {
+        // Room for the subtree's packs and as many nodes (every wide node has two children or
+        // more), so the vector never grows and copies itself.
+        let leaves = leaves_under(build, &children);
+        let mut out = BlocksBuilder::with_capacity(leaves, leaves);
         let mut max_depth = depth;
         emit(build, items, tri, children, &mut out, depth, &mut max_depth);
         return Piece { blocks: out, subtrees: Vec::new(), depth: max_depth };
     }
+    let mut out = BlocksBuilder::with_capacity(1, 8);
     let children = open(build, children);
     let me = write_node(build, items, tri, &children, &mut out);
     // The internal lanes, with their bounds written now and their references when placed.
@@ -165,6 +169,19 @@ impl Lanes {
         self.child[i + 1] = b;
         self.len += 1;
     }
+}
+
+/// Leaves of the binary tree under `children`.
+fn leaves_under(build: &[BuildNode], children: &Lanes) -> usize {
+    let mut stack: Vec<u32> = children.as_slice().to_vec();
+    let mut leaves = 0;
+    while let Some(c) = stack.pop() {
+        match build[c as usize] {
+            BuildNode::Inner { left, right, .. } => stack.extend([left, right]),
+            BuildNode::Leaf { .. } => leaves += 1,
+        }
+    }
+    leaves
 }
 
 /// Opens internal children (largest area first) until there are 8 or only leaves remain. A
