@@ -5,7 +5,7 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
-use super::layout::{Block, Blocks, BlocksBuilder, set_child};
+use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::TriPack;
 use crate::build::{BuildItem, BuildNode};
 use crate::child::ChildRef;
@@ -18,9 +18,11 @@ pub(crate) struct Collapsed {
 }
 
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
-/// a triangle's corners. Leaves of the binary tree must hold at most 4 items. With `parallel`,
-/// the subtrees below the root's and its children's wide nodes are collapsed on rayon's threads
-/// (the result is the same array, block for block).
+/// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
+///
+/// The blocks are counted first, so the array is allocated once at its size and written in
+/// place. With `parallel`, the subtrees below the root's and its children's wide nodes are
+/// written on rayon's threads, each into its run of the array: the same array, block for block.
 pub(crate) fn collapse(
     build: &[BuildNode],
     items: &[BuildItem],
@@ -28,115 +30,146 @@ pub(crate) fn collapse(
     parallel: bool,
 ) -> Collapsed {
     if build.is_empty() {
-        return Collapsed { blocks: BlocksBuilder::with_capacity(0, 0).finish(), depth: 0 };
+        return Collapsed { blocks: Blocks::zeroed(0), depth: 0 };
     }
     // The root is always a wide node, even over a single leaf, so traversal has one entry point;
     // `open` opens a single internal child first.
-    if !parallel {
-        // A binary tree of n nodes has (n + 1) / 2 leaves, one pack each, and a wide node has at
-        // least two children: at most (n + 1) / 2 wide nodes. Both bounds only reserve address
-        // space; growing the vector instead copied the dragon's 60 MB several times.
-        let mut out = BlocksBuilder::with_capacity(build.len() / 2 + 1, build.len() / 2 + 1);
+    let root = Lanes::one(0);
+    // Blocks of every wide node's subtree, by the binary node it opens (see `blocks_under`).
+    let mut sizes = vec![0u32; if parallel { build.len() } else { 0 }];
+    let mut blocks = Blocks::zeroed(blocks_under(build, root, &mut sizes));
+    let mut out = blocks.writer();
+    let depth = if parallel {
+        emit_parallel(build, items, tri, root, out, &sizes, 1, PARALLEL_LEVELS)
+    } else {
         let mut depth = 0;
-        emit(build, items, tri, Lanes::one(0), &mut out, 1, &mut depth);
-        return Collapsed { blocks: out.finish(), depth };
-    }
-    let piece = emit_piece(build, items, tri, Lanes::one(0), 1, PARALLEL_LEVELS);
-    let blocks = Blocks::assemble(piece.len(), |dst| piece.place(dst, 0));
-    Collapsed { blocks, depth: piece.depth }
+        emit(build, items, tri, root, &mut out, 1, &mut depth);
+        depth
+    };
+    Collapsed { blocks, depth }
 }
 
-/// Wide levels whose child subtrees are collapsed in parallel: up to 64 subtrees, enough to keep
+/// Wide levels whose child subtrees are written in parallel: up to 64 subtrees, enough to keep
 /// two to eight threads busy although subtrees differ in size.
 const PARALLEL_LEVELS: u32 = 2;
 
-/// A run of the block array collapsed on its own: its blocks, with references counting from its
-/// own start, and the subtrees collapsed apart that follow it in the array, each with the node
-/// (a block of this run) and lane that refer to it. The array is the same as a serial collapse's:
-/// there too a node is followed by its packs and then its child subtrees in lane order.
-struct Piece {
-    blocks: BlocksBuilder,
-    subtrees: Vec<(u32, usize, Piece)>,
+/// Blocks that `emit` writes for the subtree under `children`: the same opening, counted. With a
+/// `sizes` table (one entry per binary node), the size of every child subtree is recorded at the
+/// binary node that its wide node opens.
+fn blocks_under(build: &[BuildNode], children: Lanes, sizes: &mut [u32]) -> usize {
+    let children = open(build, children);
+    let mut blocks = NODE_BLOCKS;
+    for &c in children.as_slice() {
+        blocks += match build[c as usize] {
+            BuildNode::Leaf { .. } => PACK_BLOCKS,
+            BuildNode::Inner { left, right, .. } => {
+                let size = blocks_under(build, Lanes::two(left, right), sizes);
+                if let Some(s) = sizes.get_mut(c as usize) {
+                    *s = u32::try_from(size).expect("BVH larger than 2^32 blocks");
+                }
+                size
+            }
+        };
+    }
+    blocks
+}
+
+/// Writes a wide node for `children` (opened) and then its leaf packs, so that a node's packs
+/// follow it in memory; returns the node's block. Internal lanes are left to the caller.
+fn write_node(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    children: &Lanes,
+    out: &mut BlockWriter<'_>,
+) -> u32 {
+    let me = out.push_node();
+    for (lane, &c) in children.as_slice().iter().enumerate() {
+        let node = &build[c as usize];
+        if let BuildNode::Leaf { first, count, .. } = *node {
+            let mut pack = TriPack::EMPTY;
+            for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
+                pack.set(k, it.index(), &tri(it.index()));
+            }
+            let at = out.push_pack(&pack);
+            out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
+        }
+    }
+    me
+}
+
+/// Writes the subtree under `children` into `out`: its node, the node's packs, then its child
+/// subtrees in lane order. Returns the node's block. Recursion depth is the binary depth, which
+/// the builder bounds.
+fn emit(
+    build: &[BuildNode],
+    items: &[BuildItem],
+    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    children: Lanes,
+    out: &mut BlockWriter<'_>,
     depth: u32,
-}
-
-impl Piece {
-    /// Blocks of this run and of its subtrees.
-    fn len(&self) -> usize {
-        self.blocks.len() + self.subtrees.iter().map(|(_, _, p)| p.len()).sum::<usize>()
-    }
-
-    /// Writes this run and its subtrees to the start of `dst`, which is block `base` onward of
-    /// the final array; the subtrees on rayon's threads (a serial copy of every block was a fifth
-    /// of Sponza's collapse on two threads).
-    fn place(&self, dst: &mut [Block], base: u32) {
-        let (own, mut rest) = dst.split_at_mut(self.blocks.len());
-        self.blocks.place(own, base);
-        let mut at = base + own.len() as u32;
-        let mut parts = Vec::with_capacity(self.subtrees.len());
-        for (node, lane, sub) in &self.subtrees {
-            let len = sub.len();
-            let (part, tail) = rest.split_at_mut(len);
-            set_child(own, *node, *lane, ChildRef::node(at));
-            parts.push((part, at, sub));
-            rest = tail;
-            at += len as u32;
-        }
-        place_all(&mut parts);
-    }
-}
-
-/// Places each piece in its part of the array, halves of the list on two threads.
-fn place_all(parts: &mut [(&mut [Block], u32, &Piece)]) {
-    match parts {
-        [] => {}
-        [(dst, base, piece)] => piece.place(dst, *base),
-        _ => {
-            let (a, b) = parts.split_at_mut(parts.len() / 2);
-            crate::par::join(|| place_all(a), || place_all(b));
+    max_depth: &mut u32,
+) -> u32 {
+    *max_depth = (*max_depth).max(depth);
+    let children = open(build, children);
+    let me = write_node(build, items, tri, &children, out);
+    for (lane, &c) in children.as_slice().iter().enumerate() {
+        let node = &build[c as usize];
+        if let BuildNode::Inner { left, right, .. } = *node {
+            let at = emit(build, items, tri, Lanes::two(left, right), out, depth + 1, max_depth);
+            out.node_mut(me).set(lane, ChildRef::node(at), node.bounds());
         }
     }
+    me
 }
 
-/// Collapses the subtree under `children` into a [`Piece`]; `levels` more wide levels hand their
-/// child subtrees to rayon's threads.
-fn emit_piece(
+/// [`emit`] into `out`, a run of exactly the subtree's size, with the child subtrees of `levels`
+/// more wide levels written on rayon's threads, each into its own run (sized from `sizes`).
+/// Returns the deepest wide level reached.
+#[allow(clippy::too_many_arguments)]
+fn emit_parallel(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
     children: Lanes,
+    out: BlockWriter<'_>,
+    sizes: &[u32],
     depth: u32,
     levels: u32,
-) -> Piece {
-    if levels == 0 {
-        // Room for the subtree's packs and as many nodes (every wide node has two children or
-        // more), so the vector never grows and copies itself.
-        let leaves = leaves_under(build, &children);
-        let mut out = BlocksBuilder::with_capacity(leaves, leaves);
-        let mut max_depth = depth;
-        emit(build, items, tri, children, &mut out, depth, &mut max_depth);
-        return Piece { blocks: out, subtrees: Vec::new(), depth: max_depth };
-    }
-    let mut out = BlocksBuilder::with_capacity(1, 8);
+) -> u32 {
     let children = open(build, children);
-    let me = write_node(build, items, tri, &children, &mut out);
-    // The internal lanes, with their bounds written now and their references when placed.
-    let inner: Vec<(usize, Lanes)> = children
+    let inner: Vec<(usize, u32)> = children
         .as_slice()
         .iter()
         .enumerate()
-        .filter_map(|(lane, &c)| match build[c as usize] {
-            BuildNode::Inner { bounds, left, right } => {
-                out.node_mut(me).set(lane, ChildRef::node(0), &bounds);
-                Some((lane, Lanes::two(left, right)))
-            }
-            BuildNode::Leaf { .. } => None,
-        })
+        .filter(|(_, c)| matches!(build[**c as usize], BuildNode::Inner { .. }))
+        .map(|(lane, &c)| (lane, c))
         .collect();
-    let pieces = crate::par::map(&inner, 1, |&(_, lanes)| emit_piece(build, items, tri, lanes, depth + 1, levels - 1));
-    let depth = pieces.iter().map(|p| p.depth).max().unwrap_or(depth);
-    let subtrees = inner.iter().zip(pieces).map(|(&(lane, _), p)| (me, lane, p)).collect();
-    Piece { blocks: out, subtrees, depth }
+    // This node and its packs, then one run per child subtree.
+    let own = NODE_BLOCKS + (children.len - inner.len()) * PACK_BLOCKS;
+    let mut lens = vec![own];
+    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize] as usize));
+    let mut runs = out.split(&lens).into_iter();
+    let mut head = runs.next().expect("the node's own run");
+    let me = write_node(build, items, tri, &children, &mut head);
+    debug_assert!(head.is_full());
+    let mut jobs = Vec::with_capacity(inner.len());
+    for (&(lane, c), run) in inner.iter().zip(runs) {
+        let BuildNode::Inner { bounds, left, right } = build[c as usize] else { unreachable!() };
+        head.node_mut(me).set(lane, ChildRef::node(run.next_block()), &bounds);
+        jobs.push((Lanes::two(left, right), run));
+    }
+    let depths = crate::par::map_vec(jobs, |(lanes, mut run)| {
+        if levels > 1 {
+            emit_parallel(build, items, tri, lanes, run, sizes, depth + 1, levels - 1)
+        } else {
+            let mut deepest = 0;
+            emit(build, items, tri, lanes, &mut run, depth + 1, &mut deepest);
+            debug_assert!(run.is_full());
+            deepest
+        }
+    });
+    depths.into_iter().fold(depth, u32::max)
 }
 
 /// The children of one wide node while it is being opened: at most 8 binary node indices, in
@@ -171,19 +204,6 @@ impl Lanes {
     }
 }
 
-/// Leaves of the binary tree under `children`.
-fn leaves_under(build: &[BuildNode], children: &Lanes) -> usize {
-    let mut stack: Vec<u32> = children.as_slice().to_vec();
-    let mut leaves = 0;
-    while let Some(c) = stack.pop() {
-        match build[c as usize] {
-            BuildNode::Inner { left, right, .. } => stack.extend([left, right]),
-            BuildNode::Leaf { .. } => leaves += 1,
-        }
-    }
-    leaves
-}
-
 /// Opens internal children (largest area first) until there are 8 or only leaves remain. A
 /// single internal child (the root case) is opened first.
 fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
@@ -206,55 +226,6 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
         children.split(i, left, right);
     }
     children
-}
-
-/// Appends a wide node for `children` (opened) and then its leaf packs, so that a node's packs
-/// follow it in memory; returns the node's block. Internal lanes are left for the caller.
-fn write_node(
-    build: &[BuildNode],
-    items: &[BuildItem],
-    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
-    children: &Lanes,
-    out: &mut BlocksBuilder,
-) -> u32 {
-    let me = out.push_node();
-    for (lane, &c) in children.as_slice().iter().enumerate() {
-        let node = &build[c as usize];
-        if let BuildNode::Leaf { first, count, .. } = *node {
-            let mut pack = TriPack::EMPTY;
-            for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
-                pack.set(k, it.index(), &tri(it.index()));
-            }
-            let at = out.push_pack(&pack);
-            out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
-        }
-    }
-    me
-}
-
-/// Collapses the subtree under `children` into `out`: its node, the node's packs, then its child
-/// subtrees in lane order. Returns the node's block. Recursion depth is the binary depth, which
-/// the builder bounds.
-fn emit(
-    build: &[BuildNode],
-    items: &[BuildItem],
-    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
-    children: Lanes,
-    out: &mut BlocksBuilder,
-    depth: u32,
-    max_depth: &mut u32,
-) -> u32 {
-    *max_depth = (*max_depth).max(depth);
-    let children = open(build, children);
-    let me = write_node(build, items, tri, &children, out);
-    for (lane, &c) in children.as_slice().iter().enumerate() {
-        let node = &build[c as usize];
-        if let BuildNode::Inner { left, right, .. } = *node {
-            let at = emit(build, items, tri, Lanes::two(left, right), out, depth + 1, max_depth);
-            out.node_mut(me).set(lane, ChildRef::node(at), node.bounds());
-        }
-    }
-    me
 }
 
 #[cfg(test)]

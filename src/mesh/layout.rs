@@ -13,11 +13,13 @@
 //!   then its leaves reads neighbouring lines.
 //!
 //! Every block is plain `f32`/`u32` data, so any blocks read as a node or a pack are a valid value;
-//! the references the collapse writes start a node or a pack where it wrote one.
+//! the references the collapse writes start a node or a pack where it wrote one. The collapse
+//! counts the blocks first and writes them in place through [`BlockWriter`]s, one per subtree
+//! run on another thread.
 
 use super::triangle::TriPack;
 use crate::pages::PagedSlice;
-use crate::wide::{ChildRef, Node8, NodeStore};
+use crate::wide::{Node8, NodeStore};
 
 /// 32 bytes of a node or a pack.
 #[derive(Clone, Copy)]
@@ -104,6 +106,17 @@ impl Blocks {
         self.blocks.iter().map(|b| b.0).collect()
     }
 
+    /// An array of `len` blocks, zeroed, for a [`BlockWriter`] to fill.
+    pub(crate) fn zeroed(len: usize) -> Blocks {
+        // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
+        Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed(len) } }
+    }
+
+    /// A writer over all blocks, starting at block 0.
+    pub(crate) fn writer(&mut self) -> BlockWriter<'_> {
+        BlockWriter { blocks: &mut self.blocks, base: 0, at: 0 }
+    }
+
     /// `true` for a BVH without nodes (an empty mesh).
     pub(crate) fn is_empty(&self) -> bool {
         self.blocks.is_empty()
@@ -167,84 +180,69 @@ impl NodeStore for Blocks {
     }
 }
 
-/// Builds a [`Blocks`] by appending nodes and packs; or a run of one, whose references count
-/// from its own start, to be placed in a larger array ([`BlocksBuilder::place`]).
-pub(crate) struct BlocksBuilder {
-    blocks: Vec<Block>,
-    /// Where each node starts, for [`BlocksBuilder::place`].
-    nodes: Vec<u32>,
+/// Writes nodes and packs one after the other into a run of a block array whose size is known
+/// in advance (the collapse counts it first): no vector grows, nothing is copied afterwards,
+/// and runs split off with [`BlockWriter::split`] are written on other threads. Blocks are named
+/// by their index in the whole array.
+pub(crate) struct BlockWriter<'a> {
+    blocks: &'a mut [Block],
+    /// The index in the whole array of `blocks[0]`.
+    base: u32,
+    /// The next block to write, in `blocks`.
+    at: usize,
 }
 
-impl BlocksBuilder {
-    /// An empty array with room for about `nodes` nodes and `packs` packs.
-    pub(crate) fn with_capacity(nodes: usize, packs: usize) -> Self {
-        BlocksBuilder { blocks: Vec::with_capacity(nodes * NODE_BLOCKS + packs * PACK_BLOCKS), nodes: Vec::new() }
-    }
-
-    /// Blocks so far.
-    pub(crate) fn len(&self) -> usize {
-        self.blocks.len()
-    }
-
-    /// Copies these blocks to the start of `dst`, whose first block is block `base` of the
-    /// final array: every child reference of every node is moved up by `base`.
-    pub(crate) fn place(&self, dst: &mut [Block], base: u32) {
-        let dst = &mut dst[..self.blocks.len()];
-        dst.copy_from_slice(&self.blocks);
-        assert!(base as usize + dst.len() <= crate::child::MAX_INDEX as usize, "BVH larger than 2^31 blocks");
-        for &at in &self.nodes {
-            let node = node_in_mut(&mut dst[at as usize..]);
-            for c in node.child.iter_mut().filter(|c| !c.is_empty()) {
-                // The leaf bit is the top bit and indices stay below it: the sum keeps the kind.
-                *c = ChildRef::from_raw(c.raw() + base);
-            }
-        }
-    }
-
+impl<'a> BlockWriter<'a> {
     fn push<T: Copy>(&mut self, value: &T, count: usize) -> u32 {
         debug_assert_eq!(size_of::<T>(), count * size_of::<Block>());
-        let at = self.blocks.len();
         // SAFETY: `T` (a node or a pack) is `count` blocks of plain data, 32-aligned (asserted
         // above), so its bytes read as `count` blocks.
-        let blocks = unsafe { std::slice::from_raw_parts((value as *const T).cast::<Block>(), count) };
-        self.blocks.extend_from_slice(blocks);
-        u32::try_from(at).expect("BVH larger than 2^32 blocks")
+        let src = unsafe { std::slice::from_raw_parts((value as *const T).cast::<Block>(), count) };
+        self.blocks[self.at..self.at + count].copy_from_slice(src);
+        let index = self.base as usize + self.at;
+        self.at += count;
+        assert!(index <= crate::child::MAX_INDEX as usize, "BVH larger than 2^31 blocks");
+        index as u32
     }
 
-    /// Appends an empty node and returns its block.
+    /// Writes an empty node and returns its block.
     pub(crate) fn push_node(&mut self) -> u32 {
-        let at = self.push(&Node8::EMPTY, NODE_BLOCKS);
-        self.nodes.push(at);
-        at
+        self.push(&Node8::EMPTY, NODE_BLOCKS)
     }
 
-    /// Appends `pack` and returns its block.
+    /// Writes `pack` and returns its block.
     pub(crate) fn push_pack(&mut self, pack: &TriPack) -> u32 {
         self.push(pack, PACK_BLOCKS)
     }
 
-    /// The node at block `at`, to fill in.
+    /// The node this writer wrote at block `at`, to fill in.
     pub(crate) fn node_mut(&mut self, at: u32) -> &mut Node8 {
-        node_in_mut(&mut self.blocks[at as usize..])
+        node_in_mut(&mut self.blocks[(at - self.base) as usize..])
     }
 
-    /// The finished array, copied once to its final place.
-    pub(crate) fn finish(self) -> Blocks {
-        Blocks { blocks: PagedSlice::from_slice(&self.blocks) }
+    /// The block the next write goes to.
+    pub(crate) fn next_block(&self) -> u32 {
+        self.base + self.at as u32
     }
-}
 
-impl Blocks {
-    /// An array of `len` blocks written by `fill` (see [`BlocksBuilder::place`]).
-    pub(crate) fn assemble(len: usize, fill: impl FnOnce(&mut [Block])) -> Blocks {
-        // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
-        let mut blocks = unsafe { PagedSlice::<Block>::zeroed(len) };
-        fill(&mut blocks);
-        Blocks { blocks }
+    /// Splits this run, not yet written, into consecutive runs of `lens` blocks, which add up
+    /// to its length: each can be written on another thread.
+    pub(crate) fn split(self, lens: &[usize]) -> Vec<BlockWriter<'a>> {
+        debug_assert_eq!(self.at, 0);
+        let (mut rest, mut base) = (self.blocks, self.base);
+        let mut runs = Vec::with_capacity(lens.len());
+        for &len in lens {
+            let (run, tail) = rest.split_at_mut(len);
+            runs.push(BlockWriter { blocks: run, base, at: 0 });
+            base += len as u32;
+            rest = tail;
+        }
+        assert!(rest.is_empty(), "runs do not cover the array");
+        runs
     }
-}
 
-/// Sets lane `lane` of the node at block `at` of `blocks` to refer to `child`.
-pub(crate) fn set_child(blocks: &mut [Block], at: u32, lane: usize, child: ChildRef) {
-    node_in_mut(&mut blocks[at as usize..]).child[lane] = child;
+    /// `true` once every block of the run has been written.
+    pub(crate) fn is_full(&self) -> bool {
+        self.at == self.blocks.len()
+    }
 }
