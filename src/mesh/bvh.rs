@@ -188,8 +188,8 @@ impl MeshBvh {
             block: 4,
         };
         let mut build = builder.build(&mut items);
-        crate::build::rotate_passes(&mut build, options.rotation_passes);
         let parallel = mesh.len() > options.parallel_threshold;
+        crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
         let c = collapse(&build, &items, &|i| mesh.triangle(i as usize), parallel);
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
