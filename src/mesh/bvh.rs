@@ -15,7 +15,7 @@ use super::TriMesh;
 use super::collapse::collapse;
 use super::layout::Blocks;
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
-use super::triangle::{NO_PRIM, PackHit, TriPack, TriRay};
+use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_wide;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
@@ -34,6 +34,16 @@ pub enum TriangleTest {
     /// Woop–Benthin–Wald watertight test: no ray passes between triangles that share an edge or a
     /// vertex.
     Watertight,
+}
+
+impl TriangleTest {
+    /// What this test's packs store.
+    fn pack_rows(self) -> PackRows {
+        match self {
+            TriangleTest::MollerTrumbore => PackRows::Edges,
+            TriangleTest::Watertight => PackRows::Corners,
+        }
+    }
 }
 
 /// How to build a [`MeshBvh`].
@@ -190,7 +200,8 @@ impl MeshBvh {
         let mut build = builder.build(&mut items);
         let parallel = mesh.len() > options.parallel_threshold;
         crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
-        let c = collapse(&build, &items, &|i| mesh.triangle(i as usize), parallel);
+        let rows = options.triangle_test.pack_rows();
+        let c = collapse(&build, &items, &|i| rows.rows(mesh.triangle(i as usize)), parallel);
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         MeshBvh {
             blocks: c.blocks,
@@ -223,6 +234,7 @@ impl MeshBvh {
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
         let (mesh, blocks) = (&self.mesh, &mut self.blocks);
+        let rows = self.options.triangle_test.pack_rows();
         let (node_at, pack_at) = blocks.walk();
         // The packs are rebuilt on rayon's threads, then written back in place.
         let packs = crate::par::map(&pack_at, 1024, |&at| {
@@ -230,7 +242,7 @@ impl MeshBvh {
             for lane in 0..4 {
                 if p.prim[lane] != NO_PRIM {
                     let prim = p.prim[lane];
-                    p.set(lane, prim, &mesh.triangle(prim as usize));
+                    p.set(lane, prim, &rows.rows(mesh.triangle(prim as usize)));
                 }
             }
             p
@@ -245,8 +257,10 @@ impl MeshBvh {
                 if c.is_empty() {
                     continue;
                 }
+                // A pack's bounds come from the mesh's corners, which the packs of the
+                // Möller–Trumbore test do not hold (they store edges).
                 let b = if c.is_leaf() {
-                    blocks.pack(c.index()).map_or(Aabb::EMPTY, TriPack::bounds)
+                    blocks.pack(c.index()).map_or(Aabb::EMPTY, |p| pack_bounds(mesh, p))
                 } else {
                     blocks.node(c.index()).union()
                 };
@@ -389,19 +403,25 @@ impl MeshBvh {
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
     /// plane: the f32 distance the traversal culls with loses precision when the hit is much
     /// closer to the origin than the triangle's vertices are (a cancellation of about
-    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays. The corners come
-    /// from the pack the traversal just tested (the same f32 values as the mesh's), not from the
-    /// mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
+    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays. The triangle comes
+    /// from the pack the traversal just tested (the mesh's f32 corners, or the first corner and
+    /// the edges that Möller–Trumbore tested), not from the mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
     /// sixth of a random ray's time on the bunny (perf).
     #[inline]
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
-        let [a, b, c] = self.blocks.pack(h.pack).expect("a hit's pack exists").corners(h.lane);
-        let (a64, b64, c64) = (a.as_dvec3(), b.as_dvec3(), c.as_dvec3());
-        let n = (b64 - a64).cross(c64 - a64);
+        let [a, r1, r2] = self.blocks.pack(h.pack).expect("a hit's pack exists").rows(h.lane);
+        let a64 = a.as_dvec3();
+        // The edges: the f32 edges that Möller–Trumbore packs store and test, or exact in f64
+        // from the watertight packs' corners.
+        let (e1, e2, e1_64, e2_64) = match self.options.triangle_test.pack_rows() {
+            PackRows::Edges => (r1, r2, r1.as_dvec3(), r2.as_dvec3()),
+            PackRows::Corners => (r1 - a, r2 - a, r1.as_dvec3() - a64, r2.as_dvec3() - a64),
+        };
+        let n = e1_64.cross(e2_64);
         let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
         let t = (n.dot(a64 - o) / n.dot(d)) as f32;
         let t = if t.is_finite() { t.clamp(ray.tmin, ray.tmax) } else { h.t };
-        Hit { t, triangle: prim, u: h.u, v: h.v, normal: (b - a).cross(c - a).normalize_or_zero() }
+        Hit { t, triangle: prim, u: h.u, v: h.v, normal: e1.cross(e2).normalize_or_zero() }
     }
 
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
@@ -530,6 +550,14 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     fn prefetch(&self, child: ChildRef) {
         prefetch_wide(self.blocks.block_ptr(child.index()));
     }
+}
+
+/// Bounds of a pack's triangles, from the mesh's corners.
+fn pack_bounds(mesh: &TriMesh, p: &TriPack) -> Aabb {
+    p.prim
+        .iter()
+        .filter(|&&prim| prim != NO_PRIM)
+        .fold(Aabb::EMPTY, |b, &prim| b.union(&Aabb::from_points(mesh.triangle(prim as usize))))
 }
 
 /// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return

@@ -1,8 +1,8 @@
 //! Triangle packs: up to four triangles stored SoA, tested against one ray in one set of
 //! `f32x4` operations.
 //!
-//! Two tests share the layout (the three vertices of each triangle, not edges, so that the
-//! watertight test sees bit-identical shared vertices):
+//! Two tests share the layout, three rows of four lanes per axis, and differ in what the rows
+//! hold (see [`TriPack`]):
 //!
 //! * Möller and Trumbore, "Fast, Minimum Storage Ray/Triangle Intersection" (JGT 1997): fast, but a
 //!   ray through a shared edge can fall between the two triangles by rounding.
@@ -17,7 +17,13 @@ use wide::f32x4;
 /// Marks an unused lane of a pack.
 pub(crate) const NO_PRIM: u32 = u32::MAX;
 
-/// Up to four triangles, SoA: `v[vertex][axis][lane]`, and their input indices.
+/// Up to four triangles, SoA: `v[row][axis][lane]`, and their input indices.
+///
+/// The rows are the three corners for the watertight test, which must see the bit-identical
+/// shared vertices of neighbouring triangles, and `v0`, `e1 = v1 - v0`, `e2 = v2 - v0` (rounded
+/// to f32) for Möller–Trumbore, which only ever uses the edges: Embree's `Triangle4` without its
+/// stored normal, so the edges are not recomputed at each test and the pack keeps its 160 bytes.
+/// The rows of a triangle come from [`PackRows::rows`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[repr(C, align(32))]
 pub(crate) struct TriPack {
@@ -33,34 +39,21 @@ impl TriPack {
     /// A pack with every lane unused.
     pub(crate) const EMPTY: TriPack = TriPack { v: [[[0.0; 4]; 3]; 3], prim: [NO_PRIM; 4] };
 
-    pub(crate) fn set(&mut self, lane: usize, prim: u32, verts: &[Vec3; 3]) {
+    /// Stores triangle `prim`'s `rows` (from [`PackRows::rows`]) in `lane`.
+    pub(crate) fn set(&mut self, lane: usize, prim: u32, rows: &[Vec3; 3]) {
         self.prim[lane] = prim;
-        for (k, v) in verts.iter().enumerate() {
+        for (k, v) in rows.iter().enumerate() {
             for a in 0..3 {
                 self.v[k][a][lane] = v[a];
             }
         }
     }
 
-    /// The corners of the triangle in `lane`.
+    /// The rows of the triangle in `lane`: its corners, or its first corner and two edges.
     #[inline]
-    pub(crate) fn corners(&self, lane: usize) -> [Vec3; 3] {
+    pub(crate) fn rows(&self, lane: usize) -> [Vec3; 3] {
         let v = &self.v;
         [0, 1, 2].map(|k| Vec3::new(v[k][0][lane], v[k][1][lane], v[k][2][lane]))
-    }
-
-    /// Bounds of the used lanes.
-    pub(crate) fn bounds(&self) -> crate::Aabb {
-        let mut b = crate::Aabb::EMPTY;
-        for lane in 0..4 {
-            if self.prim[lane] == NO_PRIM {
-                continue;
-            }
-            for corner in self.corners(lane) {
-                b = b.grow(corner.into());
-            }
-        }
-        b
     }
 
     #[inline(always)]
@@ -73,6 +66,26 @@ impl TriPack {
         let p = self.prim;
         let m = |i: usize| if p[i] == NO_PRIM { 0.0 } else { f32::from_bits(u32::MAX) };
         f32x4::new([m(0), m(1), m(2), m(3)])
+    }
+}
+
+/// What a pack's rows hold for each triangle (see [`TriPack`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PackRows {
+    /// `v0, v1, v2`: the watertight test.
+    Corners,
+    /// `v0, v1 - v0, v2 - v0`: Möller–Trumbore.
+    Edges,
+}
+
+impl PackRows {
+    /// The rows stored for triangle `[a, b, c]`.
+    #[inline]
+    pub(crate) fn rows(self, [a, b, c]: [Vec3; 3]) -> [Vec3; 3] {
+        match self {
+            PackRows::Corners => [a, b, c],
+            PackRows::Edges => [a, b - a, c - a],
+        }
     }
 }
 
@@ -138,20 +151,22 @@ impl TriRay {
         }
     }
 
-    /// Möller–Trumbore on four triangles: the nearest hit with `tmin <= t <= tmax`.
+    /// Möller–Trumbore on four triangles stored as edges ([`PackRows::Edges`]): the nearest hit
+    /// with `tmin <= t <= tmax`.
     ///
     /// Written with the triangle's normal `N = e1 × e2` and `R = C × d`, `C = v0 - o`, as Embree's
     /// kernels do: `den = d·N`, `u = R·e2 / den`, `v = -R·e1 / den`, `t = C·N / den` (Cramer's
     /// rule on `o + t·d = v0 + u·e1 + v·e2`). The sign of `den` is folded into the numerators so
     /// that the range tests compare against `|den|` and `|den|·t` without dividing; the division
-    /// is made only for packs with a hit.
+    /// is made only for packs with a hit, and `t` is only computed for packs that pass the edge
+    /// tests (most packs a ray reaches do not).
     #[inline(always)]
     pub(crate) fn intersect_mt(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
         let [ox, oy, oz] = self.o;
         let [dx, dy, dz] = self.d;
         let (v0x, v0y, v0z) = (p.lanes(0, 0), p.lanes(0, 1), p.lanes(0, 2));
-        let e1 = [p.lanes(1, 0) - v0x, p.lanes(1, 1) - v0y, p.lanes(1, 2) - v0z];
-        let e2 = [p.lanes(2, 0) - v0x, p.lanes(2, 1) - v0y, p.lanes(2, 2) - v0z];
+        let e1 = [p.lanes(1, 0), p.lanes(1, 1), p.lanes(1, 2)];
+        let e2 = [p.lanes(2, 0), p.lanes(2, 1), p.lanes(2, 2)];
         // Products are fused where the target has FMA (wide falls back to a multiply and an
         // add): fewer instructions, and no test here relies on exact cancellation, unlike the
         // watertight test's edge functions.
@@ -168,17 +183,15 @@ impl TriRay {
         let abs_den = den ^ sign;
         let u = dot(&r, &e2) ^ sign;
         let v = -dot(&r, &e1) ^ sign;
-        let t = dot(&c, &n) ^ sign;
         let zero = f32x4::ZERO;
         // Comparisons are false on NaN, and den = 0 (a degenerate triangle, a ray in its plane)
         // is refused, so neither ever hits.
-        let mask = p.valid()
-            & abs_den.simd_gt(zero)
-            & u.simd_ge(zero)
-            & v.simd_ge(zero)
-            & (u + v).simd_le(abs_den)
-            & t.simd_ge(abs_den * f32x4::splat(self.tmin))
-            & t.simd_le(abs_den * f32x4::splat(tmax));
+        let inside = p.valid() & abs_den.simd_gt(zero) & u.simd_ge(zero) & v.simd_ge(zero) & (u + v).simd_le(abs_den);
+        if inside.to_bitmask() == 0 {
+            return None;
+        }
+        let t = dot(&c, &n) ^ sign;
+        let mask = inside & t.simd_ge(abs_den * f32x4::splat(self.tmin)) & t.simd_le(abs_den * f32x4::splat(tmax));
         if mask.to_bitmask() == 0 {
             return None;
         }
@@ -193,7 +206,8 @@ impl TriRay {
         nearest(mask, t, u * inv, v * inv)
     }
 
-    /// Woop–Benthin–Wald watertight test on four triangles.
+    /// Woop–Benthin–Wald watertight test on four triangles stored as corners
+    /// ([`PackRows::Corners`]).
     #[inline(always)]
     pub(crate) fn intersect_watertight(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
         let [kx, ky, kz] = self.k;
