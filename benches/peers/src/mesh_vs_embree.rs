@@ -57,7 +57,7 @@
 //!
 //! Build times: `MESH_BUILD=ROUNDS` times only the builds of slabtree and Embree 3 with one and
 //! with two threads (a rayon pool of that size; an Embree device with `threads=N`), interleaved
-//! for ROUNDS rounds, and prints best, median and slabtree's SAH cost per scene.
+//! for ROUNDS rounds, and prints best, median and the SAH cost of both trees per scene.
 //!
 //! Environment: `MESH_LIBS=embree` (only slabtree and Embree: obvhs, parry3d and bvh are neither
 //! built nor timed, and their cells read `-`; for quick before/after runs), `MESH_PASSES` (timed rounds, default 7), `MESH_BUDGET_S` (seconds of timed passes
@@ -996,12 +996,17 @@ fn embree_build_time(mesh: &TriMesh, threads: usize, verbose: bool) -> Duration 
 
 /// `MESH_BUILD=ROUNDS`: build times only, slabtree (rayon pool of N threads) against Embree 3
 /// (device with `threads=N`), N = 1 and 2, interleaved for ROUNDS rounds; best and median per
-/// cell, the SAH cost of slabtree's tree (with `MESH_EMBREE_VERBOSE`, Embree prints its own
-/// statistics, "total sah" among them, for its first build of each scene).
+/// cell, and the SAH cost of both trees: `MeshBvh::stats().sah_cost`, and Embree's "total sah"
+/// from its build statistics (the same sum, node areas plus leaf areas times blocks of 4
+/// triangles over the root's), which it prints only on standard output with `verbose=2`, so a
+/// child process builds it (`embree_sah`). With `MESH_EMBREE_VERBOSE`, Embree also prints its
+/// statistics for its first build of each scene.
 fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String> {
     println!("# Mesh BVH build time: slabtree against Embree 3, {rounds} interleaved rounds, best and median (ms)\n");
-    println!("| scene | triangles | threads | slabtree best | median | Embree best | median | speed: Embree best / slabtree best | slabtree SAH |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| scene | triangles | threads | slabtree best | median | Embree best | median | speed: Embree best / slabtree best | slabtree SAH | Embree SAH |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let verbose = std::env::var_os("MESH_EMBREE_VERBOSE").is_some();
     let pools = [pool(1)?, pool(2)?];
     for (scene, file) in SCENES {
@@ -1025,6 +1030,7 @@ fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String
                 times[t][1].push(embree.as_secs_f64() * 1e3);
             }
         }
+        let embree_sah = embree_sah(dir, scene)?;
         for (t, cells) in times.iter_mut().enumerate() {
             for v in cells.iter_mut() {
                 v.sort_by(f64::total_cmp);
@@ -1032,7 +1038,7 @@ fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String
             let (sb, sm) = (cells[0][0], cells[0][cells[0].len() / 2]);
             let (eb, em) = (cells[1][0], cells[1][cells[1].len() / 2]);
             println!(
-                "| {scene} | {} | {} | {sb:.1} | {sm:.1} | {eb:.1} | {em:.1} | {:.2} | {sah:.2} |",
+                "| {scene} | {} | {} | {sb:.1} | {sm:.1} | {eb:.1} | {em:.1} | {:.2} | {sah:.2} | {embree_sah} |",
                 mesh.len(),
                 t + 1,
                 eb / sb
@@ -1040,6 +1046,25 @@ fn build_only(dir: &Path, picked: &[String], rounds: usize) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// Embree's SAH cost of `scene`, read from the build statistics that a child process running
+/// `MESH_EMBREE_SAH=scene` prints (see `build_only`).
+fn embree_sah(dir: &Path, scene: &str) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(exe)
+        .arg(dir)
+        .env("MESH_EMBREE_SAH", scene)
+        .env_remove("MESH_BUILD")
+        .output()
+        .map_err(|e| format!("running the Embree statistics child: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Embree 3.13: "  total            : sah =  10.753 (100.00%), #bytes = ..."
+    let sah = text.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("total")?.trim_start().strip_prefix(": sah =")?;
+        rest.split_whitespace().next().map(str::to_owned)
+    });
+    sah.ok_or_else(|| format!("no \"total : sah\" line in Embree's statistics for {scene}"))
 }
 
 /// `MESH_PROFILE`: one library, one scene, one ray set, `passes` passes (see the module docs).
@@ -1089,6 +1114,21 @@ fn main() {
     }
     if ftz_wanted() {
         set_ftz_daz();
+    }
+    if let Ok(scene) = std::env::var("MESH_EMBREE_SAH") {
+        // The child of `embree_sah`: one verbose Embree build, whose statistics go to stdout.
+        let Some((_, file)) = SCENES.iter().find(|(s, _)| *s == scene) else {
+            eprintln!("error: unknown scene {scene}");
+            std::process::exit(2);
+        };
+        match slabtree::load_mesh(dir.join(file)) {
+            Ok(mesh) => drop(embree_build_time(&mesh, 1, true)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        }
+        return;
     }
     if let Some(rounds) = std::env::var("MESH_BUILD").ok().and_then(|r| r.parse().ok()) {
         if let Err(e) = build_only(&dir, &picked, rounds) {
