@@ -81,8 +81,17 @@ impl<T: Copy> PagedSlice<T> {
         if layout.align() >= HUGE_PAGE {
             advise_huge_pages(raw, layout.size());
         }
-        // SAFETY: `ptr` has room for `len` elements; zero bytes are a valid `T` by the contract.
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        // Zeroed on rayon's threads, a huge page each: the first write to a page also takes its
+        // fault (and the kernel's zeroing of a huge page), which was a tenth of a two-thread
+        // Sponza build when serial.
+        let bytes = len * size_of::<T>();
+        let base = SharedPtr(raw);
+        crate::par::map_range(bytes.div_ceil(HUGE_PAGE) as u32, 1, |i| {
+            let start = i as usize * HUGE_PAGE;
+            // SAFETY: `[start, start + n)` lies in the allocation, and each piece is written by
+            // one task only; zero bytes are a valid `T` by the contract.
+            unsafe { std::ptr::write_bytes(base.get().add(start), 0, HUGE_PAGE.min(bytes - start)) };
+        });
         PagedSlice { ptr, len }
     }
 }
@@ -117,6 +126,21 @@ impl<T: Copy> Drop for PagedSlice<T> {
         }
     }
 }
+
+/// A pointer that tasks may share because each writes its own part of the memory.
+#[derive(Clone, Copy)]
+struct SharedPtr(*mut u8);
+
+impl SharedPtr {
+    fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
+// SAFETY: used only by `PagedSlice::zeroed`, whose tasks write disjoint ranges.
+unsafe impl Send for SharedPtr {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPtr {}
 
 /// Asks the kernel to back `[ptr, ptr + len)` with transparent huge pages. A hint: failure (an
 /// old kernel, THP disabled) changes nothing but speed.

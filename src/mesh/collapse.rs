@@ -5,6 +5,8 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::TriPack;
 use crate::build::{BuildItem, BuildNode};
@@ -36,8 +38,9 @@ pub(crate) fn collapse(
     // `open` opens a single internal child first.
     let root = Lanes::one(0);
     // Blocks of every wide node's subtree, by the binary node it opens (see `blocks_under`).
-    let mut sizes = vec![0u32; if parallel { build.len() } else { 0 }];
-    let mut blocks = Blocks::zeroed(blocks_under(build, root, &mut sizes));
+    let sizes: Vec<AtomicU32> = (0..if parallel { build.len() } else { 0 }).map(|_| AtomicU32::new(0)).collect();
+    let levels = if parallel { PARALLEL_LEVELS } else { 0 };
+    let mut blocks = Blocks::zeroed(blocks_under(build, root, &sizes, levels));
     let mut out = blocks.writer();
     let depth = if parallel {
         emit_parallel(build, items, tri, root, out, &sizes, 1, PARALLEL_LEVELS)
@@ -55,23 +58,25 @@ const PARALLEL_LEVELS: u32 = 2;
 
 /// Blocks that `emit` writes for the subtree under `children`: the same opening, counted. With a
 /// `sizes` table (one entry per binary node), the size of every child subtree is recorded at the
-/// binary node that its wide node opens.
-fn blocks_under(build: &[BuildNode], children: Lanes, sizes: &mut [u32]) -> usize {
+/// binary node that its wide node opens. The child subtrees of the top `levels` wide levels are
+/// counted on rayon's threads (the count walks the whole tree, as the collapse does, and was a
+/// tenth of a two-thread Sponza build when serial); each entry is written by one thread only.
+fn blocks_under(build: &[BuildNode], children: Lanes, sizes: &[AtomicU32], levels: u32) -> usize {
     let children = open(build, children);
-    let mut blocks = NODE_BLOCKS;
-    for &c in children.as_slice() {
-        blocks += match build[c as usize] {
-            BuildNode::Leaf { .. } => PACK_BLOCKS,
-            BuildNode::Inner { left, right, .. } => {
-                let size = blocks_under(build, Lanes::two(left, right), sizes);
-                if let Some(s) = sizes.get_mut(c as usize) {
-                    *s = u32::try_from(size).expect("BVH larger than 2^32 blocks");
-                }
-                size
-            }
-        };
-    }
-    blocks
+    let count = |c: u32| -> usize {
+        let BuildNode::Inner { left, right, .. } = build[c as usize] else { return PACK_BLOCKS };
+        let size = blocks_under(build, Lanes::two(left, right), sizes, levels.saturating_sub(1));
+        if let Some(s) = sizes.get(c as usize) {
+            s.store(u32::try_from(size).expect("BVH larger than 2^32 blocks"), Ordering::Relaxed);
+        }
+        size
+    };
+    let below: usize = if levels > 0 {
+        crate::par::map(children.as_slice(), 1, |&c| count(c)).into_iter().sum()
+    } else {
+        children.as_slice().iter().map(|&c| count(c)).sum()
+    };
+    NODE_BLOCKS + below
 }
 
 /// Writes a wide node for `children` (opened) and then its leaf packs, so that a node's packs
@@ -133,7 +138,7 @@ fn emit_parallel(
     tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
     children: Lanes,
     out: BlockWriter<'_>,
-    sizes: &[u32],
+    sizes: &[AtomicU32],
     depth: u32,
     levels: u32,
 ) -> u32 {
@@ -148,7 +153,7 @@ fn emit_parallel(
     // This node and its packs, then one run per child subtree.
     let own = NODE_BLOCKS + (children.len - inner.len()) * PACK_BLOCKS;
     let mut lens = vec![own];
-    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize] as usize));
+    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize].load(Ordering::Relaxed) as usize));
     let mut runs = out.split(&lens).into_iter();
     let mut head = runs.next().expect("the node's own run");
     let me = write_node(build, items, tri, &children, &mut head);
