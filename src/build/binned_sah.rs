@@ -522,10 +522,10 @@ fn merge<const B: usize>(a: &mut Table<B>, b: &Table<B>) {
 /// returns how many go left and the centroid bounds of both sides, gathered on the way. The
 /// children are built from `scratch`, so nothing is copied back: the two arrays trade places at
 /// each level, and only a leaf's items are copied home (a copy back per level was 8% of a Sponza
-/// build). Without a branch on the side: each item is written both at the next left slot and at the
-/// next right slot (from the end), and the wrong copy is overwritten by a later item (or is the
-/// same slot, for the last one). An in-place scan that swaps misplaced pairs mispredicted about
-/// one item in four and was a fifth of a Sponza build (perf).
+/// build). Without a branch on the side: each item goes to the next left slot or the next right
+/// slot (from the end), picked by a mask. An in-place scan that swaps misplaced pairs
+/// mispredicted about one item in four and was a fifth of a Sponza build (perf); writing every
+/// item to both slots (the wrong copy being overwritten later) doubled the stores.
 fn partition(
     items: &[BuildItem],
     scratch: &mut [BuildItem],
