@@ -13,7 +13,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let watertight = args.iter().any(|a| a == "--watertight");
     let passes = args.iter().position(|a| a == "--passes").map_or(5, |i| args[i + 1].parse().unwrap_or(5));
     let rotations = args.iter().position(|a| a == "--rotations").map_or(3, |i| args[i + 1].parse().unwrap_or(3));
-    let bins = args.iter().position(|a| a == "--bins").map_or(16, |i| args[i + 1].parse().unwrap_or(16));
+    let default_bins = BuildOptions::default().bins;
+    let bins =
+        args.iter().position(|a| a == "--bins").map_or(default_bins, |i| args[i + 1].parse().unwrap_or(default_bins));
     let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
     let mesh = load_mesh(files[0])?;
     let test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };

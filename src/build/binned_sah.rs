@@ -395,12 +395,14 @@ impl BinnedSah {
         if n <= EXACT_BELOW {
             return self.exact_split(items, bounds);
         }
-        let bins = self.bins.clamp(2, MAX_BINS);
+        let bins = if n > FINE_BINNING_ABOVE { self.bins } else { self.bins.min(16) }.clamp(2, MAX_BINS);
         // The bin table is initialised for every node, so size it to the bins in use: with the
         // default 16 bins, a 64-bin table made zeroing it the main cost of small nodes (measured
         // on the dynamic tree's treelet rebuilds).
         if bins <= 16 {
             self.binned_split::<16>(items, scratch, bounds, centroids, axis, bins)
+        } else if bins <= 32 {
+            self.binned_split::<32>(items, scratch, bounds, centroids, axis, bins)
         } else {
             self.binned_split::<MAX_BINS>(items, scratch, bounds, centroids, axis, bins)
         }
@@ -646,6 +648,10 @@ fn total_order_key(x: f32) -> u32 {
     let flip = ((bits as i32 >> 31) as u32 >> 1) | 0x8000_0000;
     bits ^ flip
 }
+
+/// Nodes of more items than this are binned with all of [`BinnedSah::bins`]; smaller ones with
+/// at most 16, where the bins' initialisation and sweep, not the items, are the cost.
+const FINE_BINNING_ABOVE: usize = 1024;
 
 /// Nodes of at most this many items are split by [`BinnedSah::exact_split`].
 const EXACT_BELOW: usize = 12;
