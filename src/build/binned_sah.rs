@@ -153,7 +153,7 @@ impl BuildNode {
 /// The builder's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BinnedSah {
-    /// Centroid bins per axis.
+    /// Centroid bins per axis, for nodes of more than 1024 items; smaller nodes use at most 16.
     pub bins: usize,
     /// Largest leaf. A node with more items is always split.
     pub max_leaf: usize,
