@@ -17,7 +17,7 @@ use super::layout::Blocks;
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack, TriRay};
 use crate::build::{BinnedSah, BuildItem};
-use crate::hint::prefetch_wide;
+use crate::hint::prefetch_record;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
@@ -551,7 +551,8 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     /// and pack loads. Nodes and packs share one block array, so either address is the same sum.
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
-        prefetch_wide(self.blocks.block_ptr(child.index()));
+        let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
+        prefetch_record(self.blocks.block_ptr(child.index()), len);
     }
 }
 

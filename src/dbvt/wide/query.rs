@@ -118,13 +118,14 @@ impl<T, P: RayPolicy<T>> LeafVisitor for ProxyVisitor<'_, T, P> {
         self.policy.visit(RayLeaf { id, data, t: entry, tmax: *tmax }).apply(tmax)
     }
 
-    /// Starts loading what a stacked entry will read: a wide node's first lines, or a proxy slot.
+    /// Starts loading what a stacked entry will read: a wide node's lines, or a proxy slot.
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         if child.is_leaf() {
             crate::hint::prefetch(self.tree.slots.as_ptr().wrapping_add(child.index() as usize));
         } else {
-            crate::hint::prefetch_wide(self.nodes.as_ptr().wrapping_add(child.index() as usize));
+            let node = self.nodes.as_ptr().wrapping_add(child.index() as usize);
+            crate::hint::prefetch_record(node, size_of::<Node8>());
         }
     }
 }
