@@ -83,6 +83,21 @@ impl Node {
         let p = self.planes[side][axis];
         f32x4::new([p[0], p[1], p[0], p[1]])
     }
+
+    /// Overlaps of this node's two children with `other`'s two, as a 4-bit mask: bit `2i + j`
+    /// for this node's child `i` against `other`'s child `j`, in one set of `f32x4` tests.
+    /// Touching counts, as in [`Aabb::overlaps`].
+    #[inline(always)]
+    pub(crate) fn cross_overlaps(&self, other: &Node) -> u32 {
+        let mut ok = f32x4::splat(0.0).simd_le(f32x4::splat(0.0)); // all lanes true
+        for a in 0..3 {
+            // Lanes (i, j) = (0, 0), (0, 1), (1, 0), (1, 1).
+            let [lo, hi] = [self.planes[0][a], self.planes[1][a]];
+            let (min_i, max_i) = (f32x4::new([lo[0], lo[0], lo[1], lo[1]]), f32x4::new([hi[0], hi[0], hi[1], hi[1]]));
+            ok &= min_i.simd_le(other.pair(1, a)) & other.pair(0, a).simd_le(max_i);
+        }
+        ok.to_bitmask() & 15
+    }
 }
 
 /// A ray (or a swept box's centre ray) prepared for testing node pairs, lane-splatted once per

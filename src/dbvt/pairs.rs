@@ -2,7 +2,7 @@
 //! (Bullet's `collideTT`). A stack of (subtree, subtree) pairs is descended, always splitting the
 //! larger internal side, so work follows the overlap structure rather than n².
 
-use super::node::ChildRef;
+use super::node::{BoxLanes, ChildRef};
 use super::traverse::{PairEntry, QueryStats, QueryWorkspace};
 use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::Aabb;
@@ -47,34 +47,47 @@ impl<T> Dbvt<T> {
         }
         let mut stats = QueryStats::default();
         let Some(root) = self.root else { return Ok(stats) };
-        let stack = &mut ws.pairs;
-        stack.clear();
-        stack.push(PairEntry { a: root, b: root, ab: self.root_bounds, bb: self.root_bounds });
-        while let Some(PairEntry { a, b, ab, bb }) = stack.pop() {
-            stats.nodes_visited += 1;
+        if root.is_leaf() {
+            return Ok(stats);
+        }
+        // The descent of parry's `traverse_bvtt_single_tree` with an explicit stack: a node
+        // against itself opens into each internal child against itself and, when the two
+        // children overlap, the children against each other; two overlapping subtrees open both
+        // sides at once (the four child pairs in one SIMD test); a leaf against a subtree
+        // descends the subtree with the leaf's box held (`leaf_against`). The stacks hold only
+        // node references: the boxes are read from the nodes, which hold their children's.
+        let (node_pairs, subtree) = (&mut ws.node_pairs, &mut ws.subtree);
+        node_pairs.clear();
+        node_pairs.push((root, root));
+        let mut pairs = SelfPairs { tree: self, callback: &mut callback, stats: &mut stats, subtree };
+        while let Some((a, b)) = node_pairs.pop() {
+            pairs.stats.nodes_visited += 1;
+            let na = &self.nodes[a.index() as usize];
             if a == b {
-                if a.is_leaf() {
-                    continue;
+                for c in na.child {
+                    if !c.is_leaf() {
+                        self.prefetch_node(c.index());
+                        node_pairs.push((c, c));
+                    }
                 }
-                let [(c0, b0), (c1, b1)] = self.children_of(a);
-                stack.push(PairEntry { a: c1, b: c1, ab: b1, bb: b1 });
-                stack.push(PairEntry { a: c0, b: c0, ab: b0, bb: b0 });
-                if b0.overlaps(&b1) {
-                    stack.push(PairEntry { a: c0, b: c1, ab: b0, bb: b1 });
-                }
-                continue;
-            }
-            if a.is_leaf() && b.is_leaf() {
-                stats.leaves_visited += 1;
-                let (pa, pb) = if a.index() < b.index() { (a.index(), b.index()) } else { (b.index(), a.index()) };
-                let da = self.slots[pa as usize].data.as_ref().expect("live leaf");
-                let db = self.slots[pb as usize].data.as_ref().expect("live leaf");
-                if callback(self.id_of(pa), da, self.id_of(pb), db) == PairControl::Stop {
+                let (b0, b1) = (na.bounds(0), na.bounds(1));
+                if b0.overlaps(&b1) && !pairs.cross(na.child[0], &b0, na.child[1], &b1, node_pairs) {
                     break;
                 }
                 continue;
             }
-            push_split(self, a, ab, self, b, bb, stack);
+            let nb = &self.nodes[b.index() as usize];
+            let mut mask = na.cross_overlaps(nb);
+            let mut stop = false;
+            while mask != 0 && !stop {
+                let bit = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let (i, j) = (bit >> 1, bit & 1);
+                stop = !pairs.cross(na.child[i], &na.bounds(i), nb.child[j], &nb.bounds(j), node_pairs);
+            }
+            if stop {
+                break;
+            }
         }
         Ok(stats)
     }
@@ -114,6 +127,85 @@ impl<T> Dbvt<T> {
             push_split(self, a, ab, other, b, bb, stack);
         }
         Ok(stats)
+    }
+}
+
+/// The state of one `self_pairs` query below its main loop.
+struct SelfPairs<'a, T, F> {
+    tree: &'a Dbvt<T>,
+    callback: &'a mut F,
+    stats: &'a mut QueryStats,
+    subtree: &'a mut Vec<ChildRef>,
+}
+
+impl<T, F: FnMut(ProxyId, &T, ProxyId, &T) -> PairControl> SelfPairs<'_, T, F> {
+    /// Reports one pair of distinct leaves, the lower index first. `false` to stop.
+    #[inline]
+    fn report(&mut self, x: ChildRef, y: ChildRef) -> bool {
+        self.stats.leaves_visited += 1;
+        let (pa, pb) = if x.index() < y.index() { (x.index(), y.index()) } else { (y.index(), x.index()) };
+        let tree = self.tree;
+        let da = tree.slots[pa as usize].data.as_ref().expect("live leaf");
+        let db = tree.slots[pb as usize].data.as_ref().expect("live leaf");
+        (self.callback)(tree.id_of(pa), da, tree.id_of(pb), db) == PairControl::Continue
+    }
+
+    /// Two disjoint subtrees `x` and `y` whose boxes `bx` and `by` overlap: a pair of leaves is
+    /// reported, a leaf descends the other side, and two internal nodes wait on `node_pairs`.
+    /// `false` to stop.
+    #[inline]
+    fn cross(
+        &mut self,
+        x: ChildRef,
+        bx: &Aabb,
+        y: ChildRef,
+        by: &Aabb,
+        node_pairs: &mut Vec<(ChildRef, ChildRef)>,
+    ) -> bool {
+        match (x.is_leaf(), y.is_leaf()) {
+            (true, true) => self.report(x, y),
+            (true, false) => self.leaf_against(x, bx, y),
+            (false, true) => self.leaf_against(y, by, x),
+            (false, false) => {
+                self.tree.prefetch_node(x.index());
+                self.tree.prefetch_node(y.index());
+                node_pairs.push((x, y));
+                true
+            }
+        }
+    }
+
+    /// Leaf `leaf` (box `lb`) against every leaf of the internal subtree `root` whose box
+    /// overlaps it: both children of a node in one SIMD test, the first overlapping internal
+    /// child entered and the second kept on `subtree`. `false` to stop.
+    fn leaf_against(&mut self, leaf: ChildRef, lb: &Aabb, root: ChildRef) -> bool {
+        let lanes = BoxLanes::new(lb);
+        self.subtree.clear();
+        let mut cur = root;
+        loop {
+            self.stats.nodes_visited += 1;
+            let node = &self.tree.nodes[cur.index() as usize];
+            let mut mask = lanes.test_pair(node);
+            let mut next = None;
+            while mask != 0 {
+                let c = node.child[mask.trailing_zeros() as usize];
+                mask &= mask - 1;
+                if c.is_leaf() {
+                    if !self.report(leaf, c) {
+                        return false;
+                    }
+                } else if next.is_none() {
+                    next = Some(c);
+                } else {
+                    self.tree.prefetch_node(c.index());
+                    self.subtree.push(c);
+                }
+            }
+            match next.or_else(|| self.subtree.pop()) {
+                Some(c) => cur = c,
+                None => return true,
+            }
+        }
     }
 }
 

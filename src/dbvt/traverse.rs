@@ -47,6 +47,10 @@ pub(crate) struct PairEntry {
 pub struct QueryWorkspace {
     pub(crate) stack: Vec<(ChildRef, f32)>,
     pub(crate) pairs: Vec<PairEntry>,
+    /// Self pairs: node pairs waiting (a node against itself, or two overlapping subtrees).
+    pub(crate) node_pairs: Vec<(ChildRef, ChildRef)>,
+    /// Self pairs: the nodes waiting while one leaf descends a subtree.
+    pub(crate) subtree: Vec<ChildRef>,
     /// The stack of ray casts over an 8-wide copy of the tree.
     pub(crate) wide_stack: Vec<(crate::wide::ChildRef, f32)>,
     /// The node test used by ray-like queries.

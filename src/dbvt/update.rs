@@ -192,8 +192,9 @@ impl<T> Dbvt<T> {
         crate::hint::prefetch(self.proxies.as_ptr().wrapping_add(p as usize));
     }
 
+    /// Starts loading node `n` (queries that put it on a stack, updates that will refit it).
     #[inline(always)]
-    fn prefetch_node(&self, n: u32) {
+    pub(super) fn prefetch_node(&self, n: u32) {
         crate::hint::prefetch(self.nodes.as_ptr().wrapping_add(n as usize));
     }
 
