@@ -1,6 +1,7 @@
-//! Pair queries: every overlapping pair of proxies within one tree, and between two trees
-//! (Bullet's `collideTT`). A stack of (subtree, subtree) pairs is descended, always splitting the
-//! larger internal side, so work follows the overlap structure rather than n².
+//! Pair queries: every overlapping pair of proxies within one tree (parry's
+//! `traverse_bvtt_single_tree`, see [`Dbvt::self_pairs`]), and between two trees (Bullet's
+//! `collideTT`: a stack of (subtree, subtree) pairs is descended, always splitting the larger
+//! internal side). Either way the work follows the overlap structure rather than n².
 
 use super::node::{BoxLanes, ChildRef};
 use super::traverse::{PairEntry, QueryStats, QueryWorkspace};
