@@ -3,9 +3,11 @@
 //! rotations.
 
 mod binned_sah;
+mod item;
 mod morton;
 mod rotate;
 
-pub use binned_sah::{BinnedSah, BuildItem, BuildNode};
+pub use binned_sah::{BinnedSah, BuildNode};
+pub use item::BuildItem;
 pub use morton::MortonGrid;
 pub use rotate::rotate_passes;
