@@ -14,6 +14,7 @@ use glam::{BVec4A, Vec4};
 use wide::{f32x4, i32x4};
 
 use super::item::{Bounds4, BuildItem, xyz};
+use super::small_split::{EXACT_BELOW, median_split};
 use crate::math::Aabb;
 
 /// A node of the built binary tree. Node 0 is the root; children follow in depth-first order.
@@ -125,18 +126,18 @@ impl Binning {
 /// A chosen split: the left part's size, both parts' geometry bounds (which the bins already
 /// hold) and both parts' centroid bounds (gathered while partitioning), so no child scans its
 /// items before it bins them.
-struct Split {
-    mid: usize,
-    left: Aabb,
-    right: Aabb,
-    left_centroids: Bounds4,
-    right_centroids: Bounds4,
+pub(super) struct Split {
+    pub(super) mid: usize,
+    pub(super) left: Aabb,
+    pub(super) right: Aabb,
+    pub(super) left_centroids: Bounds4,
+    pub(super) right_centroids: Bounds4,
     /// The items were moved to the other array (see [`BinnedSah::build_into`]) rather than
     /// reordered in place.
-    moved: bool,
+    pub(super) moved: bool,
 }
 
-fn bounds_of(items: &[BuildItem]) -> Bounds4 {
+pub(super) fn bounds_of(items: &[BuildItem]) -> Bounds4 {
     let mut b = Bounds4::EMPTY;
     for it in items {
         b.add_item(it);
@@ -144,7 +145,7 @@ fn bounds_of(items: &[BuildItem]) -> Bounds4 {
     b
 }
 
-fn centroid_bounds(items: &[BuildItem]) -> Bounds4 {
+pub(super) fn centroid_bounds(items: &[BuildItem]) -> Bounds4 {
     let mut b = Bounds4::EMPTY;
     for it in items {
         b.grow(it.centroid2());
@@ -157,7 +158,7 @@ impl BinnedSah {
     /// in practice) shifts instead of dividing: an integer division per candidate split was the
     /// largest single cost of small nodes (about 30 cycles each, 60 to 90 per node).
     #[inline(always)]
-    fn block_counter(&self) -> impl Fn(u32) -> f32 + Copy {
+    pub(super) fn block_counter(&self) -> impl Fn(u32) -> f32 + Copy {
         let block = self.block.max(1) as u32;
         let shift = block.is_power_of_two().then(|| block.trailing_zeros());
         move |c: u32| match shift {
@@ -463,118 +464,9 @@ fn bin_of(rel: f32, bins: usize) -> usize {
     (rel as i32).clamp(0, bins as i32 - 1) as usize
 }
 
-impl BinnedSah {
-    /// Full-sweep SAH for a handful of items: every boundary of the centroid order on every axis
-    /// (as Wald 2007 does below his binning threshold). Cheaper than a bin table at this size and
-    /// exact. Ties in centroid order are broken by index, so the result is deterministic.
-    ///
-    /// The sorts run over (key, position) pairs on the stack and the items are permuted once at
-    /// the end: sorting the items themselves, once per axis, was most of the cost of the
-    /// dynamic tree's treelet rebuilds (measured with callgrind).
-    fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
-        let n = items.len();
-        debug_assert!((2..=EXACT_BELOW).contains(&n));
-        let block_count = self.block_counter();
-        let blocks = |c: usize| block_count(c as u32);
-        let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
-        let mut best_order = [0u8; EXACT_BELOW];
-        let mut order = [0u8; EXACT_BELOW];
-        let mut right_area = [0.0f32; EXACT_BELOW + 1];
-        let mut keys = [(0u64, 0u8); EXACT_BELOW];
-        for a in 0..3 {
-            // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
-            // as integers exactly as that pair does (`total_cmp`, then the index): one compare
-            // per step instead of two loads from the items and a float total order (measured
-            // with callgrind: the sort was a sixth of a tree rebuild).
-            for (i, it) in items.iter().enumerate() {
-                keys[i] = ((total_order_key(it.centroid2()[a]) as u64) << 32 | u64::from(it.index()), i as u8);
-            }
-            for i in 1..n {
-                let (k, mut j) = (keys[i], i);
-                while j > 0 && keys[j - 1].0 > k.0 {
-                    keys[j] = keys[j - 1];
-                    j -= 1;
-                }
-                keys[j] = k;
-            }
-            for (o, k) in order.iter_mut().zip(&keys[..n]) {
-                *o = k.1;
-            }
-            let b = |i: usize| {
-                let it = &items[order[i] as usize];
-                Bounds4 { lo: it.lo, hi: it.hi }
-            };
-            let mut acc = Bounds4::EMPTY;
-            for i in (1..n).rev() {
-                acc = acc.union(&b(i));
-                right_area[i] = acc.aabb().half_area();
-            }
-            let mut acc = Bounds4::EMPTY;
-            let mut improved = false;
-            for (i, &right) in right_area.iter().enumerate().take(n).skip(1) {
-                acc = acc.union(&b(i - 1));
-                let cost = acc.aabb().half_area() * blocks(i) + right * blocks(n - i);
-                if cost < best.0 {
-                    best = (cost, a, i);
-                    improved = true;
-                }
-            }
-            if improved || a == 0 {
-                best_order = order;
-            }
-        }
-        let area = bounds.half_area();
-        let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
-        if n <= self.max_leaf && split_cost >= blocks(n) {
-            return None;
-        }
-        // Put the items in the chosen axis's order.
-        let copy: [BuildItem; EXACT_BELOW] = std::array::from_fn(|i| items[best_order[i.min(n - 1)] as usize]);
-        items.copy_from_slice(&copy[..n]);
-        // A NaN-free but degenerate sweep (all costs infinite) still splits at the middle.
-        let mid = if best.0.is_finite() { best.2 } else { n / 2 };
-        Some(split_at(items, mid))
-    }
-}
-
-/// `x`'s bits as a `u32` that orders as [`f32::total_cmp`] orders the floats: negative numbers
-/// have their magnitude bits flipped (larger magnitudes first), then the sign bit is flipped so
-/// that negatives come before positives.
-#[inline(always)]
-fn total_order_key(x: f32) -> u32 {
-    let bits = x.to_bits();
-    let flip = ((bits as i32 >> 31) as u32 >> 1) | 0x8000_0000;
-    bits ^ flip
-}
-
 /// Nodes of more items than this are binned with all of [`BinnedSah::bins`]; smaller ones with
 /// at most 16, where the bins' initialisation and sweep, not the items, are the cost.
 const FINE_BINNING_ABOVE: usize = 1024;
-
-/// Nodes of at most this many items are split by [`BinnedSah::exact_split`].
-const EXACT_BELOW: usize = 12;
-
-/// The split of items already in order at `mid`, with both sides' bounds scanned.
-fn split_at(items: &[BuildItem], mid: usize) -> Split {
-    let (l, r) = items.split_at(mid);
-    Split {
-        mid,
-        left: bounds_of(l).aabb(),
-        right: bounds_of(r).aabb(),
-        left_centroids: centroid_bounds(l),
-        right_centroids: centroid_bounds(r),
-        moved: false,
-    }
-}
-
-/// Object-median split along `axis` (ties broken by index, so the result is deterministic).
-fn median_split(items: &mut [BuildItem], axis: usize) -> Split {
-    let mid = items.len() / 2;
-    items.select_nth_unstable_by(mid, |a, b| {
-        a.centroid2()[axis].total_cmp(&b.centroid2()[axis]).then(a.index().cmp(&b.index()))
-    });
-    split_at(items, mid)
-}
 
 fn append_shifted(out: &mut Vec<BuildNode>, sub: Vec<BuildNode>) {
     let shift = out.len() as u32;
@@ -600,34 +492,6 @@ mod tests {
                 BuildItem::new(b, i as u32)
             })
             .collect()
-    }
-
-    /// The exact split's integer keys order floats exactly as `total_cmp` does.
-    #[test]
-    fn total_order_keys_order_as_total_cmp() {
-        let xs = [
-            f32::NEG_INFINITY,
-            -f32::MAX,
-            -1.5,
-            -1.0,
-            -f32::MIN_POSITIVE,
-            -1e-45,
-            -0.0,
-            0.0,
-            1e-45,
-            f32::MIN_POSITIVE,
-            1.0,
-            1.5,
-            f32::MAX,
-            f32::INFINITY,
-            f32::NAN,
-            -f32::NAN,
-        ];
-        for a in xs {
-            for b in xs {
-                assert_eq!(total_order_key(a).cmp(&total_order_key(b)), a.total_cmp(&b), "{a} vs {b}");
-            }
-        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod binned_sah;
 mod item;
 mod morton;
 mod rotate;
+mod small_split;
 
 pub use binned_sah::{BinnedSah, BuildNode};
 pub use item::BuildItem;
