@@ -32,24 +32,14 @@ pub enum NodeTest {
     Scalar,
 }
 
-/// One pending pair of subtrees of a pair query, with the bounds read from their parents.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct PairEntry {
-    pub(super) a: ChildRef,
-    pub(super) b: ChildRef,
-    pub(super) ab: Aabb,
-    pub(super) bb: Aabb,
-}
-
 /// Reusable scratch for queries: keep one per thread and pass it to every query, and queries
 /// allocate nothing once it has grown.
 #[derive(Clone, Debug, Default)]
 pub struct QueryWorkspace {
     pub(crate) stack: Vec<(ChildRef, f32)>,
-    pub(crate) pairs: Vec<PairEntry>,
-    /// Self pairs: node pairs waiting (a node against itself, or two overlapping subtrees).
+    /// Pair queries: node pairs waiting (a node against itself, or two overlapping subtrees).
     pub(crate) node_pairs: Vec<(ChildRef, ChildRef)>,
-    /// Self pairs: the nodes waiting while one leaf descends a subtree.
+    /// Pair queries: the nodes waiting while one leaf walks a subtree.
     pub(crate) subtree: Vec<ChildRef>,
     /// The stack of ray casts over an 8-wide copy of the tree.
     pub(crate) wide_stack: Vec<(crate::wide::ChildRef, f32)>,
