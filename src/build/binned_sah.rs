@@ -113,7 +113,8 @@ impl Binning {
     }
 
     /// The item's bins on all three axes at once, as [`bin_of`] gives them: the same arithmetic
-    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). Three scalar conversions with their clamps were half of the binning loop (perf).
+    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). Three scalar
+    /// conversions with their clamps were half of the binning loop (perf).
     #[inline(always)]
     fn bins3(&self, it: &BuildItem) -> [usize; 3] {
         let rel = (it.centroid2() - self.base) * self.scale;

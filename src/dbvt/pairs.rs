@@ -96,7 +96,6 @@ impl<T> Dbvt<T> {
         let (node_pairs, subtree) = (&mut ws.node_pairs, &mut ws.subtree);
         node_pairs.clear();
         let mut walk = PairWalk { a: self, b: other, same: false, callback: &mut callback, stats: &mut stats, subtree };
-        walk.stats.nodes_visited += 1;
         if self.root_bounds.overlaps(&other.root_bounds)
             && walk.cross(ra, &self.root_bounds, rb, &other.root_bounds, node_pairs)
         {

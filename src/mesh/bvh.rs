@@ -408,8 +408,9 @@ impl MeshBvh {
     /// closer to the origin than the triangle's vertices are (a cancellation of about
     /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays. The triangle comes
     /// from the pack the traversal just tested (the mesh's f32 corners, or the first corner and
-    /// the edges that Möller–Trumbore tested), not from the mesh: its index and vertex arrays are two dependent cache misses per hit, which were a
-    /// sixth of a random ray's time on the bunny (perf).
+    /// the edges that Möller–Trumbore tested), not from the mesh: its index and vertex arrays are
+    /// two dependent cache misses per hit, which were a sixth of a random ray's time on the
+    /// bunny (perf).
     #[inline]
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
         let [a, r1, r2] = self.blocks.pack(h.pack).expect("a hit's pack exists").rows(h.lane);

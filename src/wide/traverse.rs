@@ -104,9 +104,9 @@ impl EntryStack for Vec<Entry> {
 /// (closest hit) prunes early; with `ANY` (any hit, where the first hit ends the walk) they wait
 /// in lane order instead, which saves the sort, and without their entry distances: the walk ends
 /// at the first hit, so `tmax` never shrinks below an entry that passed the node test, and
-/// keeping the distances only cost a store and a reload per child (perf, Sponza shadow rays). Two children hit, the common case, take one
-/// comparison, as in Embree's BVH traversal. `INFLATE` grows every box by the swept box `ray` was
-/// made with ([`super::Ray8::new`]).
+/// keeping the distances only cost a store and a reload per child (perf, Sponza shadow rays).
+/// Two children hit, the common case, take one comparison, as in Embree's BVH traversal.
+/// `INFLATE` grows every box by the swept box `ray` was made with ([`super::Ray8::new`]).
 #[inline(always)]
 pub(crate) fn closest_first<
     const ANY: bool,
