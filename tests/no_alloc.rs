@@ -1,6 +1,6 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
 //! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, 8-ray
-//! packets, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! packets, ray streams, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
 //! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
@@ -85,7 +85,19 @@ fn ray_queries_allocate_nothing_once_warm() {
     let mut ws = QueryWorkspace::new();
     let mut hits = 0usize;
     let mut visible = Vec::new();
+    // The packets' rays as one stream, and the stream queries' answers, which keep their room.
+    // Camera rays in scan-line order follow, which the streams trace as packets.
+    let eye = Vec3A::new(-side, side / 2.0, side / 2.0);
+    let camera = (0..48 * 48).map(|i| {
+        let (x, y) = ((i % 48) as f32 / 48.0 - 0.5, (i / 48) as f32 / 48.0 - 0.5);
+        Ray::new(eye, Vec3A::new(1.0, y, x))
+    });
+    let stream: Vec<Ray> = rays.iter().flatten().copied().chain(camera).collect();
+    let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
     let mut round = |count: &mut usize| {
+        meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
+        meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
+        *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();
         for pk in &rays {
             for r in pk {
                 *count += scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some() as usize;

@@ -218,6 +218,11 @@ pub struct TraceArgs {
     #[arg(long)]
     pub any: bool,
 
+    /// Trace the rays in file order as a ray stream (`MeshBvh::intersect_stream`): coherent runs
+    /// of rays go as packets, the rest one by one. The answers are the same.
+    #[arg(long)]
+    pub packets: bool,
+
     /// Timed passes over the rays after one warm-up pass (whose answers are written); prints
     /// the best and the median rate.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]

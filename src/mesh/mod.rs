@@ -11,6 +11,7 @@ mod error;
 mod layout;
 mod packet;
 mod shapes;
+mod stream;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
 
