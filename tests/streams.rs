@@ -90,7 +90,8 @@ fn camera_rays_equal_single_rays() {
         let b = bvh.bounds().unwrap();
         let (c, d) = (Vec3::from(b.center()), (b.max - b.min).length());
         let mut seen = 0;
-        for (k, dir) in [Vec3::new(0.3, 0.4, 1.0), Vec3::new(-1.0, 0.2, 0.1), Vec3::new(0.1, -1.0, -0.2)].iter().enumerate()
+        for (k, dir) in
+            [Vec3::new(0.3, 0.4, 1.0), Vec3::new(-1.0, 0.2, 0.1), Vec3::new(0.1, -1.0, -0.2)].iter().enumerate()
         {
             let eye = c + dir.normalize() * d * 1.2;
             // Views that put the model's centre at the image centre split the image into four

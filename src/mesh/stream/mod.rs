@@ -1,0 +1,324 @@
+//! Ray streams: coherent rays traced as packets of up to 64, with the whole packet culled at each
+//! node by interval arithmetic, and the rest of the stream traced one ray at a time.
+//!
+//! The packet traversal follows the large-packet kernels of the literature:
+//!
+//! * **Interval culling** (Wald, Boulos and Shirley 2007, "Ray Tracing Deformable Scenes Using
+//!   Dynamic Bounding Volume Hierarchies"): the packet's origins and inverse directions are
+//!   bounded by intervals, and one `f32x8` test of a node's eight children against those
+//!   intervals culls every child that no ray of the packet can enter.
+//! * **First active ray** (Overbeck, Ramamoorthi and Mark 2008, "Large Ray Packets for Real-time
+//!   Whitted Ray Tracing"; Reshetov, Soupikov and Hurley 2005): a child is entered with the index
+//!   of the first ray that enters it, found by testing eight rays at a time from the parent's
+//!   first ray on. Rays before it missed the child, so they miss everything inside it, and
+//!   most children of a coherent packet are decided by the first eight rays tested.
+//! * **Exact leaves**: at a leaf, every ray from the first active one on is tested against the
+//!   leaf's box with the single-ray slab arithmetic, lane for lane, and the rays that enter it
+//!   test its triangles with the single-ray triangle test.
+//!
+//! # Why each answer equals the single-ray answer
+//!
+//! The per-ray box test is the single-ray test, operation for operation (fused or exact form,
+//! `FusedRay8` and `Ray8` in `crate::wide::ray`), with rays across the lanes instead of children.
+//! Its rounding is monotone in the planes, so a ray that enters a leaf's box enters every
+//! ancestor's box too: the packet reaches every leaf that the single ray reaches. The interval
+//! test only culls a child when, for every ray, the lower bound of its entry distance exceeds the
+//! upper bound of its exit distance; both bounds are widened by the rounding of the per-ray test
+//! (the margin is derived in [`Packet::cull_test`]). Triangles are tested by the single ray's
+//! code. What can differ is the order in which a ray meets the leaves, which matters only when
+//! two triangles give exactly the same `t`: such a ray is traced again singly, as in the 8-ray
+//! packets. So that a tie is never hidden by a box culled at the clipped `tmax` (a triangle's `t`
+//! can round to just before its box's entry distance), closest-hit packets test boxes against
+//! each ray's `tmax` raised by 2⁻¹⁶ relative; the triangle tests keep the exact `tmax`.
+
+mod packet;
+mod tiles;
+
+use super::bvh::{Hit, MeshBvh, TriangleTest};
+use super::triangle::PackHit;
+use crate::math::{BatchError, Ray, validate_rays};
+use crate::wide::{ChildRef, FixedStack};
+use packet::{PACKET, Packet, fusable};
+use tiles::{Ends, WINDOW, coherent, tile_order};
+
+/// Rays of one direction octant in a chunk below which they are traced singly.
+const MIN_PACKET: usize = 8;
+/// Stack entries of the packet traversal; as for the single ray (7 siblings per level).
+const STACK: usize = 1024;
+
+/// A packet's waiting child: the child, the first ray that enters it, and where its box is (the
+/// parent node and lane), which a leaf's rays are tested against when it is taken.
+#[derive(Clone, Copy)]
+struct Entry {
+    child: ChildRef,
+    parent: u32,
+    lane: u8,
+    first: u8,
+    last: u8,
+}
+
+/// Per ray of a packet: its nearest pack hit so far.
+type Best = [Option<(u32, PackHit)>; PACKET];
+
+impl MeshBvh {
+    /// [`MeshBvh::intersect`] of every ray of `rays`, written to `hits` (cleared first), with the
+    /// coherent ones traced as packets: each answer equals `intersect`'s exactly (triangle, `t`,
+    /// `u`, `v`, normal).
+    ///
+    /// The stream is read in chunks of 64 consecutive rays. In each chunk, the rays that share
+    /// their direction signs, and whose directions lie close together, form a packet whose every
+    /// node is tested once for all of them; the others are traced one by one. Camera rays in
+    /// scan-line or tile order, and shadow rays towards one light, are coherent; rays of random
+    /// directions are traced singly at the single-ray speed. Nothing is allocated once `hits`
+    /// has room. Refuses the whole stream, before tracing any ray, when one is invalid, naming
+    /// the first.
+    ///
+    /// ```
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// use glam::Vec3A;
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// // A 16 × 16 pinhole camera at z = 3, looking down -z.
+    /// let rays: Vec<Ray> = (0..256)
+    ///     .map(|i| {
+    ///         let (x, y) = ((i % 16) as f32 / 8.0 - 1.0, (i / 16) as f32 / 8.0 - 1.0);
+    ///         Ray::new(Vec3A::new(0.0, 0.0, 3.0), Vec3A::new(x * 0.4, y * 0.4, -1.0))
+    ///     })
+    ///     .collect();
+    /// let mut hits = Vec::new();
+    /// bvh.intersect_stream(&rays, &mut hits)?;
+    /// for (ray, hit) in rays.iter().zip(&hits) {
+    ///     assert_eq!(*hit, bvh.intersect(ray)?);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_stream(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        hits.clear();
+        hits.resize(rays.len(), None);
+        self.stream::<false, _>(rays, hits, |ray, packed| match packed {
+            // Traced alone, or met a tie in its packet.
+            None | Some((_, true)) => self.intersect_unchecked(ray),
+            Some((best, false)) => best.map(|(prim, h)| self.finish(prim, h, ray)),
+        });
+        Ok(())
+    }
+
+    /// [`MeshBvh::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
+    /// the coherent ones traced as packets as in [`MeshBvh::intersect_stream`]: each answer equals
+    /// `occluded`'s. Shadow rays from a tile of surface points to one light are the case it is
+    /// made for.
+    ///
+    /// ```
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// use glam::Vec3A;
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// let light = Vec3A::new(0.0, 5.0, 0.0);
+    /// let rays: Vec<Ray> =
+    ///     (0..64).map(|i| Ray::segment(Vec3A::new(i as f32 / 16.0 - 2.0, -3.0, 0.0), light)).collect();
+    /// let mut occluded = Vec::new();
+    /// bvh.occluded_stream(&rays, &mut occluded)?;
+    /// assert!(occluded[32]); // straight below the sphere
+    /// assert!(!occluded[0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn occluded_stream(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        occluded.clear();
+        occluded.resize(rays.len(), false);
+        self.stream::<true, _>(rays, occluded, |ray, packed| match packed {
+            None => self.occluded_unchecked(ray),
+            Some((best, _)) => best.is_some(),
+        });
+        Ok(())
+    }
+
+    /// Cuts valid `rays` into windows of [`WINDOW`] consecutive rays, regroups each window's
+    /// coherent rays into packets, and writes `answer(ray, packed)` to `out` for every ray:
+    /// `packed` is `None` for a ray to be traced alone, else the packet's pack hit for it and
+    /// whether it met a tie.
+    ///
+    /// In a window, rays are bucketed by direction octant. A bucket whose consecutive rays point
+    /// in nearly the same direction (camera rays, shadow rays towards one light) is reordered
+    /// tile by tile ([`tile_order`]), which turns the scan lines of an image into square tiles,
+    /// and cut into packets of whole tiles of at most [`PACKET`] rays; a packet whose directions
+    /// still spread too widely, and every ray of an incoherent bucket, is traced alone.
+    fn stream<const ANY: bool, T>(
+        &self,
+        rays: &[Ray],
+        out: &mut [T],
+        answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>) -> T,
+    ) {
+        let watertight = self.options.triangle_test == TriangleTest::Watertight;
+        let fused = cfg!(target_feature = "fma");
+        let mut best: Best = [None; PACKET];
+        let mut pk = Packet::new();
+        // A window's rays, by octant, as indices into `rays`; then a bucket's sort keys.
+        let mut by_octant = [0u32; WINDOW];
+        let mut sorted = [0u32; WINDOW];
+        let mut ends = Ends { at: [0; WINDOW], len: 0 };
+        for (w, window) in rays.chunks(WINDOW).enumerate() {
+            let base = w * WINDOW;
+            let mut count = [0usize; 8];
+            let octant_of = |ray: &Ray| {
+                let s = ray.sign();
+                (s[0] | s[1] << 1 | s[2] << 2) as usize
+            };
+            for (k, ray) in window.iter().enumerate() {
+                if fusable(ray) {
+                    count[octant_of(ray)] += 1;
+                } else {
+                    out[base + k] = answer(ray, None);
+                }
+            }
+            let mut start = [0usize; 8];
+            for o in 1..8 {
+                start[o] = start[o - 1] + count[o - 1];
+            }
+            let mut next = start;
+            for (k, ray) in window.iter().enumerate() {
+                if fusable(ray) {
+                    let o = octant_of(ray);
+                    by_octant[next[o]] = (base + k) as u32;
+                    next[o] += 1;
+                }
+            }
+            for o in 0..8 {
+                let bucket = &mut by_octant[start[o]..start[o] + count[o]];
+                let sorted = &mut sorted[..bucket.len()];
+                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, &mut ends) {
+                    for &i in bucket.iter() {
+                        out[i as usize] = answer(&rays[i as usize], None);
+                    }
+                    continue;
+                }
+                let mut from = 0;
+                for &end in &ends.at[..ends.len] {
+                    let idx = &bucket[from..end as usize];
+                    from = end as usize;
+                    if idx.len() < MIN_PACKET || !coherent(rays, idx) {
+                        for &i in idx {
+                            out[i as usize] = answer(&rays[i as usize], None);
+                        }
+                        continue;
+                    }
+                    let ties = if fused {
+                        pk.load::<true>(rays, idx);
+                        self.trace_packet::<ANY, true>(&mut pk, watertight, &mut best)
+                    } else {
+                        pk.load::<false>(rays, idx);
+                        self.trace_packet::<ANY, false>(&mut pk, watertight, &mut best)
+                    };
+                    for (k, &i) in idx.iter().enumerate() {
+                        out[i as usize] = answer(&rays[i as usize], Some((best[k], ties & (1 << k) != 0)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Traces the loaded packet: each ray's nearest (or, with `ANY`, first) pack hit in `best`,
+    /// and the rays that met an exact tie between two triangles (to be traced again singly).
+    fn trace_packet<const ANY: bool, const FUSED: bool>(
+        &self,
+        pk: &mut Packet,
+        watertight: bool,
+        best: &mut Best,
+    ) -> u64 {
+        best[..pk.n].fill(None);
+        let mut ties = 0u64;
+        if self.blocks.is_empty() {
+            return ties;
+        }
+        let mut stack = FixedStack::<Entry, STACK>::new();
+        let mut cur = Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8 };
+        loop {
+            let (first, last) = (cur.first as usize, cur.last as usize);
+            if cur.child.is_leaf() {
+                // SAFETY: `parent` is a node that held this leaf reference.
+                let parent = unsafe { self.blocks.node_unchecked(cur.parent) };
+                let planes = pk.planes(parent, cur.lane as usize);
+                // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the
+                // cull test never passes one).
+                let p = unsafe { self.blocks.pack_unchecked(cur.child.index()) };
+                let mut hit = false;
+                for g in first / 8..=last / 8 {
+                    let active = pk.active(g, first, last);
+                    if active == 0 {
+                        continue;
+                    }
+                    let entered =
+                        if ANY { pk.enter::<FUSED, false>(&planes, g) } else { pk.enter::<FUSED, true>(&planes, g) };
+                    let mut m = entered & active;
+                    while m != 0 {
+                        let r = g * 8 + m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        let tmax = pk.tmax_of(r);
+                        let tr = pk.tri_ray(r, watertight);
+                        let h = if watertight { tr.intersect_watertight(p, tmax) } else { tr.intersect_mt(p, tmax) };
+                        if let Some(mut h) = h {
+                            h.pack = cur.child.index();
+                            if ANY {
+                                best[r] = Some((p.prim[h.lane], h));
+                                pk.live &= !(1u64 << r);
+                                continue;
+                            }
+                            if best[r].is_some() && h.t == tmax {
+                                ties |= 1 << r;
+                            }
+                            best[r] = Some((p.prim[h.lane], h));
+                            pk.clip(r, h.t);
+                            hit = true;
+                        }
+                    }
+                }
+                if ANY && pk.live == 0 {
+                    break;
+                }
+                if hit {
+                    pk.clipped();
+                }
+            } else {
+                // SAFETY: the root, or a node reference read from this BVH's nodes.
+                let node = unsafe { self.blocks.node_unchecked(cur.child.index()) };
+                let (mut mask, key) = pk.cull_test(node);
+                let key = key.to_array();
+                let mut found = [(cur, 0.0f32); 8];
+                let mut n = 0;
+                while mask != 0 {
+                    let l = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    if let Some((lo, hi)) = if ANY {
+                        pk.entering::<FUSED, false>(&pk.planes(node, l), first, last)
+                    } else {
+                        pk.entering::<FUSED, true>(&pk.planes(node, l), first, last)
+                    } {
+                        let (child, parent) = (node.child[l], cur.child.index());
+                        let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8 };
+                        // Far to near by insertion, so the nearest is taken first.
+                        let mut j = n;
+                        while !ANY && j > 0 && found[j - 1].1 < key[l] {
+                            found[j] = found[j - 1];
+                            j -= 1;
+                        }
+                        found[j] = (e, key[l]);
+                        n += 1;
+                    }
+                }
+                if n > 0 {
+                    for &(e, _) in &found[..n - 1] {
+                        let len = if e.child.is_leaf() { 160 } else { 224 };
+                        crate::hint::prefetch_record(self.blocks.block_ptr(e.child.index()), len);
+                        stack.push(e);
+                    }
+                    cur = found[n - 1].0;
+                    continue;
+                }
+            }
+            match stack.pop() {
+                Some(e) => cur = e,
+                None => break,
+            }
+        }
+        ties
+    }
+}

@@ -1,0 +1,320 @@
+//! A packet's rays laid out for the node tests, eight to a vector, and the two tests: the
+//! interval test of the whole packet against a node's children, and each ray's own slab test of a
+//! child (see the parent module for why the two together give the single ray's answers).
+
+use wide::f32x8;
+
+use crate::math::{FAR_PAD, Ray};
+use crate::mesh::triangle::TriRay;
+use crate::wide::Node8;
+
+/// Rays in a packet at most.
+pub(super) const PACKET: usize = 64;
+const GROUPS: usize = PACKET / 8;
+/// Relative margin of the interval bounds (64 units of f32 roundoff; see `Packet::cull_test`).
+const REL_MARGIN: f32 = 64.0 * f32::EPSILON * 0.5;
+/// Relative margin by which a leaf's rays' `tmax` is raised when ties are looked for (see
+/// [`Packet::enter`]): 2⁻¹⁶, far above the few roundings of a triangle test's `t`.
+const TIE_MARGIN: f32 = 1.0 / 65536.0;
+
+/// One value per ray of a packet, 32-byte aligned so that each group of eight loads as one
+/// vector.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct Lanes([f32; PACKET]);
+
+impl Lanes {
+    const ZERO: Lanes = Lanes([0.0; PACKET]);
+
+    /// Rays `8g..8g + 8`.
+    #[inline(always)]
+    fn group(&self, g: usize) -> f32x8 {
+        debug_assert!(g < GROUPS);
+        // SAFETY: `Lanes` is 32-byte aligned and `g < GROUPS`, so the 8 floats at `8g` are an
+        // aligned, in-bounds `f32x8` (whose layout is `[f32; 8]`).
+        unsafe { *self.0.as_ptr().add(g * 8).cast::<f32x8>() }
+    }
+}
+
+/// One child's planes, splatted, near and far per axis by the packet's direction signs.
+pub(super) struct Planes {
+    near: [f32x8; 3],
+    far: [f32x8; 3],
+}
+
+/// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
+/// out for the single-ray node test with rays across the lanes. Filled in place for each packet
+/// by [`Packet::load`], so that a stream allocates and copies nothing else.
+pub(super) struct Packet {
+    pub(super) n: usize,
+    inv: [Lanes; 3],
+    /// `o·inv` (fused form) or `o` (exact form).
+    org: [Lanes; 3],
+    /// The fused form's `Δ` (zero in the exact form).
+    widen: Lanes,
+    tmin: Lanes,
+    /// `tmax`, lowered as hits are found; `-inf` past the last ray, so no box passes there.
+    tmax: Lanes,
+    /// Origins and directions, for the triangle tests.
+    o: [Lanes; 3],
+    d: [Lanes; 3],
+    /// Rays still searching (any hit: not yet occluded).
+    pub(super) live: u64,
+    near_row: [usize; 3],
+    far_row: [usize; 3],
+    /// Bounds of the origins and inverse directions, per axis.
+    o_lo: [f32x8; 3],
+    o_hi: [f32x8; 3],
+    i_lo: [f32x8; 3],
+    i_hi: [f32x8; 3],
+    tmin_lo: f32x8,
+    /// Absolute margin of the interval bounds: three times the largest `Δ`.
+    margin: f32x8,
+    /// The largest `tmax` of a live ray.
+    tmax_hi: f32,
+}
+
+impl Packet {
+    /// An empty packet, to [`Packet::load`].
+    pub(super) fn new() -> Packet {
+        let z = f32x8::ZERO;
+        Packet {
+            n: 0,
+            inv: [Lanes::ZERO; 3],
+            org: [Lanes::ZERO; 3],
+            widen: Lanes::ZERO,
+            tmin: Lanes::ZERO,
+            tmax: Lanes::ZERO,
+            o: [Lanes::ZERO; 3],
+            d: [Lanes::ZERO; 3],
+            live: 0,
+            near_row: [0; 3],
+            far_row: [0; 3],
+            o_lo: [z; 3],
+            o_hi: [z; 3],
+            i_lo: [z; 3],
+            i_hi: [z; 3],
+            tmin_lo: z,
+            margin: z,
+            tmax_hi: 0.0,
+        }
+    }
+
+    /// Loads the rays `rays[idx[..]]`, which share their direction signs and have finite fused
+    /// products (see [`fusable`]).
+    pub(super) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[u32]) {
+        let n = idx.len();
+        debug_assert!((1..=PACKET).contains(&n));
+        self.n = n;
+        let sign = rays[idx[0] as usize].sign().map(usize::from);
+        self.near_row = [sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3];
+        self.far_row = [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3];
+        let (mut o_lo, mut o_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        let (mut i_lo, mut i_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        let (mut tmin_lo, mut widen_hi, mut tmax_hi) = (f32::INFINITY, 0.0f32, f32::NEG_INFINITY);
+        for (k, &i) in idx.iter().enumerate() {
+            let r = &rays[i as usize];
+            let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
+            let p = o * inv;
+            for a in 0..3 {
+                self.inv[a].0[k] = inv[a];
+                self.org[a].0[k] = if FUSED { p[a] } else { o[a] };
+                self.o[a].0[k] = o[a];
+                self.d[a].0[k] = d[a];
+                o_lo[a] = o_lo[a].min(o[a]);
+                o_hi[a] = o_hi[a].max(o[a]);
+                i_lo[a] = i_lo[a].min(inv[a]);
+                i_hi[a] = i_hi[a].max(inv[a]);
+            }
+            let widen = if FUSED { fused_widen(p.abs().max_element()) } else { 0.0 };
+            self.widen.0[k] = widen;
+            self.tmin.0[k] = r.tmin;
+            self.tmax.0[k] = r.tmax;
+            tmin_lo = tmin_lo.min(r.tmin);
+            widen_hi = widen_hi.max(widen);
+            tmax_hi = tmax_hi.max(r.tmax);
+        }
+        // Lanes past the last ray: a copy of it (finite values, no NaN), which no box passes.
+        for k in n..n.next_multiple_of(8) {
+            for a in 0..3 {
+                self.inv[a].0[k] = self.inv[a].0[n - 1];
+                self.org[a].0[k] = self.org[a].0[n - 1];
+            }
+            self.widen.0[k] = self.widen.0[n - 1];
+            self.tmin.0[k] = self.tmin.0[n - 1];
+            self.tmax.0[k] = f32::NEG_INFINITY;
+        }
+        self.live = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let splat3 = |v: [f32; 3]| v.map(f32x8::splat);
+        (self.o_lo, self.o_hi, self.i_lo, self.i_hi) = (splat3(o_lo), splat3(o_hi), splat3(i_lo), splat3(i_hi));
+        self.tmin_lo = f32x8::splat(tmin_lo);
+        self.margin = f32x8::splat(3.0 * widen_hi);
+        self.tmax_hi = tmax_hi;
+    }
+
+    /// Ray `k`'s `tmax`.
+    #[inline(always)]
+    pub(super) fn tmax_of(&self, k: usize) -> f32 {
+        self.tmax.0[k]
+    }
+
+    /// Clips ray `k` at a hit at `t` (call [`Packet::clipped`] once the leaf is done).
+    #[inline(always)]
+    pub(super) fn clip(&mut self, k: usize, t: f32) {
+        self.tmax.0[k] = t;
+    }
+
+    /// Updates the largest `tmax` after clips.
+    pub(super) fn clipped(&mut self) {
+        self.tmax_hi = self.tmax.0[..self.n].iter().fold(f32::NEG_INFINITY, |m, &t| m.max(t));
+    }
+
+    /// The triangle tests' data of ray `k`.
+    #[inline(always)]
+    pub(super) fn tri_ray(&self, k: usize, watertight: bool) -> TriRay {
+        let v = |l: &[Lanes; 3]| glam::Vec3::new(l[0].0[k], l[1].0[k], l[2].0[k]);
+        TriRay::new(v(&self.o), v(&self.d), self.tmin.0[k], watertight)
+    }
+
+    /// The children of `node` that some ray of the packet may enter (a bit mask; never an empty
+    /// slot), and a lower bound of every child's entry distance, to order them by.
+    ///
+    /// For ray `r` and axis `a`, the exact entry distance through plane `P` is
+    /// `(P - o_r)·inv_r`, bilinear in `(o_r, inv_r)`, so over the box of origins and inverse
+    /// directions it is smallest at a corner: the minimum of the four corner products bounds every
+    /// ray's distance from below, and the maximum bounds the exit distance from above. The
+    /// single-ray test computes its distances with at most a few roundings relative to the
+    /// distance and, in the fused form, an absolute error of at most `Δ/4` from the rounded
+    /// `o·inv`; it then lowers the entry by its `Δ` and raises the exit by `FAR_PAD` (at most
+    /// `8·2⁻²³` relative). Widening both bounds by [`REL_MARGIN`] relative plus three times the
+    /// packet's largest `Δ` absolute covers all of it with room to spare, so a child culled here
+    /// is refused by every ray's own test.
+    #[inline(always)]
+    pub(super) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
+        let rows = node.bounds.as_flattened();
+        let mut near = self.tmin_lo;
+        let mut far = f32x8::splat(self.tmax_hi + self.tmax_hi.abs() * TIE_MARGIN + f32::MIN_POSITIVE);
+        let mut far_hi = f32x8::splat(f32::INFINITY);
+        for a in 0..3 {
+            let np = f32x8::new(rows[self.near_row[a]]);
+            let fp = f32x8::new(rows[self.far_row[a]]);
+            let (x0, x1) = (np - self.o_hi[a], np - self.o_lo[a]);
+            let lo = (x0 * self.i_lo[a])
+                .fast_min(x0 * self.i_hi[a])
+                .fast_min((x1 * self.i_lo[a]).fast_min(x1 * self.i_hi[a]));
+            let (y0, y1) = (fp - self.o_hi[a], fp - self.o_lo[a]);
+            let hi = (y0 * self.i_lo[a])
+                .fast_max(y0 * self.i_hi[a])
+                .fast_max((y1 * self.i_lo[a]).fast_max(y1 * self.i_hi[a]));
+            near = near.fast_max(lo);
+            far_hi = far_hi.fast_min(hi);
+        }
+        // The margins are capped at f32::MAX so that an infinite bound stays infinite (and
+        // `inf - inf` cannot make a NaN).
+        let cap = f32x8::splat(f32::MAX);
+        let rel = f32x8::splat(REL_MARGIN);
+        let near = near - (near.abs() * rel + self.margin).fast_min(cap);
+        let far_hi = far_hi + (far_hi.abs() * rel + self.margin).fast_min(cap);
+        far = far.fast_min(far_hi);
+        // Empty slots have planes +inf and -inf: their lower entry bound is +inf.
+        ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
+    }
+
+    /// Lane `l`'s planes, splatted.
+    #[inline(always)]
+    pub(super) fn planes(&self, node: &Node8, l: usize) -> Planes {
+        let rows = node.bounds.as_flattened();
+        Planes {
+            near: self.near_row.map(|r| f32x8::splat(rows[r][l])),
+            far: self.far_row.map(|r| f32x8::splat(rows[r][l])),
+        }
+    }
+
+    /// The rays of group `g` that enter the box of `planes` within their `[tmin, tmax]`: the
+    /// single-ray node test ([`crate::wide::FusedRay8`] or [`crate::wide::Ray8`]), lane for lane.
+    ///
+    /// With `TIES`, each ray's `tmax` is first raised by [`TIE_MARGIN`] relative: a leaf whose
+    /// triangle is hit at exactly the ray's current `tmax` is then entered even when the rounding
+    /// of the triangle test put that `t` just before the box's entry distance, so that the tie
+    /// is seen (and the ray traced again singly) rather than hidden by the order of the walk.
+    #[inline(always)]
+    pub(super) fn enter<const FUSED: bool, const TIES: bool>(&self, planes: &Planes, g: usize) -> u32 {
+        let inv = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
+        let org = [self.org[0].group(g), self.org[1].group(g), self.org[2].group(g)];
+        let (tmin, mut tmax) = (self.tmin.group(g), self.tmax.group(g));
+        if TIES {
+            // Lanes past the last ray hold -inf, which becomes NaN here; `active` masks them.
+            tmax += tmax.abs() * f32x8::splat(TIE_MARGIN) + f32x8::splat(f32::MIN_POSITIVE);
+        }
+        let pad = f32x8::splat(FAR_PAD);
+        if FUSED {
+            let nt = |a: usize| planes.near[a].mul_sub(inv[a], org[a]);
+            let ft = |a: usize| planes.far[a].mul_sub(inv[a], org[a]);
+            let near = nt(0).fast_max(nt(1)).fast_max(nt(2).fast_max(tmin)) - self.widen.group(g);
+            let far = (ft(0).fast_min(ft(1)).fast_min(ft(2)) * pad).fast_min(tmax);
+            near.simd_le(far).to_bitmask()
+        } else {
+            let mut near = tmin;
+            let mut far = tmax;
+            for a in 0..3 {
+                let tn = (planes.near[a] - org[a]) * inv[a];
+                let tf = (planes.far[a] - org[a]) * inv[a] * pad;
+                near = tn.fast_max(near);
+                far = tf.fast_min(far);
+            }
+            (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask()
+        }
+    }
+
+    /// Group `g`'s live rays among `first..=last`.
+    #[inline(always)]
+    pub(super) fn active(&self, g: usize, first: usize, last: usize) -> u32 {
+        let range = (u64::MAX << first) & (u64::MAX >> (63 - last));
+        (((self.live & range) >> (g * 8)) & 0xFF) as u32
+    }
+
+    /// The first and the last live ray of `first..=last` that enter the box of `planes`.
+    #[inline(always)]
+    pub(super) fn entering<const FUSED: bool, const TIES: bool>(
+        &self,
+        planes: &Planes,
+        first: usize,
+        last: usize,
+    ) -> Option<(usize, usize)> {
+        let (g0, g1) = (first / 8, last / 8);
+        for g in g0..=g1 {
+            let active = self.active(g, first, last);
+            if active == 0 {
+                continue;
+            }
+            let m = self.enter::<FUSED, TIES>(planes, g) & active;
+            if m == 0 {
+                continue;
+            }
+            let lo = g * 8 + m.trailing_zeros() as usize;
+            // The last one, from the end; the group of the first bounds the search.
+            for h in (g + 1..=g1).rev() {
+                let m = self.enter::<FUSED, TIES>(planes, h) & self.active(h, first, last);
+                if m != 0 {
+                    return Some((lo, h * 8 + 31 - m.leading_zeros() as usize));
+                }
+            }
+            return Some((lo, g * 8 + 31 - m.leading_zeros() as usize));
+        }
+        None
+    }
+}
+
+/// The fused form's `Δ` for a ray whose largest `|o·inv|` is `p` (as `FusedRay8::new`).
+#[inline(always)]
+fn fused_widen(p: f32) -> f32 {
+    p * (4.0 * f32::EPSILON * 0.5) + f32::MIN_POSITIVE
+}
+
+/// `true` when the ray can join a packet: its inverse direction and `o·inv` are finite (the
+/// condition of the fused node test; the interval bounds need it in both forms).
+#[inline(always)]
+pub(super) fn fusable(ray: &Ray) -> bool {
+    let (o, inv) = (ray.origin(), ray.inv_dir());
+    (inv + o * inv).is_finite()
+}

@@ -1,0 +1,138 @@
+//! Regrouping a stream into packets: rays bucketed by direction octant, coherent buckets
+//! reordered tile by tile, and the coherence tests that send the other rays to the single-ray
+//! path.
+
+use crate::math::Ray;
+
+use super::packet::PACKET;
+
+/// Rays regrouped together: enough rows of an image for its packets to become tiles.
+pub(super) const WINDOW: usize = 4096;
+/// Largest average step between the unit directions of consecutive rays, per axis, for a bucket
+/// to be regrouped into packets (neighbouring pixels of a 256-pixel image with a 90° view differ
+/// by about 0.008).
+const MAX_STEP: f32 = 0.05;
+/// Rays on a side of a tile that [`tile_order`] makes.
+const TILE: usize = 8;
+/// Most tiles in a window's bucket.
+const MAX_CELLS: usize = 1024;
+/// Largest spread of a packet's unit directions, per axis, for it to be traced as a packet; wider
+/// packets (diffuse bounces, random rays) cull too little to pay for the packet's set-up.
+const MAX_DIR_SPREAD: f32 = 0.5;
+
+/// When consecutive rays of `bucket` point in nearly the same direction (on average by at most
+/// [`MAX_STEP`] per axis), reorders `bucket` tile by tile and returns `true`; otherwise leaves it
+/// as it is and returns `false`. `sorted` is scratch of the bucket's length.
+///
+/// The tiles are square cells, about [`TILE`] rays on a side, over the directions' central
+/// projection onto the plane across their dominant axis, `(d[u] / |d[w]|, d[v] / |d[w]|)`: for a
+/// pinhole camera that is the image plane, so scan lines become tiles of pixels. The rays'
+/// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
+/// are placed by a counting sort over the cells (stable, linear in the rays).
+pub(super) fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], ends: &mut Ends) -> bool {
+    ends.len = 0;
+    let unit = |i: u32| rays[i as usize].dir().normalize_or_zero();
+    let mut step = 0.0f32;
+    let mut prev = unit(bucket[0]);
+    let mut sum = glam::Vec3A::ZERO;
+    for &i in bucket.iter() {
+        let d = unit(i);
+        step += (d - prev).abs().max_element();
+        prev = d;
+        sum += d.abs();
+    }
+    if step > MAX_STEP * bucket.len() as f32 {
+        return false;
+    }
+    let w = sum.max_position();
+    let (u, v) = ((w + 1) % 3, (w + 2) % 3);
+    let project = |i: u32| {
+        let d = rays[i as usize].dir();
+        let inv = 1.0 / d[w].abs();
+        glam::Vec2::new(d[u] * inv, d[v] * inv)
+    };
+    let (mut lo, mut hi) = (glam::Vec2::INFINITY, glam::Vec2::NEG_INFINITY);
+    for &i in bucket.iter() {
+        let p = project(i);
+        lo = lo.min(p);
+        hi = hi.max(p);
+    }
+    let ext = hi - lo;
+    if !ext.is_finite() {
+        return false;
+    }
+    // Cells of TILE × TILE rays at the average spacing, but never more than MAX_CELLS of them.
+    let spacing = (ext.x * ext.y / bucket.len() as f32).sqrt();
+    let mut cell = spacing * TILE as f32;
+    let cells = |cell: f32| (ext / cell).floor() + glam::Vec2::ONE;
+    if cell.is_nan() || cell <= 0.0 || cells(cell).x * cells(cell).y > MAX_CELLS as f32 {
+        cell = ((ext.x * ext.y / MAX_CELLS as f32).sqrt()).max(ext.max_element() / MAX_CELLS as f32) * 1.01;
+        if cell.is_nan() || cell <= 0.0 {
+            return false;
+        }
+    }
+    let dims = cells(cell);
+    let (gx, gy) = (dims.x as usize, dims.y as usize);
+    debug_assert!(gx * gy <= 2 * MAX_CELLS, "{gx} x {gy}");
+    let cell_of = |i: u32| {
+        let q = (project(i) - lo) / cell;
+        (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
+    };
+    let mut start = [0u16; 2 * MAX_CELLS + 1];
+    for &i in bucket.iter() {
+        start[cell_of(i) + 1] += 1;
+    }
+    for c in 1..=gx * gy {
+        start[c] += start[c - 1];
+    }
+    for &i in bucket.iter() {
+        let c = cell_of(i);
+        sorted[start[c] as usize] = i;
+        start[c] += 1;
+    }
+    bucket.copy_from_slice(sorted);
+    // Packets of whole tiles where they fit: `start[c]` is now where tile `c` ends.
+    let mut open = 0usize;
+    for c in 0..gx * gy {
+        let end = start[c] as usize;
+        if end - open > PACKET {
+            let last = if c == 0 { 0 } else { start[c - 1] as usize };
+            if last > open {
+                ends.push(last as u16);
+                open = last;
+            }
+            while end - open > PACKET {
+                open += PACKET;
+                ends.push(open as u16);
+            }
+        }
+    }
+    if open < bucket.len() {
+        ends.push(bucket.len() as u16);
+    }
+    true
+}
+
+/// Where each packet of a regrouped bucket ends (at most one per ray).
+pub(super) struct Ends {
+    pub(super) at: [u16; WINDOW],
+    pub(super) len: usize,
+}
+
+impl Ends {
+    fn push(&mut self, end: u16) {
+        self.at[self.len] = end;
+        self.len += 1;
+    }
+}
+
+/// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis.
+pub(super) fn coherent(rays: &[Ray], idx: &[u32]) -> bool {
+    let (mut lo, mut hi) = (glam::Vec3A::INFINITY, glam::Vec3A::NEG_INFINITY);
+    for &i in idx {
+        let d = rays[i as usize].dir().normalize_or_zero();
+        lo = lo.min(d);
+        hi = hi.max(d);
+    }
+    (hi - lo).max_element() <= MAX_DIR_SPREAD
+}
