@@ -12,7 +12,7 @@
 //!   that come out exactly 0 in f32 are recomputed in f64, as the paper prescribes.
 
 use glam::Vec3;
-use wide::f32x4;
+use wide::{f32x4, f32x8};
 
 /// Marks an unused lane of a pack.
 pub(crate) const NO_PRIM: u32 = u32::MAX;
@@ -206,6 +206,65 @@ impl TriRay {
         nearest(mask, t, u * inv, v * inv)
     }
 
+    /// [`TriRay::intersect_mt`] of eight rays (origins `o`, directions `d`, ranges `tmin..=tmax`,
+    /// one per lane) against the pack, one triangle at a time: each lane's answer is bit for bit
+    /// what `intersect_mt` gives that ray. The arithmetic is the same expression, operand for
+    /// operand, with the triangle splatted instead of the ray, so each lane rounds exactly as the
+    /// single-ray lane does; the nearest triangle is kept with a strict `<` in lane order, which
+    /// is `nearest`'s choice of the first of equal distances.
+    #[inline(always)]
+    pub(crate) fn intersect_mt_rays(p: &TriPack, o: &[f32x8; 3], d: &[f32x8; 3], tmin: f32x8, tmax: f32x8) -> RaysHit {
+        let mut out = RaysHit { mask: 0, t: f32x8::splat(f32::INFINITY), u: f32x8::ZERO, v: f32x8::ZERO, lane: [0; 8] };
+        let cross = |a: &[f32x8; 3], b: &[f32x8; 3]| {
+            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
+        };
+        let dot = |a: &[f32x8; 3], b: &[f32x8; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
+        let zero = f32x8::ZERO;
+        for lane in 0..4 {
+            if p.prim[lane] == NO_PRIM {
+                continue;
+            }
+            let row = |k: usize| [0, 1, 2].map(|a| f32x8::splat(p.v[k][a][lane]));
+            let (v0, e1, e2) = (row(0), row(1), row(2));
+            let n = cross(&e1, &e2);
+            let c = [v0[0] - o[0], v0[1] - o[1], v0[2] - o[2]];
+            let r = cross(&c, d);
+            let den = dot(&n, d);
+            let sign = den & f32x8::splat(-0.0);
+            let abs_den = den ^ sign;
+            let u = dot(&r, &e2) ^ sign;
+            let v = -dot(&r, &e1) ^ sign;
+            let inside = abs_den.simd_gt(zero) & u.simd_ge(zero) & v.simd_ge(zero) & (u + v).simd_le(abs_den);
+            if inside.to_bitmask() == 0 {
+                continue;
+            }
+            let t = dot(&c, &n) ^ sign;
+            let mask = inside & t.simd_ge(abs_den * tmin) & t.simd_le(abs_den * tmax);
+            if mask.to_bitmask() == 0 {
+                continue;
+            }
+            let inv = f32x8::ONE / abs_den;
+            let t = t * inv;
+            let mask = mask & t.simd_ge(tmin) & t.simd_le(tmax) & t.simd_lt(f32x8::splat(f32::INFINITY));
+            // The first triangle of the smallest `t`, per ray.
+            let better = mask & t.simd_lt(out.t);
+            let bits = better.to_bitmask();
+            if bits == 0 {
+                continue;
+            }
+            out.t = better.bitselect(t, out.t);
+            out.u = better.bitselect(u * inv, out.u);
+            out.v = better.bitselect(v * inv, out.v);
+            out.mask |= bits;
+            for (l, slot) in out.lane.iter_mut().enumerate() {
+                if bits & (1 << l) != 0 {
+                    *slot = lane as u8;
+                }
+            }
+        }
+        out
+    }
+
     /// Woop–Benthin–Wald watertight test on four triangles stored as corners
     /// ([`PackRows::Corners`]).
     #[inline(always)]
@@ -272,6 +331,16 @@ impl TriRay {
         let mask = mask & bu.is_finite() & bv.is_finite();
         nearest(mask, t, bu, bv)
     }
+}
+
+/// What [`TriRay::intersect_mt_rays`] found for eight rays: the rays with a hit (a bit mask),
+/// and per ray the hit's distance, barycentrics and the pack lane of its triangle.
+pub(crate) struct RaysHit {
+    pub mask: u32,
+    pub t: f32x8,
+    pub u: f32x8,
+    pub v: f32x8,
+    pub lane: [u8; 8],
 }
 
 /// The lane with the smallest `t` among `mask`.

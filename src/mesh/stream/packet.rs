@@ -166,7 +166,18 @@ impl Packet {
 
     /// Updates the largest `tmax` after clips.
     pub(super) fn clipped(&mut self) {
-        self.tmax_hi = self.tmax.0[..self.n].iter().fold(f32::NEG_INFINITY, |m, &t| m.max(t));
+        // Lanes past the last ray hold -inf, so whole groups can be taken.
+        let m = (0..self.n.div_ceil(8)).fold(f32x8::splat(f32::NEG_INFINITY), |m, g| m.fast_max(self.tmax.group(g)));
+        self.tmax_hi = m.to_array().into_iter().fold(f32::NEG_INFINITY, f32::max);
+    }
+
+    /// Group `g`'s origins, directions, `tmin` and `tmax`, for the triangle tests with rays
+    /// across the lanes.
+    #[inline(always)]
+    pub(super) fn group_rays(&self, g: usize) -> ([f32x8; 3], [f32x8; 3], f32x8, f32x8) {
+        let o = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
+        let d = [self.d[0].group(g), self.d[1].group(g), self.d[2].group(g)];
+        (o, d, self.tmin.group(g), self.tmax.group(g))
     }
 
     /// The triangle tests' data of ray `k`.

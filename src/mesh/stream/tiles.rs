@@ -2,11 +2,14 @@
 //! reordered tile by tile, and the coherence tests that send the other rays to the single-ray
 //! path.
 
+use glam::{Vec2, Vec3A};
+
 use crate::math::Ray;
 
 use super::packet::PACKET;
 
-/// Rays regrouped together: enough rows of an image for its packets to become tiles.
+/// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
+/// of [`RUN`]).
 pub(super) const WINDOW: usize = 4096;
 /// Largest average step between the unit directions of consecutive rays, per axis, for a bucket
 /// to be regrouped into packets (neighbouring pixels of a 256-pixel image with a 90° view differ
@@ -20,42 +23,35 @@ const MAX_CELLS: usize = 1024;
 /// packets (diffuse bounces, random rays) cull too little to pay for the packet's set-up.
 const MAX_DIR_SPREAD: f32 = 0.5;
 
-/// When consecutive rays of `bucket` point in nearly the same direction (on average by at most
-/// [`MAX_STEP`] per axis), reorders `bucket` tile by tile and returns `true`; otherwise leaves it
-/// as it is and returns `false`. `sorted` is scratch of the bucket's length.
+/// Reorders `bucket`, rays of one octant from coherent runs ([`run_coherent`]), tile by tile,
+/// and writes where each packet ends to `ends`; returns `false`, leaving the bucket as it is,
+/// when the rays' projections have no finite, non-empty extent. `sorted` is scratch of the
+/// bucket's length and `proj` scratch for the projections.
 ///
 /// The tiles are square cells, about [`TILE`] rays on a side, over the directions' central
 /// projection onto the plane across their dominant axis, `(d[u] / |d[w]|, d[v] / |d[w]|)`: for a
 /// pinhole camera that is the image plane, so scan lines become tiles of pixels. The rays'
 /// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
 /// are placed by a counting sort over the cells (stable, linear in the rays).
-pub(super) fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], ends: &mut Ends) -> bool {
+pub(super) fn tile_order(
+    rays: &[Ray],
+    bucket: &mut [u32],
+    sorted: &mut [u32],
+    proj: &mut [Vec2; WINDOW],
+    ends: &mut Ends,
+) -> bool {
     ends.len = 0;
-    let unit = |i: u32| rays[i as usize].dir().normalize_or_zero();
-    let mut step = 0.0f32;
-    let mut prev = unit(bucket[0]);
-    let mut sum = glam::Vec3A::ZERO;
-    for &i in bucket.iter() {
-        let d = unit(i);
-        step += (d - prev).abs().max_element();
-        prev = d;
-        sum += d.abs();
-    }
-    if step > MAX_STEP * bucket.len() as f32 {
-        return false;
-    }
-    let w = sum.max_position();
+    // The axis along which the directions point most (the bucket shares its octant, so the
+    // plain sum does).
+    let w = bucket.iter().fold(Vec3A::ZERO, |s, &i| s + rays[i as usize].dir()).abs().max_position();
     let (u, v) = ((w + 1) % 3, (w + 2) % 3);
-    let project = |i: u32| {
+    let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
+    for (p, &i) in proj.iter_mut().zip(bucket.iter()) {
         let d = rays[i as usize].dir();
         let inv = 1.0 / d[w].abs();
-        glam::Vec2::new(d[u] * inv, d[v] * inv)
-    };
-    let (mut lo, mut hi) = (glam::Vec2::INFINITY, glam::Vec2::NEG_INFINITY);
-    for &i in bucket.iter() {
-        let p = project(i);
-        lo = lo.min(p);
-        hi = hi.max(p);
+        *p = Vec2::new(d[u] * inv, d[v] * inv);
+        lo = lo.min(*p);
+        hi = hi.max(*p);
     }
     let ext = hi - lo;
     if !ext.is_finite() {
@@ -64,7 +60,7 @@ pub(super) fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], e
     // Cells of TILE × TILE rays at the average spacing, but never more than MAX_CELLS of them.
     let spacing = (ext.x * ext.y / bucket.len() as f32).sqrt();
     let mut cell = spacing * TILE as f32;
-    let cells = |cell: f32| (ext / cell).floor() + glam::Vec2::ONE;
+    let cells = |cell: f32| (ext / cell).floor() + Vec2::ONE;
     if cell.is_nan() || cell <= 0.0 || cells(cell).x * cells(cell).y > MAX_CELLS as f32 {
         cell = ((ext.x * ext.y / MAX_CELLS as f32).sqrt()).max(ext.max_element() / MAX_CELLS as f32) * 1.01;
         if cell.is_nan() || cell <= 0.0 {
@@ -74,21 +70,26 @@ pub(super) fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], e
     let dims = cells(cell);
     let (gx, gy) = (dims.x as usize, dims.y as usize);
     debug_assert!(gx * gy <= 2 * MAX_CELLS, "{gx} x {gy}");
-    let cell_of = |i: u32| {
-        let q = (project(i) - lo) / cell;
+    let cell_of = |p: Vec2| {
+        let q = (p - lo) / cell;
         (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
     };
+    // Each ray's tile, computed once (fewer than 2^16 tiles), then a counting sort.
+    let mut tiles = [0u16; WINDOW];
+    for (t, &p) in tiles.iter_mut().zip(proj.iter()).take(bucket.len()) {
+        *t = cell_of(p) as u16;
+    }
+    let tiles = &tiles[..bucket.len()];
     let mut start = [0u16; 2 * MAX_CELLS + 1];
-    for &i in bucket.iter() {
-        start[cell_of(i) + 1] += 1;
+    for &c in tiles {
+        start[c as usize + 1] += 1;
     }
     for c in 1..=gx * gy {
         start[c] += start[c - 1];
     }
-    for &i in bucket.iter() {
-        let c = cell_of(i);
-        sorted[start[c] as usize] = i;
-        start[c] += 1;
+    for (&c, &i) in tiles.iter().zip(bucket.iter()) {
+        sorted[start[c as usize] as usize] = i;
+        start[c as usize] += 1;
     }
     bucket.copy_from_slice(sorted);
     // Packets of whole tiles where they fit: `start[c]` is now where tile `c` ends.
@@ -111,6 +112,23 @@ pub(super) fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], e
         ends.push(bucket.len() as u16);
     }
     true
+}
+
+/// Rays of a stream judged coherent or not together, by [`run_coherent`].
+pub(super) const RUN: usize = 512;
+
+/// A quick look at a run of [`RUN`] rays before it is bucketed: `true` when every eighth pair of
+/// consecutive rays points nearly the same way (on average by at most [`MAX_STEP`] per axis).
+/// Incoherent runs (random rays, diffuse bounces) go to the single-ray path at once, for a few
+/// instructions per ray, and in stream order.
+pub(super) fn run_coherent(run: &[Ray]) -> bool {
+    let unit = |r: &Ray| r.dir().normalize_or_zero();
+    let (mut step, mut pairs) = (0.0f32, 0usize);
+    for pair in run.windows(2).step_by(8) {
+        step += (unit(&pair[1]) - unit(&pair[0])).abs().max_element();
+        pairs += 1;
+    }
+    step <= MAX_STEP * pairs as f32
 }
 
 /// Where each packet of a regrouped bucket ends (at most one per ray).
