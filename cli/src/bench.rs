@@ -1,5 +1,6 @@
 //! `slabtree bench`: rays of each kind generated in code, cast in batches on rayon, best of
-//! several passes. The kinds follow the shared scenes' ray sets: primary (camera), random (from a
+//! several passes, as single rays and as streams (coherent rays regrouped into packets) side by
+//! side. The kinds follow the shared scenes' ray sets: primary (camera), random (from a
 //! sphere around the model into its bounds), diffuse (cosine-weighted bounces from the primary
 //! hits) and shadow (any hit, from the primary hits to a light above the model).
 
@@ -10,11 +11,12 @@ use slabtree::{Hit, MeshBvh, Ray};
 
 use super::args::{BenchArgs, Kind};
 use super::camera::Camera;
-use super::error::CliResult;
+use super::error::{CliError, CliResult};
 use super::load;
 use super::progress::{self, count, ms};
 use super::rng::Rng;
 use super::scene::Scene;
+use super::tracer;
 
 /// The ray kinds in the order they are run.
 const KINDS: [Kind; 4] = [Kind::Primary, Kind::Random, Kind::Diffuse, Kind::Shadow];
@@ -33,7 +35,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let primary_hits = bvh.intersect_batch(&primary).expect(GENERATED);
     let kinds: Vec<Kind> = if args.kind == Kind::All { KINDS.to_vec() } else { vec![args.kind] };
     println!(
-        "{:<8} {:>10} {:>9} {:>10}   Mrays/s ({} passes after a warm-up, {})",
+        "{:<8} {:>10} {:>9} {:>10}   Mrays/s of single rays, then of streams ({} passes after a warm-up, {})",
         "kind",
         "rays",
         "hit",
@@ -54,12 +56,20 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
             continue;
         }
         let (positive, passes) = time(&bvh, &rays, any, args.passes);
+        let (stream_positive, streams) = time_streams(&bvh, &rays, any, args.passes);
+        if stream_positive != positive {
+            return Err(CliError::new(format!(
+                "{name}: streams found {stream_positive} hits where single rays found {positive} (a bug in slabtree)"
+            )));
+        }
         println!(
-            "{name:<8} {:>10} {:>8.2}% {:>10}   {}",
+            "{name:<8} {:>10} {:>8.2}% {:>10}   {}; streams: {} ({:.2}x)",
             count(rays.len()),
             100.0 * positive as f64 / rays.len() as f64,
             ms(passes.best),
-            passes.rates(rays.len())
+            passes.rates(rays.len()),
+            streams.rates_short(rays.len()),
+            passes.best.as_secs_f64() / streams.best.as_secs_f64()
         );
     }
     Ok(())
@@ -77,6 +87,22 @@ fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress
             bvh.occluded_batch(rays).expect(GENERATED).iter().filter(|&&o| o).count()
         } else {
             bvh.intersect_batch(rays).expect(GENERATED).iter().filter(|h| h.is_some()).count()
+        }
+    })
+}
+
+/// As [`time`], with the rays traced as streams of consecutive rays (`MeshBvh::intersect_stream`,
+/// `occluded_stream`), which regroup coherent rays into packets.
+fn time_streams(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
+    progress::timed(passes, "benchmarking streams", || {
+        if any {
+            tracer::stream(rays, |c, out| bvh.occluded_stream(c, out)).expect(GENERATED).iter().filter(|&&o| o).count()
+        } else {
+            tracer::stream(rays, |c, out| bvh.intersect_stream(c, out))
+                .expect(GENERATED)
+                .iter()
+                .filter(|h| h.is_some())
+                .count()
         }
     })
 }

@@ -120,6 +120,11 @@ impl Passes {
     pub fn rates(&self, rays: usize) -> String {
         format!("best {:.2} Mrays/s, median {:.2} Mrays/s", mrays(rays, self.best), mrays(rays, self.median))
     }
+
+    /// `X / Y Mrays/s` (best / median) for `rays` rays per pass.
+    pub fn rates_short(&self, rays: usize) -> String {
+        format!("{:.2} / {:.2} Mrays/s", mrays(rays, self.best), mrays(rays, self.median))
+    }
 }
 
 /// Runs `pass` once to warm up (caches, rayon's threads, page faults), then `passes` timed times

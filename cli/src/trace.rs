@@ -15,6 +15,7 @@ use super::args::TraceArgs;
 use super::error::{CliError, CliResult};
 use super::load;
 use super::progress::{self, count, ms};
+use super::tracer;
 
 /// Bytes per ray record.
 pub const RAY_BYTES: usize = 32;
@@ -67,7 +68,11 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     let packets = args.packets;
     let (out, hits, label) = if args.any {
         let (occluded, time) = progress::timed(args.passes, "tracing", || {
-            if packets { stream(&rays, |c, out| bvh.occluded_stream(c, out)) } else { bvh.occluded_batch(&rays) }
+            if packets {
+                tracer::stream(&rays, |c, out| bvh.occluded_stream(c, out))
+            } else {
+                bvh.occluded_batch(&rays)
+            }
         });
         let occluded = occluded.map_err(|e| bad_ray(&args.rays, e))?;
         print_query(rays.len(), occluded.iter().filter(|&&o| o).count(), &time, threads, "occluded");
@@ -75,7 +80,11 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
         (bytes, occluded.len(), "bytes")
     } else {
         let (hits, time) = progress::timed(args.passes, "tracing", || {
-            if packets { stream(&rays, |c, out| bvh.intersect_stream(c, out)) } else { bvh.intersect_batch(&rays) }
+            if packets {
+                tracer::stream(&rays, |c, out| bvh.intersect_stream(c, out))
+            } else {
+                bvh.intersect_batch(&rays)
+            }
         });
         let hits = hits.map_err(|e| bad_ray(&args.rays, e))?;
         print_query(rays.len(), hits.iter().filter(|h| h.is_some()).count(), &time, threads, "hit");
@@ -88,28 +97,6 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     std::fs::write(&args.out, &out).map_err(|e| CliError::io(&args.out, "write", &e))?;
     println!("wrote {}: {} {label}", args.out.display(), count(hits));
     Ok(())
-}
-
-/// Rays per stream call, each on one of rayon's threads.
-const STREAM_CHUNK: usize = 4096;
-
-/// `query` over the rays as streams of [`STREAM_CHUNK`] consecutive rays, on rayon's threads, in
-/// file order; the first invalid ray is named by its index in the file.
-fn stream<T: Send + Default + Clone>(
-    rays: &[Ray],
-    query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
-) -> Result<Vec<T>, slabtree::BatchError> {
-    use rayon::prelude::*;
-    let mut out = vec![T::default(); rays.len()];
-    out.par_chunks_mut(STREAM_CHUNK).zip(rays.par_chunks(STREAM_CHUNK)).enumerate().try_for_each_init(
-        Vec::new,
-        |scratch, (c, (out, rays))| {
-            query(rays, scratch).map_err(|e| slabtree::BatchError { index: c * STREAM_CHUNK + e.index, ..e })?;
-            out.clone_from_slice(scratch);
-            Ok(())
-        },
-    )?;
-    Ok(out)
 }
 
 /// A ray file's invalid ray, named by its record number (from 0, as in the file).

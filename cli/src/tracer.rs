@@ -132,3 +132,25 @@ fn sub_mesh(mesh: &TriMesh, range: std::ops::Range<u32>) -> TriMesh {
         .collect();
     TriMesh::new(positions, triangles).expect("a part of a valid mesh is valid")
 }
+
+/// Rays per stream call, each on one of rayon's threads.
+pub const STREAM_CHUNK: usize = 4096;
+
+/// `query` over the rays as streams of [`STREAM_CHUNK`] consecutive rays, on rayon's threads, in
+/// file order; the first invalid ray is named by its index in the file.
+pub fn stream<T: Send + Default + Clone>(
+    rays: &[Ray],
+    query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
+) -> Result<Vec<T>, slabtree::BatchError> {
+    use rayon::prelude::*;
+    let mut out = vec![T::default(); rays.len()];
+    out.par_chunks_mut(STREAM_CHUNK).zip(rays.par_chunks(STREAM_CHUNK)).enumerate().try_for_each_init(
+        Vec::new,
+        |scratch, (c, (out, rays))| {
+            query(rays, scratch).map_err(|e| slabtree::BatchError { index: c * STREAM_CHUNK + e.index, ..e })?;
+            out.clone_from_slice(scratch);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
