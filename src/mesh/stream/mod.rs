@@ -39,10 +39,13 @@ use super::triangle::{PackHit, TriRay};
 use crate::math::{BatchError, Ray, validate_rays};
 use crate::wide::{ChildRef, FixedStack};
 use packet::{PACKET, Packet, fusable};
-use tiles::{Ends, RUN, WINDOW, coherent, run_coherent, tile_order};
+use tiles::{Ends, RUN, Tiles, WINDOW, coherent, run_coherent, tile_order};
 
 /// Rays of one direction octant in a chunk below which they are traced singly.
 const MIN_PACKET: usize = 8;
+/// Rays of a group that enter a leaf above which its triangles are tested with the rays across
+/// the lanes (four eight-ray tests) rather than ray by ray (one four-triangle test each).
+const LANES_FROM: u32 = 2;
 /// Stack entries of the packet traversal; as for the single ray (7 siblings per level).
 const STACK: usize = 1024;
 
@@ -80,6 +83,36 @@ fn record<const ANY: bool>(
     }
     pk.clip(r, h.t);
     true
+}
+
+/// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing
+/// once warm (about 100 KB: a window's indices twice, its tiles and packet ends, a packet).
+struct Scratch {
+    best: Box<Best>,
+    pk: Box<Packet>,
+    /// A window's rays, by octant, as indices into the stream.
+    by_octant: Vec<u32>,
+    /// A bucket in tile order.
+    sorted: Vec<u32>,
+    ends: Ends,
+    tiles: Tiles,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            best: Box::new([None; PACKET]),
+            pk: Box::new(Packet::new()),
+            by_octant: vec![0; WINDOW],
+            sorted: vec![0; WINDOW],
+            ends: Ends::new(),
+            tiles: Tiles::new(),
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Per ray of a packet: its nearest pack hit so far.
@@ -178,15 +211,35 @@ impl MeshBvh {
         out: &mut [T],
         answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, &mut T),
     ) {
+        // Fewer rays than a packet holds: no packet, and no scratch to fetch.
+        if rays.len() < MIN_PACKET {
+            for (ray, slot) in rays.iter().zip(out.iter_mut()) {
+                answer(ray, None, slot);
+            }
+            return;
+        }
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let scratch = scratch.get_or_insert_with(Scratch::new);
+                self.stream_in::<ANY, T>(rays, out, &answer, scratch)
+            }
+            // Re-entered from `answer` on this thread (never by the library itself).
+            Err(_) => self.stream_in::<ANY, T>(rays, out, &answer, &mut Scratch::new()),
+        })
+    }
+
+    /// [`MeshBvh::stream`] with its scratch.
+    fn stream_in<const ANY: bool, T>(
+        &self,
+        rays: &[Ray],
+        out: &mut [T],
+        answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, &mut T),
+        scratch: &mut Scratch,
+    ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
         let fused = cfg!(target_feature = "fma");
-        let mut best: Best = [None; PACKET];
-        let mut pk = Packet::new();
-        // A window's rays, by octant, as indices into `rays`; then a bucket's sort keys.
-        let mut by_octant = [0u32; WINDOW];
-        let mut sorted = [0u32; WINDOW];
-        let mut ends = Ends { at: [0; WINDOW], len: 0 };
-        let mut proj = [glam::Vec2::ZERO; WINDOW];
+        let Scratch { best, pk, by_octant, sorted, ends, tiles } = scratch;
+        let (best, pk) = (&mut **best, &mut **pk);
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -221,7 +274,7 @@ impl MeshBvh {
             for o in 0..8 {
                 let bucket = &mut by_octant[start[o]..start[o] + count[o]];
                 let sorted = &mut sorted[..bucket.len()];
-                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, &mut proj, &mut ends) {
+                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
                     for &i in bucket.iter() {
                         answer(&rays[i as usize], None, &mut out[i as usize]);
                     }
@@ -239,10 +292,10 @@ impl MeshBvh {
                     }
                     let ties = if fused {
                         pk.load::<true>(rays, idx);
-                        self.trace_packet::<ANY, true>(&mut pk, watertight, &mut best)
+                        self.trace_packet::<ANY, true>(pk, watertight, best)
                     } else {
                         pk.load::<false>(rays, idx);
-                        self.trace_packet::<ANY, false>(&mut pk, watertight, &mut best)
+                        self.trace_packet::<ANY, false>(pk, watertight, best)
                     };
                     for (k, &i) in idx.iter().enumerate() {
                         answer(&rays[i as usize], Some((best[k], ties & (1 << k) != 0)), &mut out[i as usize]);
@@ -285,8 +338,9 @@ impl MeshBvh {
                     let entered =
                         if ANY { pk.enter::<FUSED, false>(&planes, g) } else { pk.enter::<FUSED, true>(&planes, g) };
                     let mut m = entered & active;
-                    if m != 0 && !watertight {
-                        // Möller–Trumbore with the group's rays across the lanes.
+                    if m.count_ones() > LANES_FROM && !watertight {
+                        // Möller–Trumbore with the group's rays across the lanes: four tests of
+                        // eight rays, against one of four triangles per ray that enters.
                         let (o, d, tmin, tmax) = pk.group_rays(g);
                         let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, tmax);
                         m &= rh.mask;

@@ -37,9 +37,10 @@ pub(super) fn tile_order(
     rays: &[Ray],
     bucket: &mut [u32],
     sorted: &mut [u32],
-    proj: &mut [Vec2; WINDOW],
+    scratch: &mut Tiles,
     ends: &mut Ends,
 ) -> bool {
+    let Tiles { proj, tile: tiles, start } = scratch;
     ends.len = 0;
     // The axis along which the directions point most (the bucket shares its octant, so the
     // plain sum does).
@@ -75,12 +76,12 @@ pub(super) fn tile_order(
         (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
     };
     // Each ray's tile, computed once (fewer than 2^16 tiles), then a counting sort.
-    let mut tiles = [0u16; WINDOW];
     for (t, &p) in tiles.iter_mut().zip(proj.iter()).take(bucket.len()) {
         *t = cell_of(p) as u16;
     }
     let tiles = &tiles[..bucket.len()];
-    let mut start = [0u16; 2 * MAX_CELLS + 1];
+    let start = &mut start[..gx * gy + 1];
+    start.fill(0);
     for &c in tiles {
         start[c as usize + 1] += 1;
     }
@@ -133,11 +134,30 @@ pub(super) fn run_coherent(run: &[Ray]) -> bool {
 
 /// Where each packet of a regrouped bucket ends (at most one per ray).
 pub(super) struct Ends {
-    pub(super) at: [u16; WINDOW],
+    pub(super) at: Vec<u16>,
     pub(super) len: usize,
 }
 
+/// Scratch of [`tile_order`]: each ray's projection and tile, and where each tile starts.
+pub(super) struct Tiles {
+    proj: Vec<Vec2>,
+    tile: Vec<u16>,
+    start: Vec<u16>,
+}
+
+impl Tiles {
+    /// Room for a window.
+    pub(super) fn new() -> Tiles {
+        Tiles { proj: vec![Vec2::ZERO; WINDOW], tile: vec![0; WINDOW], start: vec![0; 2 * MAX_CELLS + 1] }
+    }
+}
+
 impl Ends {
+    /// Room for a window.
+    pub(super) fn new() -> Ends {
+        Ends { at: vec![0; WINDOW], len: 0 }
+    }
+
     fn push(&mut self, end: u16) {
         self.at[self.len] = end;
         self.len += 1;
