@@ -2,7 +2,8 @@
 //! distance, normals or the BVH's cost per pixel; written as an 8-bit RGB PNG.
 //!
 //! The image is traced in blocks of rows. Within a block the primary rays are made first and then
-//! cast in one batch ([`Tracer::intersect_batch`], on rayon), then the shadow rays of the hits
+//! cast in one batch ([`Tracer::intersect_batch`], on rayon; the flat BVH takes the block's rows
+//! as ray streams, which regroup them into tiled packets), then the shadow rays of the hits
 //! ([`Tracer::occluded_batch`]); only those two batch calls are timed, so the Mrays/s figures are
 //! query time alone.
 

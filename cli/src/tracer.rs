@@ -73,11 +73,11 @@ impl Tracer {
         }
     }
 
-    /// The closest hit of every ray, on rayon's threads.
+    /// The closest hit of every ray, on rayon's threads. The flat BVH takes them as ray streams
+    /// ([`stream`]): a block of camera rays in scan-line order goes as tiled packets.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Surface>> {
         match self {
-            Tracer::Flat(bvh) => bvh
-                .intersect_batch(rays)
+            Tracer::Flat(bvh) => stream(rays, |c, out| bvh.intersect_stream(c, out))
                 .expect(VALID)
                 .into_iter()
                 .map(|h| h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }))
@@ -93,10 +93,11 @@ impl Tracer {
         }
     }
 
-    /// Whether each ray hits anything, on rayon's threads.
+    /// Whether each ray hits anything, on rayon's threads (as streams for the flat BVH: shadow
+    /// rays to one light are coherent).
     pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
         match self {
-            Tracer::Flat(bvh) => bvh.occluded_batch(rays).expect(VALID),
+            Tracer::Flat(bvh) => stream(rays, |c, out| bvh.occluded_stream(c, out)).expect(VALID),
             Tracer::Instances { scene, .. } => scene.occluded_batch(rays, slabtree::Scene::ALL).expect(VALID),
         }
     }
