@@ -1,18 +1,20 @@
 //! 8-wide BVH nodes (Wald, Benthin and Boulos, "Getting Rid of Packets", 2008; Embree's BVH8),
 //! shared by the mesh BVH (`mesh`), the dynamic tree's read-only copy (`dbvt::wide`) and the
-//! packet path (`mesh::packet`):
+//! packet paths (`mesh::packet`, `mesh::stream`):
 //!
 //! | file | what |
 //! |---|---|
 //! | `node.rs` | [`Node8`]: eight child boxes as SoA planes and eight [`ChildRef`]s |
 //! | `ray.rs` | [`Ray8`]: one ray (or a swept box's centre ray) against the eight children |
 //! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
+//! | `packet.rs` | ray packets of up to 64 and the one packet walk, generic over the leaf |
 //!
 //! Builders (`mesh::collapse`, `dbvt::wide`) write nodes; the loop in `traverse.rs` reads them and
 //! hands each leaf it reaches to a [`LeafVisitor`], which decides what a leaf means (a triangle
 //! pack, a proxy) and whether the ray is clipped or stopped.
 
 mod node;
+pub(crate) mod packet;
 mod ray;
 mod traverse;
 

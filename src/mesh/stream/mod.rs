@@ -31,14 +31,13 @@
 //! can round to just before its box's entry distance), closest-hit packets test boxes against
 //! each ray's `tmax` raised by 2⁻¹⁶ relative; the triangle tests keep the exact `tmax`.
 
-mod packet;
 mod tiles;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
-use super::triangle::{PackHit, TriRay};
+use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, validate_rays};
-use crate::wide::{ChildRef, FixedStack};
-use packet::{PACKET, Packet, fusable};
+use crate::wide::ChildRef;
+use crate::wide::packet::{PACKET, Packet, fusable, packet_walk};
 use tiles::{Ends, RUN, Tiles, WINDOW, coherent, run_coherent, tile_order};
 
 /// Rays of one direction octant in a chunk below which they are traced singly.
@@ -46,19 +45,6 @@ const MIN_PACKET: usize = 8;
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
 /// the lanes (four eight-ray tests) rather than ray by ray (one four-triangle test each).
 const LANES_FROM: u32 = 2;
-/// Stack entries of the packet traversal; as for the single ray (7 siblings per level).
-const STACK: usize = 1024;
-
-/// A packet's waiting child: the child, the first ray that enters it, and where its box is (the
-/// parent node and lane), which a leaf's rays are tested against when it is taken.
-#[derive(Clone, Copy)]
-struct Entry {
-    child: ChildRef,
-    parent: u32,
-    lane: u8,
-    first: u8,
-    last: u8,
-}
 
 /// Records ray `r`'s hit `h` on triangle `prim`, found with the ray's `tmax` at the pack: any hit
 /// ends the ray; a closest hit clips it, and a hit at exactly the previous `tmax` is a tie.
@@ -307,114 +293,60 @@ impl MeshBvh {
 
     /// Traces the loaded packet: each ray's nearest (or, with `ANY`, first) pack hit in `best`,
     /// and the rays that met an exact tie between two triangles (to be traced again singly).
-    fn trace_packet<const ANY: bool, const FUSED: bool>(
-        &self,
-        pk: &mut Packet,
-        watertight: bool,
-        best: &mut Best,
-    ) -> u64 {
+    fn trace_packet<const ANY: bool, const FUSED: bool>(&self, pk: &mut Packet, watertight: bool, best: &mut Best) -> u64 {
         best[..pk.n].fill(None);
         let mut ties = 0u64;
         if self.blocks.is_empty() {
             return ties;
         }
-        let mut stack = FixedStack::<Entry, STACK>::new();
-        let mut cur = Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8 };
-        loop {
-            let (first, last) = (cur.first as usize, cur.last as usize);
-            if cur.child.is_leaf() {
-                // SAFETY: `parent` is a node that held this leaf reference.
-                let parent = unsafe { self.blocks.node_unchecked(cur.parent) };
-                let planes = pk.planes(parent, cur.lane as usize);
-                // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the
-                // cull test never passes one).
-                let p = unsafe { self.blocks.pack_unchecked(cur.child.index()) };
-                let mut hit = false;
-                for g in first / 8..=last / 8 {
-                    let active = pk.active(g, first, last);
-                    if active == 0 {
-                        continue;
-                    }
-                    let entered =
-                        if ANY { pk.enter::<FUSED, false>(&planes, g) } else { pk.enter::<FUSED, true>(&planes, g) };
-                    let mut m = entered & active;
-                    if m.count_ones() > LANES_FROM && !watertight {
-                        // Möller–Trumbore with the group's rays across the lanes: four tests of
-                        // eight rays, against one of four triangles per ray that enters.
-                        let (o, d, tmin, tmax) = pk.group_rays(g);
-                        let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, tmax);
-                        m &= rh.mask;
-                        let (t, u, v, tmax) = (rh.t.to_array(), rh.u.to_array(), rh.v.to_array(), tmax.to_array());
-                        while m != 0 {
-                            let l = m.trailing_zeros() as usize;
-                            m &= m - 1;
-                            let r = g * 8 + l;
-                            let lane = rh.lane[l] as usize;
-                            let h = PackHit { pack: cur.child.index(), lane, t: t[l], u: u[l], v: v[l] };
-                            hit |= record::<ANY>(pk, best, &mut ties, r, p.prim[lane], h, tmax[l]);
-                        }
-                        continue;
-                    }
+        let blocks = &self.blocks;
+        let prefetch = |c: ChildRef| {
+            let len = if c.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
+            crate::hint::prefetch_record(blocks.block_ptr(c.index()), len);
+        };
+        packet_walk::<ANY, FUSED, _>(blocks, pk, prefetch, |pk, leaf| {
+            // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the cull
+            // test never passes one).
+            let p = unsafe { blocks.pack_unchecked(leaf.index) };
+            let mut hit = false;
+            for g in leaf.groups() {
+                let mut m =
+                    if ANY { leaf.entering::<FUSED, false>(pk, g) } else { leaf.entering::<FUSED, true>(pk, g) };
+                if m.count_ones() > LANES_FROM && !watertight {
+                    // Möller–Trumbore with the group's rays across the lanes: four tests of eight
+                    // rays, against one of four triangles per ray that enters.
+                    let (o, d, tmin, tmax) = pk.group_rays(g);
+                    let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, tmax);
+                    m &= rh.mask;
+                    let (t, u, v, tmax) = (rh.t.to_array(), rh.u.to_array(), rh.v.to_array(), tmax.to_array());
                     while m != 0 {
-                        let r = g * 8 + m.trailing_zeros() as usize;
+                        let l = m.trailing_zeros() as usize;
                         m &= m - 1;
-                        let tmax = pk.tmax_of(r);
-                        let tr = pk.tri_ray(r, watertight);
-                        let h = if watertight { tr.intersect_watertight(p, tmax) } else { tr.intersect_mt(p, tmax) };
-                        if let Some(mut h) = h {
-                            h.pack = cur.child.index();
-                            hit |= record::<ANY>(pk, best, &mut ties, r, p.prim[h.lane], h, tmax);
-                        }
+                        let lane = rh.lane[l] as usize;
+                        let h = PackHit { pack: leaf.index, lane, t: t[l], u: u[l], v: v[l] };
+                        hit |= record::<ANY>(pk, best, &mut ties, g * 8 + l, p.prim[lane], h, tmax[l]);
                     }
-                }
-                if ANY && pk.live == 0 {
-                    break;
-                }
-                if hit {
-                    pk.clipped();
-                }
-            } else {
-                // SAFETY: the root, or a node reference read from this BVH's nodes.
-                let node = unsafe { self.blocks.node_unchecked(cur.child.index()) };
-                let (mut mask, key) = pk.cull_test(node);
-                let key = key.to_array();
-                let mut found = [(cur, 0.0f32); 8];
-                let mut n = 0;
-                while mask != 0 {
-                    let l = mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    if let Some((lo, hi)) = if ANY {
-                        pk.entering::<FUSED, false>(&pk.planes(node, l), first, last)
-                    } else {
-                        pk.entering::<FUSED, true>(&pk.planes(node, l), first, last)
-                    } {
-                        let (child, parent) = (node.child[l], cur.child.index());
-                        let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8 };
-                        // Far to near by insertion, so the nearest is taken first.
-                        let mut j = n;
-                        while !ANY && j > 0 && found[j - 1].1 < key[l] {
-                            found[j] = found[j - 1];
-                            j -= 1;
-                        }
-                        found[j] = (e, key[l]);
-                        n += 1;
-                    }
-                }
-                if n > 0 {
-                    for &(e, _) in &found[..n - 1] {
-                        let len = if e.child.is_leaf() { 160 } else { 224 };
-                        crate::hint::prefetch_record(self.blocks.block_ptr(e.child.index()), len);
-                        stack.push(e);
-                    }
-                    cur = found[n - 1].0;
                     continue;
                 }
+                while m != 0 {
+                    let r = g * 8 + m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let tmax = pk.tmax_of(r);
+                    let (o, d, tmin) = pk.ray_parts(r);
+                    let tr = TriRay::new(o, d, tmin, watertight);
+                    let h = if watertight { tr.intersect_watertight(p, tmax) } else { tr.intersect_mt(p, tmax) };
+                    if let Some(mut h) = h {
+                        h.pack = leaf.index;
+                        hit |= record::<ANY>(pk, best, &mut ties, r, p.prim[h.lane], h, tmax);
+                    }
+                }
             }
-            match stack.pop() {
-                Some(e) => cur = e,
-                None => break,
+            if hit {
+                pk.clipped();
             }
-        }
+            true
+        });
         ties
     }
+
 }

@@ -6,7 +6,7 @@ use glam::{Vec2, Vec3A};
 
 use crate::math::Ray;
 
-use super::packet::PACKET;
+use crate::wide::packet::PACKET;
 
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).

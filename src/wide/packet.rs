@@ -1,15 +1,16 @@
-//! A packet's rays laid out for the node tests, eight to a vector, and the two tests: the
-//! interval test of the whole packet against a node's children, and each ray's own slab test of a
-//! child (see the parent module for why the two together give the single ray's answers).
+//! Ray packets of up to 64 rays over 8-wide nodes: the rays laid out for the node tests, eight to
+//! a vector; the two tests, the interval test of the whole packet against a node's children and
+//! each ray's own slab test of a child; and the one packet walk, generic over what a leaf holds,
+//! which the mesh BVH's streams (`mesh::stream`, where the design and why each answer equals the
+//! single ray's are set out) and the scene's streams (`scene::stream`) both use.
 
 use wide::f32x8;
 
 use crate::math::{FAR_PAD, Ray};
-use crate::mesh::triangle::TriRay;
-use crate::wide::Node8;
+use super::{ChildRef, FixedStack, Node8, NodeStore};
 
 /// Rays in a packet at most.
-pub(super) const PACKET: usize = 64;
+pub(crate) const PACKET: usize = 64;
 const GROUPS: usize = PACKET / 8;
 /// Relative margin of the interval bounds (64 units of f32 roundoff; see `Packet::cull_test`).
 const REL_MARGIN: f32 = 64.0 * f32::EPSILON * 0.5;
@@ -37,7 +38,7 @@ impl Lanes {
 }
 
 /// One child's planes, splatted, near and far per axis by the packet's direction signs.
-pub(super) struct Planes {
+pub(crate) struct Planes {
     near: [f32x8; 3],
     far: [f32x8; 3],
 }
@@ -45,8 +46,8 @@ pub(super) struct Planes {
 /// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
 /// out for the single-ray node test with rays across the lanes. Filled in place for each packet
 /// by [`Packet::load`], so that a stream allocates and copies nothing else.
-pub(super) struct Packet {
-    pub(super) n: usize,
+pub(crate) struct Packet {
+    pub(crate) n: usize,
     inv: [Lanes; 3],
     /// `o·inv` (fused form) or `o` (exact form).
     org: [Lanes; 3],
@@ -59,7 +60,7 @@ pub(super) struct Packet {
     o: [Lanes; 3],
     d: [Lanes; 3],
     /// Rays still searching (any hit: not yet occluded).
-    pub(super) live: u64,
+    pub(crate) live: u64,
     near_row: [usize; 3],
     far_row: [usize; 3],
     /// Bounds of the origins and inverse directions, per axis.
@@ -76,7 +77,7 @@ pub(super) struct Packet {
 
 impl Packet {
     /// An empty packet, to [`Packet::load`].
-    pub(super) fn new() -> Packet {
+    pub(crate) fn new() -> Packet {
         let z = f32x8::ZERO;
         Packet {
             n: 0,
@@ -102,7 +103,7 @@ impl Packet {
 
     /// Loads the rays `rays[idx[..]]`, which share their direction signs and have finite fused
     /// products (see [`fusable`]).
-    pub(super) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[u32]) {
+    pub(crate) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[u32]) {
         let n = idx.len();
         debug_assert!((1..=PACKET).contains(&n));
         self.n = n;
@@ -154,18 +155,18 @@ impl Packet {
 
     /// Ray `k`'s `tmax`.
     #[inline(always)]
-    pub(super) fn tmax_of(&self, k: usize) -> f32 {
+    pub(crate) fn tmax_of(&self, k: usize) -> f32 {
         self.tmax.0[k]
     }
 
     /// Clips ray `k` at a hit at `t` (call [`Packet::clipped`] once the leaf is done).
     #[inline(always)]
-    pub(super) fn clip(&mut self, k: usize, t: f32) {
+    pub(crate) fn clip(&mut self, k: usize, t: f32) {
         self.tmax.0[k] = t;
     }
 
     /// Updates the largest `tmax` after clips.
-    pub(super) fn clipped(&mut self) {
+    pub(crate) fn clipped(&mut self) {
         // Lanes past the last ray hold -inf, so whole groups can be taken.
         let m = (0..self.n.div_ceil(8)).fold(f32x8::splat(f32::NEG_INFINITY), |m, g| m.fast_max(self.tmax.group(g)));
         self.tmax_hi = m.to_array().into_iter().fold(f32::NEG_INFINITY, f32::max);
@@ -174,17 +175,17 @@ impl Packet {
     /// Group `g`'s origins, directions, `tmin` and `tmax`, for the triangle tests with rays
     /// across the lanes.
     #[inline(always)]
-    pub(super) fn group_rays(&self, g: usize) -> ([f32x8; 3], [f32x8; 3], f32x8, f32x8) {
+    pub(crate) fn group_rays(&self, g: usize) -> ([f32x8; 3], [f32x8; 3], f32x8, f32x8) {
         let o = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
         let d = [self.d[0].group(g), self.d[1].group(g), self.d[2].group(g)];
         (o, d, self.tmin.group(g), self.tmax.group(g))
     }
 
-    /// The triangle tests' data of ray `k`.
+    /// Ray `k`'s origin, direction and `tmin`, as loaded.
     #[inline(always)]
-    pub(super) fn tri_ray(&self, k: usize, watertight: bool) -> TriRay {
+    pub(crate) fn ray_parts(&self, k: usize) -> (glam::Vec3, glam::Vec3, f32) {
         let v = |l: &[Lanes; 3]| glam::Vec3::new(l[0].0[k], l[1].0[k], l[2].0[k]);
-        TriRay::new(v(&self.o), v(&self.d), self.tmin.0[k], watertight)
+        (v(&self.o), v(&self.d), self.tmin.0[k])
     }
 
     /// The children of `node` that some ray of the packet may enter (a bit mask; never an empty
@@ -201,7 +202,7 @@ impl Packet {
     /// packet's largest `Δ` absolute covers all of it with room to spare, so a child culled here
     /// is refused by every ray's own test.
     #[inline(always)]
-    pub(super) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
+    pub(crate) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
         let rows = node.bounds.as_flattened();
         let mut near = self.tmin_lo;
         let mut far = f32x8::splat(self.tmax_hi + self.tmax_hi.abs() * TIE_MARGIN + f32::MIN_POSITIVE);
@@ -233,7 +234,7 @@ impl Packet {
 
     /// Lane `l`'s planes, splatted.
     #[inline(always)]
-    pub(super) fn planes(&self, node: &Node8, l: usize) -> Planes {
+    pub(crate) fn planes(&self, node: &Node8, l: usize) -> Planes {
         let rows = node.bounds.as_flattened();
         Planes {
             near: self.near_row.map(|r| f32x8::splat(rows[r][l])),
@@ -249,7 +250,7 @@ impl Packet {
     /// of the triangle test put that `t` just before the box's entry distance, so that the tie
     /// is seen (and the ray traced again singly) rather than hidden by the order of the walk.
     #[inline(always)]
-    pub(super) fn enter<const FUSED: bool, const TIES: bool>(&self, planes: &Planes, g: usize) -> u32 {
+    pub(crate) fn enter<const FUSED: bool, const TIES: bool>(&self, planes: &Planes, g: usize) -> u32 {
         let inv = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
         let org = [self.org[0].group(g), self.org[1].group(g), self.org[2].group(g)];
         let (tmin, mut tmax) = (self.tmin.group(g), self.tmax.group(g));
@@ -279,14 +280,14 @@ impl Packet {
 
     /// Group `g`'s live rays among `first..=last`.
     #[inline(always)]
-    pub(super) fn active(&self, g: usize, first: usize, last: usize) -> u32 {
+    pub(crate) fn active(&self, g: usize, first: usize, last: usize) -> u32 {
         let range = (u64::MAX << first) & (u64::MAX >> (63 - last));
         (((self.live & range) >> (g * 8)) & 0xFF) as u32
     }
 
     /// The first and the last live ray of `first..=last` that enter the box of `planes`.
     #[inline(always)]
-    pub(super) fn entering<const FUSED: bool, const TIES: bool>(
+    pub(crate) fn entering<const FUSED: bool, const TIES: bool>(
         &self,
         planes: &Planes,
         first: usize,
@@ -325,7 +326,120 @@ fn fused_widen(p: f32) -> f32 {
 /// `true` when the ray can join a packet: its inverse direction and `o·inv` are finite (the
 /// condition of the fused node test; the interval bounds need it in both forms).
 #[inline(always)]
-pub(super) fn fusable(ray: &Ray) -> bool {
+pub(crate) fn fusable(ray: &Ray) -> bool {
     let (o, inv) = (ray.origin(), ray.inv_dir());
     (inv + o * inv).is_finite()
+}
+
+/// Stack entries of the packet walk; as for the single ray (7 siblings per level).
+const STACK: usize = 1024;
+
+/// A waiting child of the packet walk: the child, the rays that may enter it (the first and the
+/// last), and where its box is (the parent node and lane), which a leaf's rays are tested
+/// against when it is taken.
+#[derive(Clone, Copy)]
+struct Entry {
+    child: ChildRef,
+    parent: u32,
+    lane: u8,
+    first: u8,
+    last: u8,
+}
+
+/// A leaf the packet walk reached: its index (of a [`ChildRef::leaf`]), its box's planes, and
+/// the packet's rays that may enter it, `first..=last`.
+pub(crate) struct PacketLeaf {
+    pub index: u32,
+    pub planes: Planes,
+    pub first: usize,
+    pub last: usize,
+}
+
+impl PacketLeaf {
+    /// The live rays of group `g` that enter the leaf's box, by the single-ray slab test
+    /// (`TIES`: against `tmax` raised as [`Packet::enter`] says, for closest hits).
+    #[inline(always)]
+    pub(crate) fn entering<const FUSED: bool, const TIES: bool>(&self, pk: &Packet, g: usize) -> u32 {
+        let active = pk.active(g, self.first, self.last);
+        if active == 0 { 0 } else { pk.enter::<FUSED, TIES>(&self.planes, g) & active }
+    }
+
+    /// The groups the leaf's rays lie in.
+    #[inline(always)]
+    pub(crate) fn groups(&self) -> std::ops::RangeInclusive<usize> {
+        self.first / 8..=self.last / 8
+    }
+}
+
+/// Walks `nodes` (the root is node 0 of the store, and must exist) with the loaded packet: each
+/// node's children are culled for the whole packet by [`Packet::cull_test`], each remaining
+/// child is entered with the first and the last ray that enter it ([`Packet::entering`]), nearer
+/// children first (by the interval test's entry bound) unless `ANY`, and every leaf reached goes to
+/// `leaf`, which tests its rays (through [`PacketLeaf::entering`]), may clip them
+/// ([`Packet::clip`], then [`Packet::clipped`]) or end them (`pk.live`), and returns `false` to end
+/// the walk. `prefetch` starts loading a child that is pushed. Returns the nodes visited.
+#[inline(always)]
+pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, N: NodeStore + ?Sized>(
+    nodes: &N,
+    pk: &mut Packet,
+    prefetch: impl Fn(ChildRef),
+    mut leaf: impl FnMut(&mut Packet, &PacketLeaf) -> bool,
+) -> u32 {
+    let mut visits = 0;
+    let mut stack = FixedStack::<Entry, STACK>::new();
+    let mut cur = Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8 };
+    loop {
+        let (first, last) = (cur.first as usize, cur.last as usize);
+        if cur.child.is_leaf() {
+            // SAFETY: `parent` is a node that held this leaf reference.
+            let parent = unsafe { nodes.node(cur.parent) };
+            let at = PacketLeaf { index: cur.child.index(), planes: pk.planes(parent, cur.lane as usize), first, last };
+            if !leaf(pk, &at) || (ANY && pk.live == 0) {
+                break;
+            }
+        } else {
+            visits += 1;
+            // SAFETY: the root, or a node reference read from the store's own nodes.
+            let node = unsafe { nodes.node(cur.child.index()) };
+            let (mut mask, key) = pk.cull_test(node);
+            let key = key.to_array();
+            let mut found = [(cur, 0.0f32); 8];
+            let mut n = 0;
+            while mask != 0 {
+                let l = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let planes = pk.planes(node, l);
+                let range = if ANY {
+                    pk.entering::<FUSED, false>(&planes, first, last)
+                } else {
+                    pk.entering::<FUSED, true>(&planes, first, last)
+                };
+                if let Some((lo, hi)) = range {
+                    let (child, parent) = (node.child[l], cur.child.index());
+                    let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8 };
+                    // Far to near by insertion, so the nearest is taken first.
+                    let mut j = n;
+                    while !ANY && j > 0 && found[j - 1].1 < key[l] {
+                        found[j] = found[j - 1];
+                        j -= 1;
+                    }
+                    found[j] = (e, key[l]);
+                    n += 1;
+                }
+            }
+            if n > 0 {
+                for &(e, _) in &found[..n - 1] {
+                    prefetch(e.child);
+                    stack.push(e);
+                }
+                cur = found[n - 1].0;
+                continue;
+            }
+        }
+        match stack.pop() {
+            Some(e) => cur = e,
+            None => break,
+        }
+    }
+    visits
 }
