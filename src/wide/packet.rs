@@ -6,8 +6,8 @@
 
 use wide::f32x8;
 
-use crate::math::{FAR_PAD, Ray};
 use super::{ChildRef, FixedStack, Node8, NodeStore};
+use crate::math::{FAR_PAD, Ray};
 
 /// Rays in a packet at most.
 pub(crate) const PACKET: usize = 64;

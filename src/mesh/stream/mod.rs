@@ -31,17 +31,16 @@
 //! can round to just before its box's entry distance), closest-hit packets test boxes against
 //! each ray's `tmax` raised by 2⁻¹⁶ relative; the triangle tests keep the exact `tmax`.
 
-mod tiles;
+pub(crate) mod regroup;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, validate_rays};
 use crate::wide::ChildRef;
-use crate::wide::packet::{PACKET, Packet, fusable, packet_walk};
-use tiles::{Ends, RUN, Tiles, WINDOW, coherent, run_coherent, tile_order};
+use crate::wide::packet::{PACKET, Packet, packet_walk};
+use regroup::Regroup;
 
-/// Rays of one direction octant in a chunk below which they are traced singly.
-const MIN_PACKET: usize = 8;
+use regroup::MIN_PACKET;
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
 /// the lanes (four eight-ray tests) rather than ray by ray (one four-triangle test each).
 const LANES_FROM: u32 = 2;
@@ -76,24 +75,12 @@ fn record<const ANY: bool>(
 struct Scratch {
     best: Box<Best>,
     pk: Box<Packet>,
-    /// A window's rays, by octant, as indices into the stream.
-    by_octant: Vec<u32>,
-    /// A bucket in tile order.
-    sorted: Vec<u32>,
-    ends: Ends,
-    tiles: Tiles,
+    regroup: Regroup,
 }
 
 impl Scratch {
     fn new() -> Scratch {
-        Scratch {
-            best: Box::new([None; PACKET]),
-            pk: Box::new(Packet::new()),
-            by_octant: vec![0; WINDOW],
-            sorted: vec![0; WINDOW],
-            ends: Ends::new(),
-            tiles: Tiles::new(),
-        }
+        Scratch { best: Box::new([None; PACKET]), pk: Box::new(Packet::new()), regroup: Regroup::new() }
     }
 }
 
@@ -224,76 +211,35 @@ impl MeshBvh {
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
         let fused = cfg!(target_feature = "fma");
-        let Scratch { best, pk, by_octant, sorted, ends, tiles } = scratch;
+        let Scratch { best, pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
-        for (w, window) in rays.chunks(WINDOW).enumerate() {
-            let base = w * WINDOW;
-            // Incoherent runs go to the single-ray path at once, in stream order.
-            let mut coherent_run = [false; WINDOW / RUN];
-            for (r, run) in window.chunks(RUN).enumerate() {
-                coherent_run[r] = run_coherent(run);
-            }
-            let mut count = [0usize; 8];
-            let octant_of = |ray: &Ray| {
-                let s = ray.sign();
-                (s[0] | s[1] << 1 | s[2] << 2) as usize
-            };
-            for (k, ray) in window.iter().enumerate() {
-                if coherent_run[k / RUN] && fusable(ray) {
-                    count[octant_of(ray)] += 1;
+        regroup.run(
+            rays,
+            out,
+            |out, i| answer(&rays[i], None, &mut out[i]),
+            |out, idx| {
+                let ties = if fused {
+                    pk.load::<true>(rays, idx);
+                    self.trace_packet::<ANY, true>(pk, watertight, best)
                 } else {
-                    answer(ray, None, &mut out[base + k]);
+                    pk.load::<false>(rays, idx);
+                    self.trace_packet::<ANY, false>(pk, watertight, best)
+                };
+                for (k, &i) in idx.iter().enumerate() {
+                    answer(&rays[i as usize], Some((best[k], ties & (1 << k) != 0)), &mut out[i as usize]);
                 }
-            }
-            let mut start = [0usize; 8];
-            for o in 1..8 {
-                start[o] = start[o - 1] + count[o - 1];
-            }
-            let mut next = start;
-            for (k, ray) in window.iter().enumerate() {
-                if coherent_run[k / RUN] && fusable(ray) {
-                    let o = octant_of(ray);
-                    by_octant[next[o]] = (base + k) as u32;
-                    next[o] += 1;
-                }
-            }
-            for o in 0..8 {
-                let bucket = &mut by_octant[start[o]..start[o] + count[o]];
-                let sorted = &mut sorted[..bucket.len()];
-                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
-                    for &i in bucket.iter() {
-                        answer(&rays[i as usize], None, &mut out[i as usize]);
-                    }
-                    continue;
-                }
-                let mut from = 0;
-                for &end in &ends.at[..ends.len] {
-                    let idx = &bucket[from..end as usize];
-                    from = end as usize;
-                    if idx.len() < MIN_PACKET || !coherent(rays, idx) {
-                        for &i in idx {
-                            answer(&rays[i as usize], None, &mut out[i as usize]);
-                        }
-                        continue;
-                    }
-                    let ties = if fused {
-                        pk.load::<true>(rays, idx);
-                        self.trace_packet::<ANY, true>(pk, watertight, best)
-                    } else {
-                        pk.load::<false>(rays, idx);
-                        self.trace_packet::<ANY, false>(pk, watertight, best)
-                    };
-                    for (k, &i) in idx.iter().enumerate() {
-                        answer(&rays[i as usize], Some((best[k], ties & (1 << k) != 0)), &mut out[i as usize]);
-                    }
-                }
-            }
-        }
+            },
+        );
     }
 
     /// Traces the loaded packet: each ray's nearest (or, with `ANY`, first) pack hit in `best`,
     /// and the rays that met an exact tie between two triangles (to be traced again singly).
-    fn trace_packet<const ANY: bool, const FUSED: bool>(&self, pk: &mut Packet, watertight: bool, best: &mut Best) -> u64 {
+    fn trace_packet<const ANY: bool, const FUSED: bool>(
+        &self,
+        pk: &mut Packet,
+        watertight: bool,
+        best: &mut Best,
+    ) -> u64 {
         best[..pk.n].fill(None);
         let mut ties = 0u64;
         if self.blocks.is_empty() {
@@ -348,5 +294,4 @@ impl MeshBvh {
         });
         ties
     }
-
 }

@@ -1,16 +1,100 @@
-//! Regrouping a stream into packets: rays bucketed by direction octant, coherent buckets
-//! reordered tile by tile, and the coherence tests that send the other rays to the single-ray
-//! path.
+//! Regrouping a stream into packets ([`Regroup::run`]): rays bucketed by direction octant,
+//! coherent buckets reordered tile by tile, and the coherence tests that send the other rays to
+//! the single-ray path. The mesh BVH's streams and the scene's use it.
 
 use glam::{Vec2, Vec3A};
 
 use crate::math::Ray;
 
-use crate::wide::packet::PACKET;
+use crate::wide::packet::{PACKET, fusable};
+
+/// Rays of one direction octant in a window, or of a packet, below which they are traced singly.
+pub(crate) const MIN_PACKET: usize = 8;
+
+/// The scratch of the regrouping, kept by its caller so that nothing is allocated per stream.
+pub(crate) struct Regroup {
+    /// A window's rays, by octant, as indices into the stream.
+    by_octant: Vec<u32>,
+    /// A bucket in tile order.
+    sorted: Vec<u32>,
+    ends: Ends,
+    tiles: Tiles,
+}
+
+impl Regroup {
+    /// Room for a window.
+    pub(crate) fn new() -> Regroup {
+        Regroup { by_octant: vec![0; WINDOW], sorted: vec![0; WINDOW], ends: Ends::new(), tiles: Tiles::new() }
+    }
+
+    /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
+    /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
+    /// direction octant whose fused products are finite, in tile order) and `single(cx, i)` every
+    /// other ray; `cx` is what both write to.
+    pub(crate) fn run<C: ?Sized>(
+        &mut self,
+        rays: &[Ray],
+        cx: &mut C,
+        mut single: impl FnMut(&mut C, usize),
+        mut packet: impl FnMut(&mut C, &[u32]),
+    ) {
+        let Regroup { by_octant, sorted, ends, tiles } = self;
+        for (w, window) in rays.chunks(WINDOW).enumerate() {
+            let base = w * WINDOW;
+            // Incoherent runs go to the single-ray path at once, in stream order.
+            let mut coherent_run = [false; WINDOW / RUN];
+            for (r, run) in window.chunks(RUN).enumerate() {
+                coherent_run[r] = run_coherent(run);
+            }
+            let mut count = [0usize; 8];
+            let octant_of = |ray: &Ray| {
+                let s = ray.sign();
+                (s[0] | s[1] << 1 | s[2] << 2) as usize
+            };
+            for (k, ray) in window.iter().enumerate() {
+                if coherent_run[k / RUN] && fusable(ray) {
+                    count[octant_of(ray)] += 1;
+                } else {
+                    single(cx, base + k);
+                }
+            }
+            let mut start = [0usize; 8];
+            for o in 1..8 {
+                start[o] = start[o - 1] + count[o - 1];
+            }
+            let mut next = start;
+            for (k, ray) in window.iter().enumerate() {
+                if coherent_run[k / RUN] && fusable(ray) {
+                    let o = octant_of(ray);
+                    by_octant[next[o]] = (base + k) as u32;
+                    next[o] += 1;
+                }
+            }
+            for o in 0..8 {
+                let bucket = &mut by_octant[start[o]..start[o] + count[o]];
+                let sorted = &mut sorted[..bucket.len()];
+                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
+                    bucket.iter().for_each(|&i| single(cx, i as usize));
+                    continue;
+                }
+                let mut from = 0;
+                for &end in &ends.at[..ends.len] {
+                    let idx = &bucket[from..end as usize];
+                    from = end as usize;
+                    if idx.len() < MIN_PACKET || !coherent(rays, idx) {
+                        idx.iter().for_each(|&i| single(cx, i as usize));
+                    } else {
+                        packet(cx, idx);
+                    }
+                }
+            }
+        }
+    }
+}
 
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).
-pub(super) const WINDOW: usize = 4096;
+const WINDOW: usize = 4096;
 /// Largest average step between the unit directions of consecutive rays, per axis, for a bucket
 /// to be regrouped into packets (neighbouring pixels of a 256-pixel image with a 90° view differ
 /// by about 0.008).
@@ -33,13 +117,7 @@ const MAX_DIR_SPREAD: f32 = 0.5;
 /// pinhole camera that is the image plane, so scan lines become tiles of pixels. The rays'
 /// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
 /// are placed by a counting sort over the cells (stable, linear in the rays).
-pub(super) fn tile_order(
-    rays: &[Ray],
-    bucket: &mut [u32],
-    sorted: &mut [u32],
-    scratch: &mut Tiles,
-    ends: &mut Ends,
-) -> bool {
+fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], scratch: &mut Tiles, ends: &mut Ends) -> bool {
     let Tiles { proj, tile: tiles, start } = scratch;
     ends.len = 0;
     // The axis along which the directions point most (the bucket shares its octant, so the
@@ -116,13 +194,13 @@ pub(super) fn tile_order(
 }
 
 /// Rays of a stream judged coherent or not together, by [`run_coherent`].
-pub(super) const RUN: usize = 512;
+const RUN: usize = 512;
 
 /// A quick look at a run of [`RUN`] rays before it is bucketed: `true` when every eighth pair of
 /// consecutive rays points nearly the same way (on average by at most [`MAX_STEP`] per axis).
 /// Incoherent runs (random rays, diffuse bounces) go to the single-ray path at once, for a few
 /// instructions per ray, and in stream order.
-pub(super) fn run_coherent(run: &[Ray]) -> bool {
+fn run_coherent(run: &[Ray]) -> bool {
     let unit = |r: &Ray| r.dir().normalize_or_zero();
     let (mut step, mut pairs) = (0.0f32, 0usize);
     for pair in run.windows(2).step_by(8) {
@@ -133,13 +211,13 @@ pub(super) fn run_coherent(run: &[Ray]) -> bool {
 }
 
 /// Where each packet of a regrouped bucket ends (at most one per ray).
-pub(super) struct Ends {
-    pub(super) at: Vec<u16>,
-    pub(super) len: usize,
+struct Ends {
+    at: Vec<u16>,
+    len: usize,
 }
 
 /// Scratch of [`tile_order`]: each ray's projection and tile, and where each tile starts.
-pub(super) struct Tiles {
+struct Tiles {
     proj: Vec<Vec2>,
     tile: Vec<u16>,
     start: Vec<u16>,
@@ -147,14 +225,14 @@ pub(super) struct Tiles {
 
 impl Tiles {
     /// Room for a window.
-    pub(super) fn new() -> Tiles {
+    fn new() -> Tiles {
         Tiles { proj: vec![Vec2::ZERO; WINDOW], tile: vec![0; WINDOW], start: vec![0; 2 * MAX_CELLS + 1] }
     }
 }
 
 impl Ends {
     /// Room for a window.
-    pub(super) fn new() -> Ends {
+    fn new() -> Ends {
         Ends { at: vec![0; WINDOW], len: 0 }
     }
 
@@ -165,7 +243,7 @@ impl Ends {
 }
 
 /// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis.
-pub(super) fn coherent(rays: &[Ray], idx: &[u32]) -> bool {
+fn coherent(rays: &[Ray], idx: &[u32]) -> bool {
     let (mut lo, mut hi) = (glam::Vec3A::INFINITY, glam::Vec3A::NEG_INFINITY);
     for &i in idx {
         let d = rays[i as usize].dir().normalize_or_zero();
