@@ -1,7 +1,8 @@
 //! The picking and visibility layer of a renderer: 10,000 moving instances of a few generated
 //! meshes in a [`Scene`]. Each frame moves 10% of them (one batched update and refit, then a
 //! little incremental optimisation), picks 100 cursor rays and runs a frustum query, and prints
-//! the per-frame times. Then it measures 8-ray packets against single rays on primary rays.
+//! the per-frame times. Then it picks a tile of camera rays per frame, one by one and as a ray
+//! stream, and measures 8-ray packets against single rays on primary rays.
 //!
 //! `cargo run --release --example picking [instances] [frames]`
 
@@ -90,7 +91,35 @@ fn main() {
         );
     }
     println!("mean frame: {:.3} ms", total / frames as f64);
+    tiles(&mut world, frames);
     packets(&world);
+}
+
+/// The same frames with a 64 × 64 tile of camera rays each, picked one by one and as a stream
+/// (`Scene::intersect_stream`), interleaved frame by frame; the answers must agree.
+fn tiles(world: &mut World, frames: usize) {
+    println!("\nframes with 100 cursor rays and a 64x64 camera tile, one thread: single rays vs streams");
+    let (mut single, mut stream) = (Vec::new(), Vec::new());
+    let mut hits = Vec::new();
+    for f in 0..frames.max(5) {
+        world.step(f);
+        let mut rays = world.motion.cursor_rays(f);
+        rays.extend(world.motion.tile_rays(f, 64));
+        let a = Instant::now();
+        let one: Vec<_> = rays.iter().map(|r| world.scene.intersect(r, slabtree::Scene::ALL).unwrap()).collect();
+        let b = Instant::now();
+        world.scene.intersect_stream(&rays, slabtree::Scene::ALL, &mut hits).unwrap();
+        let c = Instant::now();
+        assert_eq!(one, hits, "frame {f}: streams and single rays disagree");
+        single.push((b - a).as_secs_f64() * 1e3);
+        stream.push((c - b).as_secs_f64() * 1e3);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (s, t) = (median(&mut single), median(&mut stream));
+    println!("  picks per frame (median): single {s:.3} ms, stream {t:.3} ms, speed-up {:.2}x", s / t);
 }
 
 /// Packets against single rays, one thread, on the same primary rays; best of 3.

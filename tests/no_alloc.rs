@@ -94,10 +94,14 @@ fn ray_queries_allocate_nothing_once_warm() {
     });
     let stream: Vec<Ray> = rays.iter().flatten().copied().chain(camera).collect();
     let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
+    let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
     let mut round = |count: &mut usize| {
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
         *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();
+        scene.intersect_stream(&stream, Scene::ALL, &mut scene_hits).unwrap();
+        scene.occluded_stream(&stream, Scene::ALL, &mut scene_occluded).unwrap();
+        *count += scene_hits.iter().flatten().count() + scene_occluded.iter().filter(|&&o| o).count();
         for pk in &rays {
             for r in pk {
                 *count += scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some() as usize;

@@ -1,6 +1,6 @@
 //! The two-level scene against brute force over all instances and all triangles, after random
 //! sequences of add, remove, set_transform and batched moves: pick, occluded, visible, overlap,
-//! sweep_box, masks, packets (equal to single rays exactly) and bad input.
+//! sweep_box, masks, packets and streams (equal to single rays exactly) and bad input.
 
 use std::sync::Arc;
 
@@ -173,6 +173,23 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             scene.occluded_batch(&rays, mask).unwrap(),
             rays.iter().map(|r| scene.occluded(r, mask).unwrap()).collect::<Vec<_>>()
         );
+        // Streams of these rays and of a camera's rays in scan-line order (packets inside each
+        // instance) equal single rays exactly.
+        let eye = rng.vec(-20.0, 20.0);
+        let to = rng.vec(-5.0, 5.0) - eye;
+        let (right, up) = (to.cross(Vec3::Y).normalize_or(Vec3::X), to.cross(Vec3::X).normalize_or(Vec3::Y));
+        let camera = (0..48 * 40).map(|i| {
+            let (x, y) = ((i % 48) as f32 / 24.0 - 1.0, (i / 48) as f32 / 20.0 - 1.0);
+            Ray::new(eye, to + (right * x + up * y) * to.length() * 0.4)
+        });
+        let stream: Vec<Ray> = rays.iter().copied().chain(camera).collect();
+        let (mut hits, mut occluded) = (Vec::new(), Vec::new());
+        scene.intersect_stream(&stream, mask, &mut hits).unwrap();
+        scene.occluded_stream(&stream, mask, &mut occluded).unwrap();
+        for (i, ray) in stream.iter().enumerate() {
+            assert_eq!(hits[i], scene.intersect(ray, mask).unwrap(), "stream ray {i}");
+            assert_eq!(occluded[i], scene.occluded(ray, mask).unwrap(), "stream ray {i}");
+        }
     }
     // Visible: every instance whose world box passes the planes is reported (conservative).
     let eye = rng.vec(-20.0, 20.0);

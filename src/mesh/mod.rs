@@ -11,7 +11,7 @@ mod error;
 mod layout;
 mod packet;
 mod shapes;
-mod stream;
+pub(crate) mod stream;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
 

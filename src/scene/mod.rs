@@ -9,6 +9,7 @@
 //! | `error.rs` | [`SceneError`] |
 //! | `query.rs` | pick, occlusion, their batches and 8-ray packets, frustum and overlap |
 //! | `sweep.rs` | the swept box against the triangles of every instance (oriented-box SAT) |
+//! | `stream.rs` | ray streams: packets through the instance tree and each instance's mesh |
 //!
 //! Rays are taken into an instance's space with the inverse transform and *not* renormalised,
 //! so a hit's `t` is the same in both spaces and instances clip one another directly.
@@ -33,6 +34,7 @@
 
 mod error;
 mod query;
+mod stream;
 mod sweep;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

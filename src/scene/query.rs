@@ -96,7 +96,7 @@ impl Scene {
         })
     }
 
-    fn make_hit(&self, slot: u32, h: crate::mesh::Hit) -> SceneHit {
+    pub(super) fn make_hit(&self, slot: u32, h: crate::mesh::Hit) -> SceneHit {
         let inst = self.slot(slot);
         let n = inst.normal_to_world(Vec3A::from(h.normal));
         SceneHit {
@@ -118,7 +118,7 @@ impl Scene {
         Ok(self.intersect_counted(ray, mask, 1))
     }
 
-    fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<SceneHit> {
+    pub(super) fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<SceneHit> {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -146,7 +146,7 @@ impl Scene {
         Ok(self.occluded_counted(ray, mask, 1))
     }
 
-    fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> bool {
+    pub(super) fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> bool {
         let mut hit = false;
         let _ = self.cast(ray, count, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -374,6 +374,6 @@ impl Scene {
 /// Two distances within rounding of each other: which instance the single-ray path keeps then
 /// depends on the order it meets them, so the packet path defers to it.
 #[inline]
-fn near_tie(a: f32, b: f32) -> bool {
+pub(super) fn near_tie(a: f32, b: f32) -> bool {
     (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + f32::MIN_POSITIVE
 }

@@ -94,6 +94,24 @@ impl MovingInstances {
         (eye, glam::camera::rh::proj::directx::perspective(1.0, 16.0 / 9.0, 0.1, self.side * 3.0) * view)
     }
 
+    /// The camera's rays through a `side` × `side` pixel tile of a 1024 × 576 image, in scan-line
+    /// order; the tile moves with `frame` (a renderer's visibility pass, a tile per frame).
+    pub fn tile_rays(&self, frame: usize, side: u32) -> Vec<Ray> {
+        let (eye, vp) = self.camera();
+        let inv = vp.inverse();
+        let (w, h) = (1024u32, 576u32);
+        let (x0, y0) = ((frame as u32 * 97) % (w - side), (frame as u32 * 61) % (h - side));
+        (0..side * side)
+            .map(|i| {
+                let (px, py) = (x0 + i % side, y0 + i / side);
+                let ndc =
+                    Vec3::new((px as f32 + 0.5) / w as f32 * 2.0 - 1.0, 1.0 - (py as f32 + 0.5) / h as f32 * 2.0, 1.0);
+                let far = inv.project_point3(ndc);
+                Ray::new(Vec3A::from(eye), Vec3A::from((far - eye).normalize()))
+            })
+            .collect()
+    }
+
     /// The 100 cursor rays of frame `frame`.
     pub fn cursor_rays(&self, frame: usize) -> Vec<Ray> {
         let (eye, vp) = self.camera();

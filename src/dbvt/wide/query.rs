@@ -40,6 +40,37 @@ impl<T> Dbvt<T> {
         Ok(stats)
     }
 
+    /// Walks `view` (made from this tree since its last change) with a loaded ray packet,
+    /// whose rays take the exact form of the slab test, as [`Dbvt::ray_cast_wide`]'s `Ray8`
+    /// does: `leaf(packet, at, data)` gets every proxy a ray of the packet may reach, with its
+    /// data, and returns `false` to end the walk. With `ANY` (occlusion) the walk takes children
+    /// in any order and ends once no ray is live. Returns the wide nodes visited.
+    pub(crate) fn packet_walk_wide<const ANY: bool>(
+        &self,
+        view: &WideView,
+        pk: &mut crate::wide::packet::Packet,
+        mut leaf: impl FnMut(&mut crate::wide::packet::Packet, &crate::wide::packet::PacketLeaf, &T) -> bool,
+    ) -> Result<u32, DbvtError> {
+        self.check_refitted()?;
+        if view.nodes.is_empty() {
+            return Ok(0);
+        }
+        let prefetch = |child: ChildRef| {
+            if child.is_leaf() {
+                crate::hint::prefetch(self.slots.as_ptr().wrapping_add(child.index() as usize));
+            } else {
+                crate::hint::prefetch_record(
+                    view.nodes.as_ptr().wrapping_add(child.index() as usize),
+                    size_of::<Node8>(),
+                );
+            }
+        };
+        Ok(crate::wide::packet::packet_walk::<ANY, false, _>(&view.nodes[..], pk, prefetch, |pk, at| {
+            let data = self.slots[at.index as usize].data.as_ref().expect("leaf proxies are live");
+            leaf(pk, at, data)
+        }))
+    }
+
     /// [`Dbvt::frustum`] over `view` (made from this tree since its last change): the same
     /// proxies reach `policy`, in another order. Plane masking as in the binary query (each
     /// stacked entry carries the planes its box is not known to be inside; a subtree wholly

@@ -126,6 +126,15 @@ impl MeshBvh {
         validate_rays(rays)?;
         hits.clear();
         hits.resize(rays.len(), None);
+        self.intersect_stream_unchecked(rays, hits);
+        Ok(())
+    }
+
+    /// [`MeshBvh::intersect_stream`] of rays that may have a non-finite origin or direction
+    /// (those hit nothing), as an instance's view of world rays does; their ranges are valid.
+    /// `hits` has one slot per ray.
+    pub(crate) fn intersect_stream_unchecked(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         // Each answer is written in place: built elsewhere and copied, its 32-byte reload
         // waited on the narrower stores that wrote it (a tenth of a stream's time, perf).
         self.stream::<false, _>(rays, hits, |ray, packed, slot| match packed {
@@ -134,7 +143,6 @@ impl MeshBvh {
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
         });
-        Ok(())
     }
 
     /// [`MeshBvh::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
@@ -159,13 +167,19 @@ impl MeshBvh {
         validate_rays(rays)?;
         occluded.clear();
         occluded.resize(rays.len(), false);
+        self.occluded_stream_unchecked(rays, occluded);
+        Ok(())
+    }
+
+    /// [`MeshBvh::occluded_stream`] of rays as [`MeshBvh::intersect_stream_unchecked`] takes.
+    pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
+        debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         self.stream::<true, _>(rays, occluded, |ray, packed, slot| {
             *slot = match packed {
                 None => self.occluded_unchecked(ray),
                 Some((best, _)) => best.is_some(),
             }
         });
-        Ok(())
     }
 
     /// Cuts valid `rays` into windows of [`WINDOW`] consecutive rays, regroups each window's
