@@ -73,8 +73,8 @@ impl Tracer {
         }
     }
 
-    /// The closest hit of every ray, on rayon's threads. The flat BVH takes them as ray streams
-    /// ([`stream`]): a block of camera rays in scan-line order goes as tiled packets.
+    /// The closest hit of every ray, on rayon's threads, as ray streams ([`stream`]): a block of
+    /// camera rays in scan-line order goes as tiled packets.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Surface>> {
         match self {
             Tracer::Flat(bvh) => stream(rays, |c, out| bvh.intersect_stream(c, out))
@@ -82,23 +82,30 @@ impl Tracer {
                 .into_iter()
                 .map(|h| h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }))
                 .collect(),
-            Tracer::Instances { scene, first } => scene
-                .intersect_batch(rays, slabtree::Scene::ALL)
-                .expect(VALID)
-                .into_iter()
-                .map(|h| {
-                    h.map(|h| Surface { t: h.t, triangle: first[h.user_id as usize] + h.triangle, normal: h.normal })
-                })
-                .collect(),
+            Tracer::Instances { scene, first } => {
+                stream(rays, |c, out| scene.intersect_stream(c, slabtree::Scene::ALL, out))
+                    .expect(VALID)
+                    .into_iter()
+                    .map(|h| {
+                        h.map(|h| Surface {
+                            t: h.t,
+                            triangle: first[h.user_id as usize] + h.triangle,
+                            normal: h.normal,
+                        })
+                    })
+                    .collect()
+            }
         }
     }
 
-    /// Whether each ray hits anything, on rayon's threads (as streams for the flat BVH: shadow
-    /// rays to one light are coherent).
+    /// Whether each ray hits anything, on rayon's threads, as ray streams (shadow rays to one
+    /// light are coherent).
     pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
         match self {
             Tracer::Flat(bvh) => stream(rays, |c, out| bvh.occluded_stream(c, out)).expect(VALID),
-            Tracer::Instances { scene, .. } => scene.occluded_batch(rays, slabtree::Scene::ALL).expect(VALID),
+            Tracer::Instances { scene, .. } => {
+                stream(rays, |c, out| scene.occluded_stream(c, slabtree::Scene::ALL, out)).expect(VALID)
+            }
         }
     }
 
