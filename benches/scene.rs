@@ -1,7 +1,7 @@
 //! Criterion benchmark of the picking frame loop of `examples/picking.rs` at 1k, 10k and 100k
 //! instances: move 10% of the instances (`Scene::set_transforms`: O(1) leaf updates and one
-//! refit, then `optimize`), pick 100 cursor rays, run one frustum query. Group `packets`: 8-ray
-//! packets against single rays on 512×512 primary rays (4×2 tiles) on a 359k-triangle sphere.
+//! refit, then `optimize`), pick 100 cursor rays, run one frustum query. Group `streams`: ray
+//! streams against single rays on 512×512 primary rays (4×2 tiles) on a 359k-triangle sphere.
 //!
 //! `cargo bench --bench scene`
 
@@ -67,29 +67,28 @@ fn frame_loop(c: &mut Criterion) {
     g.finish();
 }
 
-fn packets(c: &mut Criterion) {
+fn streams(c: &mut Criterion) {
     let big = MeshBvh::build(&TriMesh::uv_sphere(1.0, 600, 300), &BuildOptions::default());
     let rays = primary_tiles(Vec3::new(0.2, 0.3, 3.0), Vec3::ZERO, 512, 512);
-    let mut g = c.benchmark_group("packets");
+    let mut g = c.benchmark_group("streams");
     g.sample_size(10).measurement_time(Duration::from_secs(3)).throughput(Throughput::Elements(rays.len() as u64));
+    let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     g.bench_function("single", |b| b.iter(|| rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count()));
-    g.bench_function("packet8", |b| {
+    g.bench_function("stream", |b| {
         b.iter(|| {
-            rays.chunks_exact(8)
-                .map(|c| big.intersect8(c.try_into().unwrap()).unwrap().iter().flatten().count())
-                .sum::<usize>()
+            big.intersect_stream(&rays, &mut hits).unwrap();
+            hits.iter().flatten().count()
         })
     });
     g.bench_function("single_any", |b| b.iter(|| rays.iter().filter(|r| big.occluded(r).unwrap()).count()));
-    g.bench_function("packet8_any", |b| {
+    g.bench_function("stream_any", |b| {
         b.iter(|| {
-            rays.chunks_exact(8)
-                .map(|c| big.occluded8(c.try_into().unwrap()).unwrap().iter().filter(|o| **o).count())
-                .sum::<usize>()
+            big.occluded_stream(&rays, &mut occluded).unwrap();
+            occluded.iter().filter(|o| **o).count()
         })
     });
     g.finish();
 }
 
-criterion_group!(benches, frame_loop, packets);
+criterion_group!(benches, frame_loop, streams);
 criterion_main!(benches);

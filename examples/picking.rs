@@ -2,17 +2,16 @@
 //! meshes in a [`Scene`]. Each frame moves 10% of them (one batched update and refit, then a
 //! little incremental optimisation), picks 100 cursor rays and runs a frustum query, and prints
 //! the per-frame times. Then it picks a tile of camera rays per frame, one by one and as a ray
-//! stream, and measures 8-ray packets against single rays on primary rays.
+//! stream (`Scene::intersect_stream`), and compares the two.
 //!
 //! `cargo run --release --example picking [instances] [frames]`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use glam::Vec3;
-use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
+use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene};
 
-use slabtree_testkit::moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
+use slabtree_testkit::moving_instances::{MovingInstances, meshes, tree_config};
 
 /// The scene and the motion that drives it.
 struct World {
@@ -92,7 +91,6 @@ fn main() {
     }
     println!("mean frame: {:.3} ms", total / frames as f64);
     tiles(&mut world, frames);
-    packets(&world);
 }
 
 /// The same frames with a 64 × 64 tile of camera rays each, picked one by one and as a stream
@@ -120,65 +118,4 @@ fn tiles(world: &mut World, frames: usize) {
     };
     let (s, t) = (median(&mut single), median(&mut stream));
     println!("  picks per frame (median): single {s:.3} ms, stream {t:.3} ms, speed-up {:.2}x", s / t);
-}
-
-/// Packets against single rays, one thread, on the same primary rays; best of 3.
-fn packets(world: &World) {
-    println!("\n8-ray packets vs single rays (primary rays, 4x2 tiles, one thread, best of 3)");
-    let big = MeshBvh::build(&TriMesh::uv_sphere(1.0, 600, 300), &BuildOptions::default());
-    let rays = primary_tiles(Vec3::new(0.2, 0.3, 3.0), Vec3::ZERO, 512, 512);
-    let time = |f: &mut dyn FnMut() -> usize| {
-        let mut best = f64::INFINITY;
-        let mut r = 0;
-        for _ in 0..3 {
-            let t = Instant::now();
-            r = f();
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        (best, r)
-    };
-    let (ts, hs) = time(&mut || rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count());
-    let (tp, hp) = time(&mut || {
-        rays.chunks_exact(8)
-            .map(|c| big.intersect8(c.try_into().unwrap()).unwrap().iter().filter(|h| h.is_some()).count())
-            .sum()
-    });
-    assert_eq!(hs, hp);
-    let mrays = |t: f64| rays.len() as f64 / t / 1e6;
-    println!(
-        "  mesh ({} triangles) closest hit: single {:.2} Mrays/s, packets {:.2} Mrays/s, speed-up {:.2}x",
-        big.mesh().len(),
-        mrays(ts),
-        mrays(tp),
-        ts / tp
-    );
-    let (ts, _) = time(&mut || rays.iter().filter(|r| big.occluded(r).unwrap()).count());
-    let (tp, _) = time(&mut || {
-        rays.chunks_exact(8).map(|c| big.occluded8(c.try_into().unwrap()).unwrap().iter().filter(|h| **h).count()).sum()
-    });
-    println!(
-        "  mesh any hit: single {:.2} Mrays/s, packets {:.2} Mrays/s, speed-up {:.2}x",
-        mrays(ts),
-        mrays(tp),
-        ts / tp
-    );
-    let (eye, _) = world.motion.camera();
-    let rays = primary_tiles(eye, Vec3::splat(world.motion.side * 0.5), 256, 256);
-    let (ts, hs) =
-        time(&mut || rays.iter().filter(|r| world.scene.intersect(r, slabtree::Scene::ALL).unwrap().is_some()).count());
-    let (tp, hp) = time(&mut || {
-        rays.chunks_exact(8)
-            .map(|c| {
-                world.scene.intersect8(c.try_into().unwrap(), u32::MAX).unwrap().iter().filter(|h| h.is_some()).count()
-            })
-            .sum()
-    });
-    assert_eq!(hs, hp);
-    println!(
-        "  scene ({} instances) pick: single {:.2} Mrays/s, packets {:.2} Mrays/s, speed-up {:.2}x",
-        world.ids.len(),
-        mrays(ts),
-        mrays(tp),
-        ts / tp
-    );
 }

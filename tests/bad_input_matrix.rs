@@ -147,10 +147,16 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(bvh.intersect_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(bvh.occluded_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(scene.intersect_batch(&batch, Scene::ALL), Err(BatchError { index: 2, error: e }));
-            let mut packet = [good; 8];
-            packet[5] = r;
-            same(bvh.intersect8(&packet), Err(BatchError { index: 5, error: e }));
-            same(scene.occluded8(&packet, Scene::ALL), Err(BatchError { index: 5, error: e }));
+            // Streams refuse the whole stream, naming the first bad ray, and write nothing.
+            let mut stream = [good; 80];
+            stream[55] = r;
+            let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
+                (vec![None; 2], vec![true; 2], vec![None; 2], vec![true; 2]);
+            same(bvh.intersect_stream(&stream, &mut hits), Err(BatchError { index: 55, error: e }));
+            same(bvh.occluded_stream(&stream, &mut occ), Err(BatchError { index: 55, error: e }));
+            same(scene.intersect_stream(&stream, Scene::ALL, &mut scene_hits), Err(BatchError { index: 55, error: e }));
+            same(scene.occluded_stream(&stream, Scene::ALL, &mut scene_occ), Err(BatchError { index: 55, error: e }));
+            assert!(hits == [None; 2] && occ == [true; 2] && scene_hits == [None; 2] && scene_occ == [true; 2]);
         }
         // The same batch without the bad ray is traced.
         assert_eq!(bvh.intersect_batch(&[good; 3]).unwrap().iter().filter(|h| h.is_some()).count(), 3);

@@ -1,6 +1,6 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
-//! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, 8-ray
-//! packets, ray streams, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, ray
+//! streams, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
 //! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
@@ -110,10 +110,6 @@ fn ray_queries_allocate_nothing_once_warm() {
                 *count += meshes[1].occluded(r).unwrap() as usize;
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
-            *count += scene.intersect8(pk, u32::MAX).unwrap().iter().flatten().count();
-            *count += scene.occluded8(pk, u32::MAX).unwrap().iter().filter(|&&o| o).count();
-            *count += meshes[0].intersect8(pk).unwrap().iter().flatten().count();
-            *count += meshes[1].occluded8(pk).unwrap().iter().filter(|&&o| o).count();
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));
             *count += tree.sweep_box(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
             *count += scene.sweep_box(&probe, pk[1].dir() * side, Scene::ALL).unwrap().is_some() as usize;

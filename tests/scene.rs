@@ -1,6 +1,6 @@
 //! The two-level scene against brute force over all instances and all triangles, after random
 //! sequences of add, remove, set_transform and batched moves: pick, occluded, visible, overlap,
-//! sweep_box, masks, packets and streams (equal to single rays exactly) and bad input.
+//! sweep_box, masks, streams (equal to single rays exactly) and bad input.
 
 use std::sync::Arc;
 
@@ -101,7 +101,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         let inst = scene.get(m.id).unwrap();
         assert_eq!((inst.user_id(), inst.mask()), (m.user, m.mask));
     }
-    // Pick and occluded, with and without masks; packets equal single rays exactly.
+    // Pick and occluded, with and without masks; streams equal single rays exactly.
     let mut rays = Vec::new();
     for i in 0..64 {
         let target = rng.vec(-12.0, 12.0);
@@ -154,15 +154,6 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             }
             if want.is_none() {
                 assert!(!occ || got.is_some(), "occluded without any hit");
-            }
-        }
-        for chunk in rays.chunks_exact(8) {
-            let pk: [Ray; 8] = chunk.try_into().unwrap();
-            let p8 = scene.intersect8(&pk, mask).unwrap();
-            let o8 = scene.occluded8(&pk, mask).unwrap();
-            for r in 0..8 {
-                assert_eq!(p8[r], scene.intersect(&pk[r], mask).unwrap());
-                assert_eq!(o8[r], scene.occluded(&pk[r], mask).unwrap());
             }
         }
         assert_eq!(

@@ -5,8 +5,8 @@
 //!
 //! Checked: nothing panics; a refused operation leaves the instance count unchanged; the tree
 //! validates after every step; every live id stays valid; a pick lies in the ray's range with
-//! finite barycentrics and agrees with `occluded` and with `pick8` (same instance, triangle and t);
-//! swept boxes report `t` in `[0, 1]`.
+//! finite barycentrics and agrees with `occluded` and with `intersect_stream` (same instance,
+//! triangle and t); swept boxes report `t` in `[0, 1]`.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -117,9 +117,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
             )
         });
         let mask = if u.arbitrary::<bool>()? { u32::MAX } else { u.arbitrary()? };
-        let packet = scene.intersect8(&rays, mask);
-        // An invalid ray is refused by every query, and refuses its packet.
-        assert_eq!(packet.is_err(), rays.iter().any(|r| r.validate().is_err()), "packet refusal for {rays:?}");
+        let mut streamed = Vec::new();
+        let stream = scene.intersect_stream(&rays, mask, &mut streamed);
+        // An invalid ray is refused by every query, and refuses its stream.
+        assert_eq!(stream.is_err(), rays.iter().any(|r| r.validate().is_err()), "stream refusal for {rays:?}");
         for (k, ray) in rays.iter().enumerate() {
             let (hit, any) = match (scene.intersect(ray, mask), scene.occluded(ray, mask)) {
                 (Ok(hit), Ok(any)) => (hit, any),
@@ -133,11 +134,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 assert!(h.t >= ray.tmin && h.t <= ray.tmax && h.u.is_finite() && h.v.is_finite(), "{h:?} for {ray:?}");
             }
             assert_eq!(hit.is_some(), any, "intersect and occluded disagree on {ray:?}");
-            if let Ok(packet) = &packet {
+            if stream.is_ok() {
                 assert_eq!(
-                    packet[k].map(|p| (p.instance, p.triangle, p.t.to_bits())),
+                    streamed[k].map(|p| (p.instance, p.triangle, p.t.to_bits())),
                     hit.map(|p| (p.instance, p.triangle, p.t.to_bits())),
-                    "intersect8 lane {k} differs for {ray:?}"
+                    "intersect_stream ray {k} differs for {ray:?}"
                 );
             }
         }

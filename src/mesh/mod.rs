@@ -9,7 +9,6 @@ mod bvh;
 pub(crate) mod collapse;
 mod error;
 mod layout;
-mod packet;
 mod shapes;
 pub(crate) mod stream;
 pub(crate) mod sweep;

@@ -1,5 +1,5 @@
-//! Scene queries: pick (closest hit), occlusion, their rayon batches and 8-ray packets, frustum
-//! culling and box overlap.
+//! Scene queries: pick (closest hit), occlusion, their rayon batches, frustum culling and box
+//! overlap (ray streams are in `stream.rs`).
 
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
@@ -13,19 +13,6 @@ use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, validate_rays};
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
     static WS: RefCell<QueryWorkspace> = RefCell::new(QueryWorkspace::new());
-}
-
-/// Per-thread scratch of the packet queries ([`Scene::pick8`], [`Scene::occluded8`]).
-#[derive(Default)]
-struct PacketScratch {
-    /// (instance slot, ray, entry distance) for every instance box a ray of the packet reaches.
-    reached: Vec<(u32, u32, f32)>,
-    /// The same grouped by instance: (slot, entry per ray).
-    cands: Vec<(u32, [f32; 8])>,
-}
-
-thread_local! {
-    static PACKET: RefCell<PacketScratch> = RefCell::new(PacketScratch::default());
 }
 
 /// Runs `f` with this thread's workspace (or a fresh one on re-entry).
@@ -61,21 +48,6 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
     let o = inst.inverse.transform_point3a(ray.origin());
     let d = inst.inverse.transform_vector3a(ray.dir());
     Ray::new(o, d).with_range(ray.tmin, tmax)
-}
-
-/// A packet's rays in an instance's space: ray `r` clipped at `tmax(r)`, or, where that is
-/// `None`, given an empty range so that it takes no part. `None` when no ray takes part.
-#[inline]
-fn local_rays8(inst: &Instance, rays: &[Ray; 8], tmax: impl Fn(usize) -> Option<f32>) -> Option<[Ray; 8]> {
-    let mut any = false;
-    let local = std::array::from_fn(|r| match tmax(r) {
-        Some(t) => {
-            any = true;
-            local_ray(inst, &rays[r], t)
-        }
-        None => Ray::new(Vec3A::ZERO, Vec3A::X).with_range(1.0, 0.0),
-    });
-    any.then_some(local)
 }
 
 impl Scene {
@@ -179,119 +151,6 @@ impl Scene {
         Ok(crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0)))
     }
 
-    /// Calls `f` with the instances whose fat world box reaches each ray within its range, with
-    /// the entry distances (NaN for the rays that do not reach it, so that `entry <= tmax` is
-    /// false), nearest first. The lists live in this thread's packet scratch, so a warm packet
-    /// query allocates nothing.
-    fn with_candidates8<R>(&self, rays: &[Ray; 8], mask: u32, f: impl FnOnce(&[(u32, [f32; 8])]) -> R) -> R {
-        PACKET.with(|p| match p.try_borrow_mut() {
-            Ok(mut p) => self.candidates8(rays, mask, &mut p, f),
-            Err(_) => self.candidates8(rays, mask, &mut PacketScratch::default(), f),
-        })
-    }
-
-    fn candidates8<R>(
-        &self,
-        rays: &[Ray; 8],
-        mask: u32,
-        scratch: &mut PacketScratch,
-        f: impl FnOnce(&[(u32, [f32; 8])]) -> R,
-    ) -> R {
-        // (instance slot, ray, entry) for every box each ray reaches, grouped by slot after a
-        // sort: one vector rather than a hash map per packet.
-        let PacketScratch { reached, cands } = scratch;
-        reached.clear();
-        cands.clear();
-        with_ws(|ws| {
-            for (r, ray) in rays.iter().enumerate() {
-                let _ = self.tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
-                    if leaf.data.mask & mask != 0 {
-                        reached.push((leaf.data.index, r as u32, leaf.t));
-                    }
-                    RayControl::Continue
-                });
-            }
-        });
-        reached.sort_unstable_by_key(|&(slot, r, _)| (slot, r));
-        for &(slot, r, t) in reached.iter() {
-            if cands.last().is_none_or(|c| c.0 != slot) {
-                cands.push((slot, [f32::NAN; 8]));
-            }
-            if let Some(c) = cands.last_mut() {
-                c.1[r as usize] = t;
-            }
-        }
-        // Unstable (the stable sort allocates), with the slot as tie-break so the order is
-        // still fixed by the input.
-        let nearest = |c: &(u32, [f32; 8])| c.1.iter().copied().fold(f32::INFINITY, f32::min);
-        cands.sort_unstable_by(|a, b| nearest(a).total_cmp(&nearest(b)).then(a.0.cmp(&b.0)));
-        f(cands)
-    }
-
-    /// [`Scene::intersect`] for 8 coherent rays: instances are found once for the packet and
-    /// each is traversed with [`MeshBvh::intersect8`](crate::MeshBvh::intersect8). Every result
-    /// equals `intersect` of the same ray (a ray whose two nearest hits on different instances
-    /// come within rounding of each other is answered by `intersect` itself). Refuses the packet
-    /// when one of its rays is invalid, naming the first.
-    pub fn intersect8(&self, rays: &[Ray; 8], mask: u32) -> Result<[Option<SceneHit>; 8], BatchError> {
-        validate_rays(rays)?;
-        let mut best: [Option<(u32, crate::mesh::Hit)>; 8] = [None; 8];
-        let mut redo = 0u32;
-        self.with_candidates8(rays, mask, |cands| {
-            for &(slot, entry) in cands {
-                let inst = self.slot(slot);
-                let Some(local) = local_rays8(inst, rays, |r| {
-                    let tmax = best[r].map_or(rays[r].tmax, |b| b.1.t);
-                    (entry[r] <= tmax).then_some(tmax)
-                }) else {
-                    continue;
-                };
-                let hits = inst.mesh.intersect8_unchecked(&local);
-                for r in 0..8 {
-                    if let Some(h) = hits[r] {
-                        match best[r] {
-                            Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
-                            Some(b) if h.t >= b.1.t => {}
-                            _ => best[r] = Some((slot, h)),
-                        }
-                    }
-                }
-            }
-        });
-        Ok(std::array::from_fn(|r| {
-            if redo & (1 << r) != 0 {
-                self.intersect_counted(&rays[r], mask, 1)
-            } else {
-                best[r].map(|(s, h)| self.make_hit(s, h))
-            }
-        }))
-    }
-
-    /// [`Scene::occluded`] for 8 coherent rays, with
-    /// [`MeshBvh::occluded8`](crate::MeshBvh::occluded8) per instance; equals the single-ray
-    /// answer for every ray. Invalid rays as in [`Scene::intersect8`].
-    pub fn occluded8(&self, rays: &[Ray; 8], mask: u32) -> Result<[bool; 8], BatchError> {
-        validate_rays(rays)?;
-        let mut out = [false; 8];
-        self.with_candidates8(rays, mask, |cands| {
-            for &(slot, entry) in cands {
-                let inst = self.slot(slot);
-                let tmax = |r: usize| (!out[r] && entry[r] <= rays[r].tmax).then_some(rays[r].tmax);
-                let Some(local) = local_rays8(inst, rays, tmax) else {
-                    continue;
-                };
-                let occ = inst.mesh.occluded8_unchecked(&local);
-                for r in 0..8 {
-                    out[r] |= occ[r];
-                }
-                if out.iter().all(|&o| o) {
-                    break;
-                }
-            }
-        });
-        Ok(out)
-    }
-
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly
     /// outside the frustum: conservative, as [`Frustum::may_contain`].
     ///
@@ -372,7 +231,7 @@ impl Scene {
 }
 
 /// Two distances within rounding of each other: which instance the single-ray path keeps then
-/// depends on the order it meets them, so the packet path defers to it.
+/// depends on the order it meets them, so the streams defer to it.
 #[inline]
 pub(super) fn near_tie(a: f32, b: f32) -> bool {
     (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + f32::MIN_POSITIVE
