@@ -114,6 +114,7 @@ impl Scene {
             regroup.run(
                 rays,
                 hits,
+                |_, _| false,
                 |hits, i| hits[i] = self.intersect_counted(&rays[i], mask, 0),
                 |hits, idx| {
                     pk.load::<false>(rays, idx);
@@ -166,6 +167,7 @@ impl Scene {
             regroup.run(
                 rays,
                 occluded,
+                |_, _| false,
                 |occluded, i| occluded[i] = self.occluded_counted(&rays[i], mask, 0),
                 |occluded, idx| {
                     pk.load::<false>(rays, idx);

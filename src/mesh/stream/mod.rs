@@ -36,8 +36,8 @@ pub(crate) mod regroup;
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, validate_rays};
-use crate::wide::ChildRef;
 use crate::wide::packet::{PACKET, Packet, packet_walk};
+use crate::wide::{ChildRef, FusedRay8, NodeTest, Ray8};
 use regroup::Regroup;
 
 use regroup::MIN_PACKET;
@@ -227,9 +227,23 @@ impl MeshBvh {
         let fused = cfg!(target_feature = "fma");
         let Scratch { best, pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
+        // The root node's test, which the packets would make first, settles a ray that enters
+        // none of its children, as it ends the single ray's walk: nothing is hit.
+        let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
         regroup.run(
             rays,
             out,
+            |out, i| {
+                let ray = &rays[i];
+                let enters = root.is_some_and(|root| match FusedRay8::new(ray) {
+                    Some(f) => f.test::<false>(root, ray.tmax).0 != 0,
+                    None => Ray8::new(ray, glam::Vec3A::ZERO).test::<false>(root, ray.tmax).0 != 0,
+                });
+                if !enters {
+                    answer(ray, Some((None, false)), &mut out[i]);
+                }
+                !enters
+            },
             |out, i| answer(&rays[i], None, &mut out[i]),
             |out, idx| {
                 let ties = if fused {

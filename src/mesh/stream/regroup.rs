@@ -19,26 +19,37 @@ pub(crate) struct Regroup {
     sorted: Vec<u32>,
     ends: Ends,
     tiles: Tiles,
+    /// A window's rays' octants.
+    octant: Vec<u8>,
 }
 
 impl Regroup {
     /// Room for a window.
     pub(crate) fn new() -> Regroup {
-        Regroup { by_octant: vec![0; WINDOW], sorted: vec![0; WINDOW], ends: Ends::new(), tiles: Tiles::new() }
+        Regroup {
+            by_octant: vec![0; WINDOW],
+            sorted: vec![0; WINDOW],
+            ends: Ends::new(),
+            tiles: Tiles::new(),
+            octant: vec![NONE; WINDOW],
+        }
     }
 
     /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i)` every
-    /// other ray; `cx` is what both write to.
+    /// other ray; `cx` is what both write to. Each ray of a coherent run is first offered to
+    /// `settle(cx, i)`, which may answer it at once (a ray that misses the whole structure) and
+    /// return `true`, or leave it to the packets.
     pub(crate) fn run<C: ?Sized>(
         &mut self,
         rays: &[Ray],
         cx: &mut C,
+        mut settle: impl FnMut(&mut C, usize) -> bool,
         mut single: impl FnMut(&mut C, usize),
         mut packet: impl FnMut(&mut C, &[u32]),
     ) {
-        let Regroup { by_octant, sorted, ends, tiles } = self;
+        let Regroup { by_octant, sorted, ends, tiles, octant } = self;
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -46,16 +57,17 @@ impl Regroup {
             for (r, run) in window.chunks(RUN).enumerate() {
                 coherent_run[r] = run_coherent(run);
             }
+            // Each ray's octant, or NONE when it is traced alone or settled.
             let mut count = [0usize; 8];
-            let octant_of = |ray: &Ray| {
-                let s = ray.sign();
-                (s[0] | s[1] << 1 | s[2] << 2) as usize
-            };
             for (k, ray) in window.iter().enumerate() {
-                if coherent_run[k / RUN] && fusable(ray) {
-                    count[octant_of(ray)] += 1;
-                } else {
+                octant[k] = NONE;
+                if !(coherent_run[k / RUN] && fusable(ray)) {
                     single(cx, base + k);
+                } else if !settle(cx, base + k) {
+                    let s = ray.sign();
+                    let o = s[0] | s[1] << 1 | s[2] << 2;
+                    octant[k] = o;
+                    count[o as usize] += 1;
                 }
             }
             let mut start = [0usize; 8];
@@ -63,11 +75,10 @@ impl Regroup {
                 start[o] = start[o - 1] + count[o - 1];
             }
             let mut next = start;
-            for (k, ray) in window.iter().enumerate() {
-                if coherent_run[k / RUN] && fusable(ray) {
-                    let o = octant_of(ray);
-                    by_octant[next[o]] = (base + k) as u32;
-                    next[o] += 1;
+            for (k, &o) in octant[..window.len()].iter().enumerate() {
+                if o != NONE {
+                    by_octant[next[o as usize]] = (base + k) as u32;
+                    next[o as usize] += 1;
                 }
             }
             for o in 0..8 {
@@ -91,6 +102,9 @@ impl Regroup {
         }
     }
 }
+
+/// [`Regroup`]'s mark of a ray that takes no part in the packets.
+const NONE: u8 = u8::MAX;
 
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).
