@@ -354,6 +354,19 @@ impl MeshBvh {
         self.intersect_valid(ray).0
     }
 
+    /// [`MeshBvh::intersect_unchecked`] written to `slot`, with its own copy of the traversal:
+    /// for the ray streams' rays traced alone. Returned by value and then stored, the answer was
+    /// reloaded with wider loads than the stores that wrote it, a stall on store forwarding that
+    /// cost incoherent streams a tenth of their time (perf, Sponza's random rays); built and
+    /// stored here, it is not reloaded.
+    #[inline(never)]
+    pub(crate) fn intersect_into(&self, ray: &Ray, slot: &mut Option<Hit>) {
+        *slot = match ray.validate() {
+            Ok(()) => self.trace::<false>(ray).0.map(|(prim, h)| self.finish(prim, h, ray)),
+            Err(_) => None,
+        };
+    }
+
     /// Any hit of a ray that may be invalid (then it hits nothing).
     pub(crate) fn occluded_unchecked(&self, ray: &Ray) -> bool {
         ray.validate().is_ok() && self.occluded_valid(ray)

@@ -139,7 +139,7 @@ impl MeshBvh {
         // waited on the narrower stores that wrote it (a tenth of a stream's time, perf).
         self.stream::<false, _>(rays, hits, |ray, packed, slot| match packed {
             // Traced alone, or met a tie in its packet.
-            None | Some((_, true)) => *slot = self.intersect_unchecked(ray),
+            None | Some((_, true)) => self.intersect_into(ray, slot),
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
         });
