@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `mod.rs` | instances, ids, add / remove / moves |
 //! | `error.rs` | [`SceneError`] |
-//! | `query.rs` | pick, occlusion, their batches and 8-ray packets, frustum and overlap |
+//! | `query.rs` | pick, occlusion, their batches, frustum and overlap |
 //! | `sweep.rs` | the swept box against the triangles of every instance (oriented-box SAT) |
 //! | `stream.rs` | ray streams: packets through the instance tree and each instance's mesh |
 //!

@@ -8,8 +8,8 @@
 //! its box go, in its space, through its mesh as one
 //! [`MeshBvh`](crate::MeshBvh) stream (as packets again when there are enough of them), and each
 //! hit clips its ray for the rest of the walk. A ray whose hits on two instances come within
-//! rounding of each other is answered by [`Scene::intersect`] itself, as in the 8-ray packets:
-//! which of the two the single ray keeps depends on the order it meets them. Until the scene has
+//! rounding of each other is answered by [`Scene::intersect`] itself: which of the two the single
+//! ray keeps depends on the order it meets them. Until the scene has
 //! its 8-wide copy ([`Scene::ray_tree`]), rays are traced one by one.
 
 use std::cell::RefCell;

@@ -7,14 +7,18 @@
 //!   Dynamic Bounding Volume Hierarchies"): the packet's origins and inverse directions are
 //!   bounded by intervals, and one `f32x8` test of a node's eight children against those
 //!   intervals culls every child that no ray of the packet can enter.
-//! * **First active ray** (Overbeck, Ramamoorthi and Mark 2008, "Large Ray Packets for Real-time
-//!   Whitted Ray Tracing"; Reshetov, Soupikov and Hurley 2005): a child is entered with the index
-//!   of the first ray that enters it, found by testing eight rays at a time from the parent's
-//!   first ray on. Rays before it missed the child, so they miss everything inside it, and
-//!   most children of a coherent packet are decided by the first eight rays tested.
-//! * **Exact leaves**: at a leaf, every ray from the first active one on is tested against the
-//!   leaf's box with the single-ray slab arithmetic, lane for lane, and the rays that enter it
-//!   test its triangles with the single-ray triangle test.
+//! * **First and last active ray** (Overbeck, Ramamoorthi and Mark 2008, "Large Ray Packets for
+//!   Real-time Whitted Ray Tracing"; Reshetov, Soupikov and Hurley 2005): a child is entered with
+//!   the first and the last ray of the parent's range that enter it, found by testing eight rays
+//!   at a time from either end. Rays outside the range missed the child, so they miss everything
+//!   inside it, and most children of a coherent packet are decided by one or two tests.
+//! * **Exact leaves**: at a leaf, the rays of its range are tested against the leaf's box with the
+//!   single-ray slab arithmetic, lane for lane, and the rays that enter it test its triangles with
+//!   the single-ray triangle test (Möller–Trumbore with eight rays across the lanes, in the same
+//!   arithmetic, when three or more rays of a group enter).
+//!
+//! Before any of that, the stream is regrouped ([`regroup`]): incoherent runs go to the single
+//! ray at once, rays that miss the root are settled, and the rest become tiles of rays.
 //!
 //! # Why each answer equals the single-ray answer
 //!
@@ -24,10 +28,9 @@
 //! ancestor's box too: the packet reaches every leaf that the single ray reaches. The interval
 //! test only culls a child when, for every ray, the lower bound of its entry distance exceeds the
 //! upper bound of its exit distance; both bounds are widened by the rounding of the per-ray test
-//! (the margin is derived in [`Packet::cull_test`]). Triangles are tested by the single ray's
+//! (the margin is derived in `Packet::cull_test`, `crate::wide::packet`). Triangles are tested by the single ray's
 //! code. What can differ is the order in which a ray meets the leaves, which matters only when
-//! two triangles give exactly the same `t`: such a ray is traced again singly, as in the 8-ray
-//! packets. So that a tie is never hidden by a box culled at the clipped `tmax` (a triangle's `t`
+//! two triangles give exactly the same `t`: such a ray is traced again singly. So that a tie is never hidden by a box culled at the clipped `tmax` (a triangle's `t`
 //! can round to just before its box's entry distance), closest-hit packets test boxes against
 //! each ray's `tmax` raised by 2⁻¹⁶ relative; the triangle tests keep the exact `tmax`.
 
