@@ -19,7 +19,7 @@ use super::{InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::{BatchError, Ray, validate_rays};
 use crate::mesh::Hit;
-use crate::mesh::stream::regroup::Regroup;
+use crate::mesh::stream::regroup::{PIECE, Regroup};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.
@@ -111,24 +111,27 @@ impl Scene {
         };
         with_scratch(|s| {
             let Scratch { pk, regroup, best, local, which, hits: local_hits, .. } = s;
-            regroup.run(
-                rays,
-                hits,
-                |_, _| false,
-                |hits, i| hits[i] = self.intersect_counted(&rays[i], mask, 0),
-                |hits, idx| {
-                    pk.load::<false>(rays, idx);
-                    let redo = self.pick_packet(view, rays, idx, mask, pk, best, local, which, local_hits);
-                    for (k, &i) in idx.iter().enumerate() {
-                        let i = i as usize;
-                        hits[i] = if redo & (1 << k) != 0 {
-                            self.intersect_counted(&rays[i], mask, 0)
-                        } else {
-                            best[k].map(|(slot, h)| self.make_hit(slot, h))
-                        };
-                    }
-                },
-            );
+            // The regrouping names rays by u32 indices.
+            for (rays, hits) in rays.chunks(PIECE).zip(hits.chunks_mut(PIECE)) {
+                regroup.run(
+                    rays,
+                    hits,
+                    |_, _| false,
+                    |hits, i| hits[i] = self.intersect_counted(&rays[i], mask, 0),
+                    |hits, idx| {
+                        pk.load::<false>(rays, idx);
+                        let redo = self.pick_packet(view, rays, idx, mask, pk, best, local, which, local_hits);
+                        for (k, &i) in idx.iter().enumerate() {
+                            let i = i as usize;
+                            hits[i] = if redo & (1 << k) != 0 {
+                                self.intersect_counted(&rays[i], mask, 0)
+                            } else {
+                                best[k].map(|(slot, h)| self.make_hit(slot, h))
+                            };
+                        }
+                    },
+                );
+            }
         });
         Ok(())
     }
@@ -164,22 +167,24 @@ impl Scene {
         };
         with_scratch(|s| {
             let Scratch { pk, regroup, local, which, occluded: local_occluded, .. } = s;
-            regroup.run(
-                rays,
-                occluded,
-                |_, _| false,
-                |occluded, i| occluded[i] = self.occluded_counted(&rays[i], mask, 0),
-                |occluded, idx| {
-                    pk.load::<false>(rays, idx);
-                    let _ = self.tree.packet_walk_wide::<true>(view, pk, |pk, at, data| {
-                        self.occlude_at(rays, idx, mask, pk, at, data, local, which, local_occluded);
-                        pk.live != 0
-                    });
-                    for (k, &i) in idx.iter().enumerate() {
-                        occluded[i as usize] = pk.live & (1 << k) == 0;
-                    }
-                },
-            );
+            for (rays, occluded) in rays.chunks(PIECE).zip(occluded.chunks_mut(PIECE)) {
+                regroup.run(
+                    rays,
+                    occluded,
+                    |_, _| false,
+                    |occluded, i| occluded[i] = self.occluded_counted(&rays[i], mask, 0),
+                    |occluded, idx| {
+                        pk.load::<false>(rays, idx);
+                        let _ = self.tree.packet_walk_wide::<true>(view, pk, |pk, at, data| {
+                            self.occlude_at(rays, idx, mask, pk, at, data, local, which, local_occluded);
+                            pk.live != 0
+                        });
+                        for (k, &i) in idx.iter().enumerate() {
+                            occluded[i as usize] = pk.live & (1 << k) == 0;
+                        }
+                    },
+                );
+            }
         });
         Ok(())
     }

@@ -43,7 +43,7 @@ use crate::wide::packet::{PACKET, Packet, packet_walk};
 use crate::wide::{ChildRef, FusedRay8, NodeTest, Ray8};
 use regroup::Regroup;
 
-use regroup::MIN_PACKET;
+use regroup::{MIN_PACKET, PIECE};
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
 /// the lanes (four eight-ray tests) rather than ray by ray (one four-triangle test each).
 const LANES_FROM: u32 = 2;
@@ -208,13 +208,18 @@ impl MeshBvh {
             }
             return;
         }
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => {
-                let scratch = scratch.get_or_insert_with(Scratch::new);
-                self.stream_in::<ANY, T>(rays, out, &answer, scratch)
+        SCRATCH.with(|cell| {
+            let mut fresh = None;
+            let mut held = cell.try_borrow_mut();
+            let scratch = match held.as_mut() {
+                Ok(scratch) => scratch.get_or_insert_with(Scratch::new),
+                // Re-entered from `answer` on this thread (never by the library itself).
+                Err(_) => fresh.insert(Scratch::new()),
+            };
+            // The regrouping names rays by u32 indices.
+            for (rays, out) in rays.chunks(PIECE).zip(out.chunks_mut(PIECE)) {
+                self.stream_in::<ANY, T>(rays, out, &answer, scratch);
             }
-            // Re-entered from `answer` on this thread (never by the library itself).
-            Err(_) => self.stream_in::<ANY, T>(rays, out, &answer, &mut Scratch::new()),
         })
     }
 

@@ -50,6 +50,8 @@ impl Regroup {
         mut packet: impl FnMut(&mut C, &[u32]),
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant } = self;
+        // Rays are named by u32 indices.
+        debug_assert!(rays.len() <= PIECE, "streams are cut into pieces of at most PIECE rays by their callers");
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -102,6 +104,9 @@ impl Regroup {
         }
     }
 }
+
+/// Rays a stream hands [`Regroup::run`] at a time at most (it names them by u32 indices).
+pub(crate) const PIECE: usize = 1 << 30;
 
 /// [`Regroup`]'s mark of a ray that takes no part in the packets.
 const NONE: u8 = u8::MAX;
@@ -162,7 +167,10 @@ fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], scratch: &mu
     }
     let dims = cells(cell);
     let (gx, gy) = (dims.x as usize, dims.y as usize);
-    debug_assert!(gx * gy <= 2 * MAX_CELLS, "{gx} x {gy}");
+    // At most about 2 * MAX_CELLS by the cell sizes above; checked, since `start` has that room.
+    if gx * gy > 2 * MAX_CELLS {
+        return false;
+    }
     let cell_of = |p: Vec2| {
         let q = (p - lo) / cell;
         (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
