@@ -66,13 +66,15 @@
 //! denormals-are-zero, as Embree recommends, on the main thread and the rayon pools' threads; the
 //! default leaves MXCSR as it is, like the Embree 4 reference timings in the scenes README).
 
+mod embree_geometry;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-use cgmath::{Vector3, Vector4};
-use embree::{CommittedScene, Device, Geometry, IntersectContext, RayHit, Scene, SceneFlags, TriangleMesh, sys};
+use cgmath::Vector3;
+use embree::{CommittedScene, Device, IntersectContext, RayHit, Scene, SceneFlags, sys};
 use nalgebra::{Point3, Vector3 as NVec3};
 use rayon::prelude::*;
 use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
@@ -384,19 +386,7 @@ unsafe extern "C" fn embree_monitor(_user: *mut std::os::raw::c_void, bytes: sys
 
 /// An uncommitted Embree scene with the mesh as its one triangle geometry.
 fn embree_scene<'d>(device: &'d Device, mesh: &TriMesh, flags: SceneFlags) -> Scene<'d> {
-    let mut tm = TriangleMesh::unanimated(device, mesh.triangles().len(), mesh.positions().len());
-    {
-        let mut verts = tm.vertex_buffer.map();
-        for (i, p) in mesh.positions().iter().enumerate() {
-            verts[i] = Vector4::new(p.x, p.y, p.z, 0.0);
-        }
-        let mut idx = tm.index_buffer.map();
-        for (i, t) in mesh.triangles().iter().enumerate() {
-            idx[i] = Vector3::new(t[0], t[1], t[2]);
-        }
-    }
-    let mut geometry = Geometry::Triangle(tm);
-    geometry.commit();
+    let geometry = embree_geometry::triangle_geometry(device, mesh);
     let mut scene = Scene::new(device);
     // SAFETY: the handle is the live scene just created; the flags are a valid RTCSceneFlags.
     unsafe { sys::rtcSetSceneFlags(scene.handle(), flags) };

@@ -14,11 +14,13 @@
 //! checked against slabtree's single rays (equal, bit for bit) and Embree's packets against
 //! Embree's single rays (same hit or miss) before anything is timed.
 
+mod embree_geometry;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cgmath::{Vector3, Vector4};
-use embree::{Device, Geometry, IntersectContext, Ray, RayHit, Scene, TriangleMesh, sys};
+use cgmath::Vector3;
+use embree::{Device, IntersectContext, Ray, RayHit, Scene, sys};
 use glam::Vec3;
 use slabtree::{BuildOptions, MeshBvh, TriMesh};
 
@@ -47,19 +49,7 @@ fn load_rays(dir: &Path, scene: &str, kind: &'static str) -> Result<RaySet, Stri
 
 /// An Embree scene (default flags) with the mesh as its one triangle geometry, committed.
 fn embree_scene<'d>(device: &'d Device, mesh: &TriMesh) -> Scene<'d> {
-    let mut tm = TriangleMesh::unanimated(device, mesh.triangles().len(), mesh.positions().len());
-    {
-        let mut verts = tm.vertex_buffer.map();
-        for (i, p) in mesh.positions().iter().enumerate() {
-            verts[i] = Vector4::new(p.x, p.y, p.z, 0.0);
-        }
-        let mut idx = tm.index_buffer.map();
-        for (i, t) in mesh.triangles().iter().enumerate() {
-            idx[i] = Vector3::new(t[0], t[1], t[2]);
-        }
-    }
-    let mut geometry = Geometry::Triangle(tm);
-    geometry.commit();
+    let geometry = embree_geometry::triangle_geometry(device, mesh);
     let mut scene = Scene::new(device);
     scene.attach_geometry(geometry);
     scene
@@ -121,7 +111,9 @@ fn embree8(scene: &Scene, rays: &[slabtree::Ray], any: bool, out: &mut Vec<Answe
         } else {
             // SAFETY: as above.
             unsafe { sys::rtcIntersect8(valid.as_ptr(), scene.handle(), &mut ctx, &mut rh) };
-            out.extend((0..chunk.len()).map(|l| (rh.hit.geomID[l] != u32::MAX).then_some((rh.ray.tfar[l], rh.hit.primID[l]))));
+            out.extend(
+                (0..chunk.len()).map(|l| (rh.hit.geomID[l] != u32::MAX).then_some((rh.ray.tfar[l], rh.hit.primID[l]))),
+            );
         }
     }
 }
@@ -135,12 +127,17 @@ fn main() -> Result<(), String> {
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes"))
     };
-    let scenes: Vec<String> = if args.is_empty() { ["bunny", "dragon", "sponza"].map(String::from).to_vec() } else { args };
+    let scenes: Vec<String> =
+        if args.is_empty() { ["bunny", "dragon", "sponza"].map(String::from).to_vec() } else { args };
     let passes: usize = std::env::var("STREAM_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
     let device = Device::new();
-    println!("### Ray streams against single rays and Embree 3's 8-ray packets (1 thread, best / median Mrays/s of {passes} interleaved passes)");
+    println!(
+        "### Ray streams against single rays and Embree 3's 8-ray packets (1 thread, best / median Mrays/s of {passes} interleaved passes)"
+    );
     println!();
-    println!("| set | slabtree single | slabtree stream | stream / single | Embree rtcIntersect1 | Embree rtcIntersect8 | stream / Embree8 |");
+    println!(
+        "| set | slabtree single | slabtree stream | stream / single | Embree rtcIntersect1 | Embree rtcIntersect8 | stream / Embree8 |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for scene in &scenes {
         let file = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
@@ -169,7 +166,10 @@ fn main() -> Result<(), String> {
             embree1(&escene, rays, set.any, &mut e1);
             embree8(&escene, rays, set.any, &mut e8);
             let same = e1.iter().zip(&e8).filter(|(a, b)| a.is_some() == b.is_some()).count();
-            assert!(same as f64 >= 0.9999 * rays.len() as f64, "{scene} {kind}: Embree's packets disagree with its single rays");
+            assert!(
+                same as f64 >= 0.9999 * rays.len() as f64,
+                "{scene} {kind}: Embree's packets disagree with its single rays"
+            );
             let (mut hits1, mut occ1) = (vec![None; rays.len()], vec![false; rays.len()]);
             let mut times = [const { Vec::<Duration>::new() }; 4];
             for pass in 0..=passes {
