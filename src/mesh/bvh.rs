@@ -20,7 +20,7 @@ use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_record;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, NodeTest, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -495,6 +495,21 @@ impl MeshBvh {
             SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim) };
         let (hit, _) = self.traverse::<false, true, _>(&ray, ext, &mut leaf);
         hit.map(|(triangle, (t, normal))| (triangle, t, normal))
+    }
+
+    /// Whether `ray` (valid) enters a child of the root node: the first node test of its walk, in
+    /// the same form (fused or exact) as [`MeshBvh::traverse`] picks. A ray that enters none hits
+    /// nothing, which lets the ray streams settle it before regrouping.
+    pub(crate) fn enters_root(&self, ray: &Ray) -> bool {
+        if self.blocks.is_empty() {
+            return false;
+        }
+        let root = self.blocks.node(0);
+        let mask = match FusedRay8::new(ray) {
+            Some(fused) => fused.test::<false>(root, ray.tmax).0,
+            None => Ray8::new(ray, Vec3A::ZERO).test::<false>(root, ray.tmax).0,
+        };
+        mask != 0
     }
 
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit

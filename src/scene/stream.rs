@@ -15,22 +15,27 @@
 use std::cell::RefCell;
 
 use super::query::{SceneHit, local_ray, near_tie};
-use super::{InstanceSlot, Scene};
+use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::{BatchError, Ray, validate_rays};
 use crate::mesh::Hit;
-use crate::mesh::stream::regroup::{PIECE, Regroup};
+use crate::mesh::stream::regroup::Regroup;
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.
 struct Scratch {
-    pk: Box<Packet>,
     regroup: Regroup,
+    pk: Box<Packet>,
+    work: Work,
+}
+
+/// What a packet's instances work in, beside the packet itself.
+struct Work {
     /// Per ray of a packet: its closest hit so far (instance slot and hit).
     best: Vec<Option<(u32, Hit)>>,
-    /// An instance's rays in its space, and their rays in the packet.
+    /// An instance's rays in its space, and their places in the packet.
     local: Vec<Ray>,
-    which: Vec<u32>,
+    which: Vec<usize>,
     /// The instance's answers.
     hits: Vec<Option<Hit>>,
     occluded: Vec<bool>,
@@ -39,13 +44,15 @@ struct Scratch {
 impl Scratch {
     fn new() -> Scratch {
         Scratch {
-            pk: Box::new(Packet::new()),
             regroup: Regroup::new(),
-            best: vec![None; PACKET],
-            local: Vec::with_capacity(PACKET),
-            which: Vec::with_capacity(PACKET),
-            hits: Vec::with_capacity(PACKET),
-            occluded: Vec::with_capacity(PACKET),
+            pk: Box::new(Packet::new()),
+            work: Work {
+                best: vec![None; PACKET],
+                local: Vec::with_capacity(PACKET),
+                which: Vec::with_capacity(PACKET),
+                hits: Vec::with_capacity(PACKET),
+                occluded: Vec::with_capacity(PACKET),
+            },
         }
     }
 }
@@ -54,12 +61,31 @@ thread_local! {
     static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
 }
 
-/// Runs `f` with this thread's scratch (or a fresh one on re-entry).
-fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-    SCRATCH.with(|s| match s.try_borrow_mut() {
-        Ok(mut s) => f(s.get_or_insert_with(Scratch::new)),
-        Err(_) => f(&mut Scratch::new()),
-    })
+impl Work {
+    /// The rays of the packet `pk` of `rays[idx[..]]` that enter the box of leaf `at` (`TIES` as
+    /// in [`PacketLeaf::entering`]), in the space of `inst`, each clipped at its current `tmax`,
+    /// into `local`, and their places in the packet into `which`. `false` when there are none.
+    fn gather<const TIES: bool>(
+        &mut self,
+        pk: &Packet,
+        inst: &Instance,
+        rays: &[Ray],
+        idx: &[usize],
+        at: &PacketLeaf,
+    ) -> bool {
+        self.local.clear();
+        self.which.clear();
+        for g in at.groups() {
+            let mut m = at.entering::<false, TIES>(pk, g);
+            while m != 0 {
+                let r = g * 8 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                self.local.push(local_ray(inst, &rays[idx[r]], pk.tmax_of(r)));
+                self.which.push(r);
+            }
+        }
+        !self.local.is_empty()
+    }
 }
 
 impl Scene {
@@ -100,40 +126,22 @@ impl Scene {
         mask: u32,
         hits: &mut Vec<Option<SceneHit>>,
     ) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        hits.clear();
-        hits.resize(rays.len(), None);
-        let Some(view) = self.wide_view(rays.len() as u64) else {
-            for (ray, hit) in rays.iter().zip(hits.iter_mut()) {
-                *hit = self.intersect_counted(ray, mask, 0);
-            }
-            return Ok(());
-        };
-        with_scratch(|s| {
-            let Scratch { pk, regroup, best, local, which, hits: local_hits, .. } = s;
-            // The regrouping names rays by u32 indices.
-            for (rays, hits) in rays.chunks(PIECE).zip(hits.chunks_mut(PIECE)) {
-                regroup.run(
-                    rays,
-                    hits,
-                    |_, _| false,
-                    |hits, i| hits[i] = self.intersect_counted(&rays[i], mask, 0),
-                    |hits, idx| {
-                        pk.load::<false>(rays, idx);
-                        let redo = self.pick_packet(view, rays, idx, mask, pk, best, local, which, local_hits);
-                        for (k, &i) in idx.iter().enumerate() {
-                            let i = i as usize;
-                            hits[i] = if redo & (1 << k) != 0 {
-                                self.intersect_counted(&rays[i], mask, 0)
-                            } else {
-                                best[k].map(|(slot, h)| self.make_hit(slot, h))
-                            };
-                        }
-                    },
-                );
-            }
-        });
-        Ok(())
+        self.stream(
+            rays,
+            hits,
+            None,
+            |ray| self.intersect_counted(ray, mask, 0),
+            |view, pk, work, idx, hits| {
+                let redo = self.pick_packet(view, rays, idx, mask, pk, work);
+                for (k, &i) in idx.iter().enumerate() {
+                    hits[i] = if redo & (1 << k) != 0 {
+                        self.intersect_counted(&rays[i], mask, 0)
+                    } else {
+                        work.best[k].map(|(slot, h)| self.make_hit(slot, h))
+                    };
+                }
+            },
+        )
     }
 
     /// [`Scene::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
@@ -156,82 +164,93 @@ impl Scene {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn occluded_stream(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        self.stream(
+            rays,
+            occluded,
+            false,
+            |ray| self.occluded_counted(ray, mask, 0),
+            |view, pk, work, idx, occluded| {
+                // A tree with refits pending refuses the walk, and then nothing is occluded, as for
+                // the single ray.
+                let _ = self.tree.packet_walk_wide::<true>(view, pk, |pk, at, data| {
+                    self.occlude_at(rays, idx, mask, pk, work, at, data);
+                    pk.live != 0
+                });
+                for (k, &i) in idx.iter().enumerate() {
+                    occluded[i] = pk.live & (1 << k) == 0;
+                }
+            },
+        )
+    }
+
+    /// What both streams share: refuses invalid rays, fills `out` with `empty`, and traces every
+    /// ray with `single` until the scene has its 8-wide copy; then regroups the rays, tracing the
+    /// incoherent ones with `single` and handing each packet (loaded in the exact slab form) to
+    /// `packet(view, packet, work, indices, out)`.
+    fn stream<T: Clone>(
+        &self,
+        rays: &[Ray],
+        out: &mut Vec<T>,
+        empty: T,
+        single: impl Fn(&Ray) -> T,
+        mut packet: impl FnMut(&WideView, &mut Packet, &mut Work, &[usize], &mut [T]),
+    ) -> Result<(), BatchError> {
         validate_rays(rays)?;
-        occluded.clear();
-        occluded.resize(rays.len(), false);
+        out.clear();
+        out.resize(rays.len(), empty);
         let Some(view) = self.wide_view(rays.len() as u64) else {
-            for (ray, o) in rays.iter().zip(occluded.iter_mut()) {
-                *o = self.occluded_counted(ray, mask, 0);
+            for (ray, slot) in rays.iter().zip(out.iter_mut()) {
+                *slot = single(ray);
             }
             return Ok(());
         };
-        with_scratch(|s| {
-            let Scratch { pk, regroup, local, which, occluded: local_occluded, .. } = s;
-            for (rays, occluded) in rays.chunks(PIECE).zip(occluded.chunks_mut(PIECE)) {
-                regroup.run(
-                    rays,
-                    occluded,
-                    |_, _| false,
-                    |occluded, i| occluded[i] = self.occluded_counted(&rays[i], mask, 0),
-                    |occluded, idx| {
-                        pk.load::<false>(rays, idx);
-                        let _ = self.tree.packet_walk_wide::<true>(view, pk, |pk, at, data| {
-                            self.occlude_at(rays, idx, mask, pk, at, data, local, which, local_occluded);
-                            pk.live != 0
-                        });
-                        for (k, &i) in idx.iter().enumerate() {
-                            occluded[i as usize] = pk.live & (1 << k) == 0;
-                        }
-                    },
-                );
-            }
+        let mut run = |s: &mut Scratch| {
+            let Scratch { regroup, pk, work } = s;
+            regroup.run(
+                rays,
+                &mut out[..],
+                |_, _| false,
+                |out, i| out[i] = single(&rays[i]),
+                |out, idx| {
+                    pk.load::<false>(rays, idx);
+                    packet(view, pk, work, idx, out);
+                },
+            );
+        };
+        SCRATCH.with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => run(s.get_or_insert_with(Scratch::new)),
+            // Re-entered on this thread (never by the library itself).
+            Err(_) => run(&mut Scratch::new()),
         });
         Ok(())
     }
 
-    /// Walks the instance tree with the loaded packet of `rays[idx[..]]`: each ray's closest hit
-    /// in `best` (its instance slot and hit), and the rays whose hits on two instances tied
-    /// within rounding (to be traced again singly).
-    #[allow(clippy::too_many_arguments)] // the packet and its scratch, borrowed apart
+    /// Walks the instance tree with the loaded packet `pk` of `rays[idx[..]]`: each ray's closest
+    /// hit in `work.best` (its instance slot and hit), and the rays whose hits on two instances
+    /// tied within rounding (to be traced again singly).
     fn pick_packet(
         &self,
         view: &WideView,
         rays: &[Ray],
-        idx: &[u32],
+        idx: &[usize],
         mask: u32,
         pk: &mut Packet,
-        best: &mut [Option<(u32, Hit)>],
-        local: &mut Vec<Ray>,
-        which: &mut Vec<u32>,
-        hits: &mut Vec<Option<Hit>>,
+        work: &mut Work,
     ) -> u64 {
-        best[..idx.len()].fill(None);
+        work.best[..idx.len()].fill(None);
         let mut redo = 0u64;
         let walked = self.tree.packet_walk_wide::<false>(view, pk, |pk, at, data: &InstanceSlot| {
-            if data.mask & mask == 0 {
-                return true;
-            }
             let inst = self.slot(data.index);
-            local.clear();
-            which.clear();
-            for g in at.groups() {
-                let mut m = at.entering::<false, true>(pk, g);
-                while m != 0 {
-                    let r = g * 8 + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    local.push(local_ray(inst, &rays[idx[r] as usize], pk.tmax_of(r)));
-                    which.push(r as u32);
-                }
-            }
-            if local.is_empty() {
+            if data.mask & mask == 0 || !work.gather::<true>(pk, inst, rays, idx, at) {
                 return true;
             }
+            let Work { best, local, which, hits, .. } = &mut *work;
             hits.clear();
             hits.resize(local.len(), None);
             inst.mesh.intersect_stream_unchecked(local, hits);
             let mut clipped = false;
             for (&r, h) in which.iter().zip(hits.iter()) {
-                let (Some(h), r) = (*h, r as usize) else { continue };
+                let Some(h) = *h else { continue };
                 match best[r] {
                     Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
                     Some(b) if h.t >= b.1.t => {}
@@ -249,45 +268,30 @@ impl Scene {
         });
         // A tree with refits pending refuses every query, as the single ray's walk does.
         if walked.is_err() {
-            best[..idx.len()].fill(None);
+            work.best[..idx.len()].fill(None);
         }
         redo
     }
 
     /// At instance `data`, which the walk reached: the live rays of the packet that enter its
-    /// box are tested against its mesh as one stream, and those occluded end.
+    /// box are tested against its mesh as one stream, and those occluded end. (Occlusion rays
+    /// keep their own `tmax`: nothing clips them.)
     #[allow(clippy::too_many_arguments)] // the packet and its scratch, borrowed apart
     fn occlude_at(
         &self,
         rays: &[Ray],
-        idx: &[u32],
+        idx: &[usize],
         mask: u32,
         pk: &mut Packet,
+        work: &mut Work,
         at: &PacketLeaf,
         data: &InstanceSlot,
-        local: &mut Vec<Ray>,
-        which: &mut Vec<u32>,
-        occluded: &mut Vec<bool>,
     ) {
-        if data.mask & mask == 0 {
-            return;
-        }
         let inst = self.slot(data.index);
-        local.clear();
-        which.clear();
-        for g in at.groups() {
-            let mut m = at.entering::<false, false>(pk, g);
-            while m != 0 {
-                let r = g * 8 + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let ray = &rays[idx[r] as usize];
-                local.push(local_ray(inst, ray, ray.tmax));
-                which.push(r as u32);
-            }
-        }
-        if local.is_empty() {
+        if data.mask & mask == 0 || !work.gather::<false>(pk, inst, rays, idx, at) {
             return;
         }
+        let Work { local, which, occluded, .. } = work;
         occluded.clear();
         occluded.resize(local.len(), false);
         inst.mesh.occluded_stream_unchecked(local, occluded);

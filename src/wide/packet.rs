@@ -6,6 +6,7 @@
 
 use wide::f32x8;
 
+use super::ray::{fused_origin, plane_rows};
 use super::{ChildRef, FixedStack, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray};
 
@@ -24,9 +25,13 @@ const TIE_MARGIN: f32 = 1.0 / 65536.0;
 #[repr(C, align(32))]
 struct Lanes([f32; PACKET]);
 
-impl Lanes {
-    const ZERO: Lanes = Lanes([0.0; PACKET]);
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes([0.0; PACKET])
+    }
+}
 
+impl Lanes {
     /// Rays `8g..8g + 8`.
     #[inline(always)]
     fn group(&self, g: usize) -> f32x8 {
@@ -46,6 +51,7 @@ pub(crate) struct Planes {
 /// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
 /// out for the single-ray node test with rays across the lanes. Filled in place for each packet
 /// by [`Packet::load`], so that a stream allocates and copies nothing else.
+#[derive(Default)]
 pub(crate) struct Packet {
     pub(crate) n: usize,
     inv: [Lanes; 3],
@@ -78,45 +84,25 @@ pub(crate) struct Packet {
 impl Packet {
     /// An empty packet, to [`Packet::load`].
     pub(crate) fn new() -> Packet {
-        let z = f32x8::ZERO;
-        Packet {
-            n: 0,
-            inv: [Lanes::ZERO; 3],
-            org: [Lanes::ZERO; 3],
-            widen: Lanes::ZERO,
-            tmin: Lanes::ZERO,
-            tmax: Lanes::ZERO,
-            o: [Lanes::ZERO; 3],
-            d: [Lanes::ZERO; 3],
-            live: 0,
-            near_row: [0; 3],
-            far_row: [0; 3],
-            o_lo: [z; 3],
-            o_hi: [z; 3],
-            i_lo: [z; 3],
-            i_hi: [z; 3],
-            tmin_lo: z,
-            margin: z,
-            tmax_hi: 0.0,
-        }
+        Packet::default()
     }
 
     /// Loads the rays `rays[idx[..]]`, which share their direction signs and have finite fused
     /// products (see [`fusable`]).
-    pub(crate) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[u32]) {
+    pub(crate) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
         let n = idx.len();
         debug_assert!((1..=PACKET).contains(&n));
         self.n = n;
-        let sign = rays[idx[0] as usize].sign().map(usize::from);
-        self.near_row = [sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3];
-        self.far_row = [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3];
+        (self.near_row, self.far_row) = plane_rows(&rays[idx[0]]);
         let (mut o_lo, mut o_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
         let (mut i_lo, mut i_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
         let (mut tmin_lo, mut widen_hi, mut tmax_hi) = (f32::INFINITY, 0.0f32, f32::NEG_INFINITY);
         for (k, &i) in idx.iter().enumerate() {
-            let r = &rays[i as usize];
+            let r = &rays[i];
             let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
-            let p = o * inv;
+            // The single ray's constants; a ray without them (never given) would only be entered
+            // everywhere (`Δ` infinite), never culled.
+            let (p, fused_widen) = fused_origin(r).unwrap_or((o * inv, f32::INFINITY));
             for a in 0..3 {
                 self.inv[a].0[k] = inv[a];
                 self.org[a].0[k] = if FUSED { p[a] } else { o[a] };
@@ -127,7 +113,7 @@ impl Packet {
                 i_lo[a] = i_lo[a].min(inv[a]);
                 i_hi[a] = i_hi[a].max(inv[a]);
             }
-            let widen = if FUSED { fused_widen(p.abs().max_element()) } else { 0.0 };
+            let widen = if FUSED { fused_widen } else { 0.0 };
             self.widen.0[k] = widen;
             self.tmin.0[k] = r.tmin;
             self.tmax.0[k] = r.tmax;
@@ -317,18 +303,11 @@ impl Packet {
     }
 }
 
-/// The fused form's `Δ` for a ray whose largest `|o·inv|` is `p` (as `FusedRay8::new`).
-#[inline(always)]
-fn fused_widen(p: f32) -> f32 {
-    p * (4.0 * f32::EPSILON * 0.5) + f32::MIN_POSITIVE
-}
-
-/// `true` when the ray can join a packet: its inverse direction and `o·inv` are finite (the
-/// condition of the fused node test; the interval bounds need it in both forms).
+/// `true` when the ray can join a packet: the fused form's constants are finite
+/// ([`fused_origin`]; the interval bounds need finite ones in both forms).
 #[inline(always)]
 pub(crate) fn fusable(ray: &Ray) -> bool {
-    let (o, inv) = (ray.origin(), ray.inv_dir());
-    (inv + o * inv).is_finite()
+    fused_origin(ray).is_some()
 }
 
 /// Stack entries of the packet walk; as for the single ray (7 siblings per level).

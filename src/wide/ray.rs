@@ -41,7 +41,7 @@ pub(crate) trait NodeTest {
 
 /// Row of each axis' near and far plane among a node's six bound rows (`side * 3 + axis`), chosen
 /// by the direction's sign once per ray. Always below 6.
-fn plane_rows(ray: &Ray) -> ([usize; 3], [usize; 3]) {
+pub(crate) fn plane_rows(ray: &Ray) -> ([usize; 3], [usize; 3]) {
     let sign = ray.sign().map(usize::from);
     ([sign[0] * 3, 1 + sign[1] * 3, 2 + sign[2] * 3], [(1 - sign[0]) * 3, 1 + (1 - sign[1]) * 3, 2 + (1 - sign[2]) * 3])
 }
@@ -128,6 +128,23 @@ pub(crate) struct FusedRay8 {
 /// `4u` with `u = 2⁻²⁴`, the unit roundoff of f32.
 const FUSED_PAD: f32 = 4.0 * f32::EPSILON * 0.5;
 
+/// The fused form's per-ray constants, `o·inv` (rounded to nearest) and `Δ`, or `None` when they
+/// are not finite; then the ray takes the exact form. The packets of `super::packet` take exactly
+/// the rays for which this is `Some`, and the same constants, whatever the target.
+#[inline(always)]
+pub(crate) fn fused_origin(ray: &Ray) -> Option<(Vec3A, f32)> {
+    let (o, inv) = (ray.origin(), ray.inv_dir());
+    let p = o * inv;
+    // One check for both: a sum is finite only if every term is (it can also overflow for finite
+    // terms, and such a ray takes the exact form, which is always correct). `Δ` of a finite `p` is
+    // finite.
+    if !(inv + p).is_finite() {
+        return None;
+    }
+    // The absolute term covers a product that rounds into the subnormal range.
+    Some((p, p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE))
+}
+
 impl FusedRay8 {
     /// The fused form, where this machine and this ray allow it (else `None`: use [`Ray8`]).
     #[inline]
@@ -135,16 +152,8 @@ impl FusedRay8 {
         if !cfg!(target_feature = "fma") {
             return None;
         }
-        let (o, inv) = (ray.origin(), ray.inv_dir());
-        let p = o * inv;
-        // One check for both: a sum is finite only if every term is (it can also overflow for
-        // finite terms, and such a ray takes the exact form, which is always correct). `Δ` of a
-        // finite `p` is finite.
-        if !(inv + p).is_finite() {
-            return None;
-        }
-        // The absolute term covers a product that rounds into the subnormal range.
-        let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
+        let inv = ray.inv_dir();
+        let (p, widen) = fused_origin(ray)?;
         let (near_row, far_row) = plane_rows(ray);
         Some(FusedRay8 {
             inv_dir: splat3(inv),

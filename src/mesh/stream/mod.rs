@@ -39,11 +39,11 @@ pub(crate) mod regroup;
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, validate_rays};
+use crate::wide::ChildRef;
 use crate::wide::packet::{PACKET, Packet, packet_walk};
-use crate::wide::{ChildRef, FusedRay8, NodeTest, Ray8};
 use regroup::Regroup;
 
-use regroup::{MIN_PACKET, PIECE};
+use regroup::MIN_PACKET;
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
 /// the lanes (four eight-ray tests) rather than ray by ray (one four-triangle test each).
 const LANES_FROM: u32 = 2;
@@ -99,11 +99,12 @@ impl MeshBvh {
     /// coherent ones traced as packets: each answer equals `intersect`'s exactly (triangle, `t`,
     /// `u`, `v`, normal).
     ///
-    /// The stream is read in chunks of 64 consecutive rays. In each chunk, the rays that share
-    /// their direction signs, and whose directions lie close together, form a packet whose every
-    /// node is tested once for all of them; the others are traced one by one. Camera rays in
-    /// scan-line or tile order, and shadow rays towards one light, are coherent; rays of random
-    /// directions are traced singly at the single-ray speed. Nothing is allocated once `hits`
+    /// The stream is read in windows of 4096 consecutive rays. In each window, the rays that
+    /// share their direction signs, and whose directions lie close together, are regrouped into
+    /// tiles of up to 64 rays, and each tile is traced as a packet whose every node is tested once
+    /// for all of its rays; the others are traced one by one. Camera rays in scan-line or tile
+    /// order, and shadow rays towards one light, are coherent; rays of random directions are
+    /// traced singly at the single-ray speed. Nothing is allocated once `hits`
     /// has room. Refuses the whole stream, before tracing any ray, when one is invalid, naming
     /// the first.
     ///
@@ -185,16 +186,9 @@ impl MeshBvh {
         });
     }
 
-    /// Cuts valid `rays` into windows of [`WINDOW`] consecutive rays, regroups each window's
-    /// coherent rays into packets, and calls `answer(ray, packed, slot)` for every ray and its slot of `out`:
-    /// `packed` is `None` for a ray to be traced alone, else the packet's pack hit for it and
-    /// whether it met a tie.
-    ///
-    /// In a window, rays are bucketed by direction octant. A bucket whose consecutive rays point
-    /// in nearly the same direction (camera rays, shadow rays towards one light) is reordered
-    /// tile by tile ([`tile_order`]), which turns the scan lines of an image into square tiles,
-    /// and cut into packets of whole tiles of at most [`PACKET`] rays; a packet whose directions
-    /// still spread too widely, and every ray of an incoherent bucket, is traced alone.
+    /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
+    /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
+    /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
@@ -216,10 +210,7 @@ impl MeshBvh {
                 // Re-entered from `answer` on this thread (never by the library itself).
                 Err(_) => fresh.insert(Scratch::new()),
             };
-            // The regrouping names rays by u32 indices.
-            for (rays, out) in rays.chunks(PIECE).zip(out.chunks_mut(PIECE)) {
-                self.stream_in::<ANY, T>(rays, out, &answer, scratch);
-            }
+            self.stream_in::<ANY, T>(rays, out, &answer, scratch);
         })
     }
 
@@ -235,22 +226,16 @@ impl MeshBvh {
         let fused = cfg!(target_feature = "fma");
         let Scratch { best, pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
-        // The root node's test, which the packets would make first, settles a ray that enters
-        // none of its children, as it ends the single ray's walk: nothing is hit.
-        let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
         regroup.run(
             rays,
             out,
+            // A ray that enters none of the root's children is settled: nothing is hit.
             |out, i| {
-                let ray = &rays[i];
-                let enters = root.is_some_and(|root| match FusedRay8::new(ray) {
-                    Some(f) => f.test::<false>(root, ray.tmax).0 != 0,
-                    None => Ray8::new(ray, glam::Vec3A::ZERO).test::<false>(root, ray.tmax).0 != 0,
-                });
-                if !enters {
-                    answer(ray, Some((None, false)), &mut out[i]);
+                let missed = !self.enters_root(&rays[i]);
+                if missed {
+                    answer(&rays[i], Some((None, false)), &mut out[i]);
                 }
-                !enters
+                missed
             },
             |out, i| answer(&rays[i], None, &mut out[i]),
             |out, idx| {
@@ -262,7 +247,7 @@ impl MeshBvh {
                     self.trace_packet::<ANY, false>(pk, watertight, best)
                 };
                 for (k, &i) in idx.iter().enumerate() {
-                    answer(&rays[i as usize], Some((best[k], ties & (1 << k) != 0)), &mut out[i as usize]);
+                    answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), &mut out[i]);
                 }
             },
         );

@@ -14,10 +14,11 @@ pub(crate) const MIN_PACKET: usize = 8;
 /// The scratch of the regrouping, kept by its caller so that nothing is allocated per stream.
 pub(crate) struct Regroup {
     /// A window's rays, by octant, as indices into the stream.
-    by_octant: Vec<u32>,
+    by_octant: Vec<usize>,
     /// A bucket in tile order.
-    sorted: Vec<u32>,
-    ends: Ends,
+    sorted: Vec<usize>,
+    /// Where each packet of a regrouped bucket ends (at most one per ray).
+    ends: Vec<u16>,
     tiles: Tiles,
     /// A window's rays' octants.
     octant: Vec<u8>,
@@ -29,7 +30,7 @@ impl Regroup {
         Regroup {
             by_octant: vec![0; WINDOW],
             sorted: vec![0; WINDOW],
-            ends: Ends::new(),
+            ends: Vec::with_capacity(WINDOW),
             tiles: Tiles::new(),
             octant: vec![NONE; WINDOW],
         }
@@ -47,11 +48,9 @@ impl Regroup {
         cx: &mut C,
         mut settle: impl FnMut(&mut C, usize) -> bool,
         mut single: impl FnMut(&mut C, usize),
-        mut packet: impl FnMut(&mut C, &[u32]),
+        mut packet: impl FnMut(&mut C, &[usize]),
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant } = self;
-        // Rays are named by u32 indices.
-        debug_assert!(rays.len() <= PIECE, "streams are cut into pieces of at most PIECE rays by their callers");
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -79,7 +78,7 @@ impl Regroup {
             let mut next = start;
             for (k, &o) in octant[..window.len()].iter().enumerate() {
                 if o != NONE {
-                    by_octant[next[o as usize]] = (base + k) as u32;
+                    by_octant[next[o as usize]] = base + k;
                     next[o as usize] += 1;
                 }
             }
@@ -87,15 +86,15 @@ impl Regroup {
                 let bucket = &mut by_octant[start[o]..start[o] + count[o]];
                 let sorted = &mut sorted[..bucket.len()];
                 if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
-                    bucket.iter().for_each(|&i| single(cx, i as usize));
+                    bucket.iter().for_each(|&i| single(cx, i));
                     continue;
                 }
                 let mut from = 0;
-                for &end in &ends.at[..ends.len] {
+                for &end in ends.iter() {
                     let idx = &bucket[from..end as usize];
                     from = end as usize;
                     if idx.len() < MIN_PACKET || !coherent(rays, idx) {
-                        idx.iter().for_each(|&i| single(cx, i as usize));
+                        idx.iter().for_each(|&i| single(cx, i));
                     } else {
                         packet(cx, idx);
                     }
@@ -104,9 +103,6 @@ impl Regroup {
         }
     }
 }
-
-/// Rays a stream hands [`Regroup::run`] at a time at most (it names them by u32 indices).
-pub(crate) const PIECE: usize = 1 << 30;
 
 /// [`Regroup`]'s mark of a ray that takes no part in the packets.
 const NONE: u8 = u8::MAX;
@@ -129,23 +125,29 @@ const MAX_DIR_SPREAD: f32 = 0.5;
 /// Reorders `bucket`, rays of one octant from coherent runs ([`run_coherent`]), tile by tile,
 /// and writes where each packet ends to `ends`; returns `false`, leaving the bucket as it is,
 /// when the rays' projections have no finite, non-empty extent. `sorted` is scratch of the
-/// bucket's length and `proj` scratch for the projections.
+/// bucket's length.
 ///
 /// The tiles are square cells, about [`TILE`] rays on a side, over the directions' central
 /// projection onto the plane across their dominant axis, `(d[u] / |d[w]|, d[v] / |d[w]|)`: for a
 /// pinhole camera that is the image plane, so scan lines become tiles of pixels. The rays'
 /// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
 /// are placed by a counting sort over the cells (stable, linear in the rays).
-fn tile_order(rays: &[Ray], bucket: &mut [u32], sorted: &mut [u32], scratch: &mut Tiles, ends: &mut Ends) -> bool {
+fn tile_order(
+    rays: &[Ray],
+    bucket: &mut [usize],
+    sorted: &mut [usize],
+    scratch: &mut Tiles,
+    ends: &mut Vec<u16>,
+) -> bool {
     let Tiles { proj, tile: tiles, start } = scratch;
-    ends.len = 0;
+    ends.clear();
     // The axis along which the directions point most (the bucket shares its octant, so the
     // plain sum does).
-    let w = bucket.iter().fold(Vec3A::ZERO, |s, &i| s + rays[i as usize].dir()).abs().max_position();
+    let w = bucket.iter().fold(Vec3A::ZERO, |s, &i| s + rays[i].dir()).abs().max_position();
     let (u, v) = ((w + 1) % 3, (w + 2) % 3);
     let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
     for (p, &i) in proj.iter_mut().zip(bucket.iter()) {
-        let d = rays[i as usize].dir();
+        let d = rays[i].dir();
         let inv = 1.0 / d[w].abs();
         *p = Vec2::new(d[u] * inv, d[v] * inv);
         lo = lo.min(*p);
@@ -232,12 +234,6 @@ fn run_coherent(run: &[Ray]) -> bool {
     step <= MAX_STEP * pairs as f32
 }
 
-/// Where each packet of a regrouped bucket ends (at most one per ray).
-struct Ends {
-    at: Vec<u16>,
-    len: usize,
-}
-
 /// Scratch of [`tile_order`]: each ray's projection and tile, and where each tile starts.
 struct Tiles {
     proj: Vec<Vec2>,
@@ -252,23 +248,11 @@ impl Tiles {
     }
 }
 
-impl Ends {
-    /// Room for a window.
-    fn new() -> Ends {
-        Ends { at: vec![0; WINDOW], len: 0 }
-    }
-
-    fn push(&mut self, end: u16) {
-        self.at[self.len] = end;
-        self.len += 1;
-    }
-}
-
 /// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis.
-fn coherent(rays: &[Ray], idx: &[u32]) -> bool {
+fn coherent(rays: &[Ray], idx: &[usize]) -> bool {
     let (mut lo, mut hi) = (glam::Vec3A::INFINITY, glam::Vec3A::NEG_INFINITY);
     for &i in idx {
-        let d = rays[i as usize].dir().normalize_or_zero();
+        let d = rays[i].dir().normalize_or_zero();
         lo = lo.min(d);
         hi = hi.max(d);
     }
