@@ -78,6 +78,19 @@ impl Node {
         self.bounds(0).union(&self.bounds(1))
     }
 
+    /// Half surface areas of both children grown by the box of `grow`, and of the children
+    /// themselves: `[area(c0 ∪ b), area(c1 ∪ b), area(c0), area(c1)]`, in the arithmetic of
+    /// [`Aabb::union`] and [`Aabb::half_area`] lane for lane, so each equals the scalar form
+    /// bit for bit (the insertion's choices do not depend on which form computed them).
+    #[inline(always)]
+    pub(crate) fn grown_areas(&self, grow: &GrowLanes) -> [f32; 4] {
+        let zero = f32x4::splat(0.0);
+        let ext =
+            |a: usize| (self.pair(1, a).fast_max(grow.max[a]) - self.pair(0, a).fast_min(grow.min[a])).fast_max(zero);
+        let (x, y, z) = (ext(0), ext(1), ext(2));
+        (x * y + y * z + z * x).to_array()
+    }
+
     #[inline(always)]
     fn pair(&self, side: usize, axis: usize) -> f32x4 {
         let p = self.planes[side][axis];
@@ -185,6 +198,24 @@ impl RayLanes {
     }
 }
 
+/// A box splatted for [`Node::grown_areas`]: lanes 0–1 hold the box, lanes 2–3 the empty box
+/// (`+inf` minima, `-inf` maxima), which leaves the children's own bounds as they are.
+pub(crate) struct GrowLanes {
+    min: [f32x4; 3],
+    max: [f32x4; 3],
+}
+
+impl GrowLanes {
+    #[inline(always)]
+    pub(crate) fn new(b: &Aabb) -> Self {
+        let (inf, ninf) = (f32::INFINITY, f32::NEG_INFINITY);
+        GrowLanes {
+            min: [0, 1, 2].map(|a| f32x4::new([b.min[a], b.min[a], inf, inf])),
+            max: [0, 1, 2].map(|a| f32x4::new([b.max[a], b.max[a], ninf, ninf])),
+        }
+    }
+}
+
 /// A query box splatted for testing node pairs.
 pub(crate) struct BoxLanes {
     min: [f32x4; 3],
@@ -275,5 +306,42 @@ impl FrustumLanes<f32x4> {
             partial[1] |= ((not_inside >> 3) & 1) << i;
         }
         (!outside & 3, partial)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SplitMix64, for boxes of many scales.
+    fn next(state: &mut u64) -> f32 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    fn random_box(state: &mut u64) -> Aabb {
+        let scale = [1e-3f32, 1.0, 1e3][(next(state) * 3.0) as usize % 3];
+        let c = Vec3A::new(next(state) - 0.5, next(state) - 0.5, next(state) - 0.5) * 10.0 * scale;
+        let h = Vec3A::new(next(state), next(state), next(state)) * scale;
+        // Some flat boxes: zero extent on one axis.
+        let h = if next(state) < 0.1 { h * Vec3A::new(1.0, 0.0, 1.0) } else { h };
+        Aabb::from_center_half_extents(c, h)
+    }
+
+    #[test]
+    fn grown_areas_equal_the_scalar_union_bit_for_bit() {
+        let mut state = 7u64;
+        for _ in 0..20_000 {
+            let mut node = Node::FREE;
+            let (a, b, d) = (random_box(&mut state), random_box(&mut state), random_box(&mut state));
+            node.set_bounds(0, &a);
+            node.set_bounds(1, &b);
+            let got = node.grown_areas(&GrowLanes::new(&d));
+            let want = [a.union(&d).half_area(), b.union(&d).half_area(), a.half_area(), b.half_area()];
+            assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "{a:?} {b:?} grown by {d:?}");
+        }
     }
 }

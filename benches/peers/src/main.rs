@@ -21,6 +21,13 @@
 //! and pair counts on fat and on tight boxes); any difference prints a `MISMATCH` line.
 //!
 //! Usage: `dbvt_vs_parry [N ...]` (default: 1000 10000 100000).
+//!
+//! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
+//! `insert`, `build`, `reinsert` (the 50 frames) or `pairs` (self pairs of the inserted tree))
+//! runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
+//! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
+//! repeats and take the difference). Build the profiled binary with
+//! `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
 
 use std::time::Instant;
 
@@ -511,7 +518,90 @@ fn best_ms(mut f: impl FnMut() -> f64) -> f64 {
     (0..REPEATS).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
+/// `DBVT_PROFILE`: one library, one workload, `repeats` times (see the module docs).
+fn profile(spec: &str) -> Result<(), String> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [lib, workload, n, rest @ ..] = parts.as_slice() else {
+        return Err(format!("DBVT_PROFILE={spec}: expected LIB:WORKLOAD:N[:REPEATS]"));
+    };
+    let n: usize = n.parse().map_err(|e| format!("N: {e}"))?;
+    let repeats: usize = rest.first().map_or(Ok(1), |r| r.parse()).map_err(|e| format!("repeats: {e}"))?;
+    let mut rng = Rng(0x5EED_0000 + n as u64);
+    let initial = scene(n, &mut rng);
+    let mut last = initial.clone();
+    let frames = frames(&mut last, &mut rng);
+    let mut check = 0u64;
+    // Per-repeat times in ms, where the workload records them.
+    let mut times: Vec<f64> = Vec::new();
+    match (*lib, *workload) {
+        ("slabtree", "insert") => (0..repeats).for_each(|_| {
+            let t = Instant::now();
+            check += slab_insert_all(&initial).0.len() as u64;
+            times.push(ms(t));
+        }),
+        ("parry", "insert") => (0..repeats).for_each(|_| {
+            let t = Instant::now();
+            check += parry_insert_all(&initial).leaf_count() as u64;
+            times.push(ms(t));
+        }),
+        ("slabtree", "build") => {
+            let items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
+            for _ in 0..repeats {
+                check += Dbvt::build_with_config(items.iter().copied(), slab_config()).expect("valid").0.len() as u64;
+            }
+        }
+        ("parry", "build") => {
+            let fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
+            (0..repeats).for_each(|_| check += Bvh::from_leaves(BvhBuildStrategy::Binned, &fat).leaf_count() as u64);
+        }
+        ("slabtree", "reinsert") => {
+            let (tree, ids) = slab_insert_all(&initial);
+            for _ in 0..repeats {
+                check += slab_frames(&tree, &ids, &frames, Maintenance::Reinsert).1.len() as u64;
+            }
+        }
+        ("parry", "reinsert") => {
+            let bvh = parry_insert_all(&initial);
+            for _ in 0..repeats {
+                check += parry_frames(&bvh, &frames, Maintenance::Reinsert).1.leaf_count() as u64;
+            }
+        }
+        ("slabtree", "pairs") => {
+            let (tree, _) = slab_insert_all(&initial);
+            let mut ws = QueryWorkspace::new();
+            for _ in 0..repeats {
+                tree.self_pairs(&mut ws, |_, _, _, _| {
+                    check += 1;
+                    PairControl::Continue
+                })
+                .expect("valid tree");
+            }
+        }
+        ("parry", "pairs") => {
+            let bvh = parry_insert_all(&initial);
+            let mut ws = BvhWorkspace::default();
+            for _ in 0..repeats {
+                bvh.traverse_bvtt_single_tree::<false>(&mut ws, &mut |_, _| check += 1);
+            }
+        }
+        _ => return Err(format!("DBVT_PROFILE={spec}: unknown library or workload")),
+    }
+    println!("{lib} {workload} N={n} x {repeats}: checksum {check}");
+    if !times.is_empty() {
+        times.sort_by(f64::total_cmp);
+        println!("ms per repeat: best {:.3}, median {:.3}", times[0], times[times.len() / 2]);
+    }
+    Ok(())
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("DBVT_PROFILE") {
+        if let Err(e) = profile(&spec) {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let sizes: Vec<usize> = {
         let args: Vec<usize> =
             std::env::args().skip(1).map(|a| a.parse().expect("arguments are box counts, e.g. 10000")).collect();
