@@ -157,8 +157,8 @@ impl<T> Dbvt<T> {
 
     /// Writes a binned-SAH build (leaves of one item each, item indices being raw [`ChildRef`]s)
     /// into the arena in pre-order under `parent`/`slot`, giving the internal nodes the indices
-    /// `node_slots` yields, in order (the arena must already hold those nodes), then sets their
-    /// heights. With consecutive indices (`start..`) the result is a pre-order range.
+    /// `node_slots` yields, in order (the arena must already hold those nodes). With
+    /// consecutive indices (`start..`) the result is a pre-order range.
     pub(super) fn emit_preorder(
         &mut self,
         built: &[BuildNode],
@@ -167,7 +167,6 @@ impl<T> Dbvt<T> {
         slot: u8,
         mut node_slots: impl Iterator<Item = u32>,
     ) {
-        let mut written = Vec::with_capacity(items.len().saturating_sub(1));
         let mut stack: Vec<(u32, u32, u8)> = vec![(0, parent, slot)];
         while let Some((b, parent, slot)) = stack.pop() {
             match built[b as usize] {
@@ -184,18 +183,12 @@ impl<T> Dbvt<T> {
                 }
                 BuildNode::Inner { bounds, left, right } => {
                     let n = node_slots.next().expect("a node slot for every internal node");
-                    written.push(n);
                     self.nodes[n as usize] = Node { slot: 0, ..Node::FREE };
                     self.set_child(parent, slot, ChildRef::node(n), &bounds);
                     stack.push((right, n, 1));
                     stack.push((left, n, 0));
                 }
             }
-        }
-        // Heights, children before parents: reverse emission order.
-        for &n in written.iter().rev() {
-            let c = self.nodes[n as usize].child;
-            self.nodes[n as usize].height = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
         }
     }
 

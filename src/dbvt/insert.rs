@@ -58,7 +58,6 @@ impl<T> Dbvt<T> {
         };
 
         let n = self.alloc_node()?;
-        self.nodes[n as usize].height = 1 + self.height_of(sibling);
         self.set_child(old_parent, old_slot, ChildRef::node(n), &sibling_bounds.union(&fat));
         self.set_child(n, 0, sibling, &sibling_bounds);
         self.set_child(n, 1, leaf, &fat);
@@ -68,8 +67,6 @@ impl<T> Dbvt<T> {
         // which waits until that line arrives (perf: a fifth of an insertion's time).
         if let Some((down, up)) = self.best_rotation([sibling, leaf], [sibling_bounds, fat]) {
             self.apply_rotation(n, down, up);
-            let node = &self.nodes[n as usize];
-            self.nodes[n as usize].height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
             // The same leaves, so the same box, unless the sibling awaited a refit (its stored
             // box then predates its children's): store what the children now say.
             let bounds = self.nodes[n as usize].union();
@@ -137,20 +134,16 @@ impl<T> Dbvt<T> {
         if best_at == u32::MAX { (best, NULL, 0) } else { (best, best_at >> 1, (best_at & 1) as u8) }
     }
 
-    /// Walks from node `n` to the root: optionally rotates, fixes heights and stores each node's
-    /// new bounds in its parent's slot. Stops early once a node's bounds and height come out
-    /// unchanged (and no rotation happened there): nothing above it can change.
+    /// Walks from node `n` to the root: optionally rotates, and stores each node's new bounds in
+    /// its parent's slot. Stops early once a node's bounds come out unchanged (and no rotation
+    /// happened there): nothing above it can change.
     pub(super) fn refit_upward(&mut self, mut n: u32, rotate: bool) {
         while n != NULL {
             let rotated = rotate && self.rotate(n);
-            let node = &self.nodes[n as usize];
-            let height = 1 + self.height_of(node.child[0]).max(self.height_of(node.child[1]));
-            let bounds = node.union();
-            let unchanged = !rotated && height == node.height && self.bounds_of(ChildRef::node(n)) == bounds;
-            if unchanged {
+            let bounds = self.nodes[n as usize].union();
+            if !rotated && self.bounds_of(ChildRef::node(n)) == bounds {
                 return;
             }
-            self.nodes[n as usize].height = height;
             self.store_bounds(n, &bounds);
             n = self.nodes[n as usize].parent;
         }
@@ -224,9 +217,7 @@ impl<T> Dbvt<T> {
         self.set_child(a, down as u8, lifted, &lifted_bounds);
         self.set_child(other, up as u8, moving, &moving_bounds);
         let o = &self.nodes[other as usize];
-        let height = 1 + self.height_of(o.child[0]).max(self.height_of(o.child[1]));
         let bounds = o.union();
-        self.nodes[other as usize].height = height;
         self.nodes[a as usize].set_bounds(1 - down, &bounds);
     }
 }

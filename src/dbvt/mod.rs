@@ -353,11 +353,6 @@ impl<T> Dbvt<T> {
     }
 
     #[inline]
-    fn height_of(&self, c: ChildRef) -> u16 {
-        if c.is_leaf() { 0 } else { self.nodes[c.index() as usize].height }
-    }
-
-    #[inline]
     fn set_parent(&mut self, c: ChildRef, parent: u32, slot: u8) {
         if c.is_leaf() {
             let p = &mut self.proxies[c.index() as usize];

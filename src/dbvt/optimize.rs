@@ -13,7 +13,7 @@
 //! same range keeps the whole arena in pre-order, so `refit` stays one sequential sweep (a
 //! reinsertion scatters nodes, and the next refit then walks the tree: measured at 100k proxies,
 //! that walk was a fifth of a scene frame). The subtree's box, the union of the same leaves, does
-//! not change, so no ancestor needs a refit; only ancestor heights are updated.
+//! not change, so no ancestor needs a refit.
 //!
 //! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th round also
 //! rebuilds the top of the tree over its subtrees of at most √n leaves (as parry's root
@@ -321,7 +321,6 @@ impl<T> Dbvt<T> {
         if parent != NULL && self.bounds_of(ChildRef::node(t.root)) != old_bounds {
             self.nodes[parent as usize].stale = true;
         }
-        self.update_heights_from(parent);
     }
 
     /// Rebuilds the nodes above the subtrees of at most `max_leaves` leaves with binned SAH over
@@ -351,18 +350,5 @@ impl<T> Dbvt<T> {
         // the arena back in pre-order).
         self.emit_preorder(&built, &items, NULL, 0, top_nodes.into_iter());
         self.relayout();
-    }
-
-    /// Recomputes heights from node `n` up to the root, stopping where nothing changes.
-    fn update_heights_from(&mut self, mut n: u32) {
-        while n != NULL {
-            let c = self.nodes[n as usize].child;
-            let h = 1 + self.height_of(c[0]).max(self.height_of(c[1]));
-            if self.nodes[n as usize].height == h {
-                return;
-            }
-            self.nodes[n as usize].height = h;
-            n = self.nodes[n as usize].parent;
-        }
     }
 }

@@ -118,7 +118,7 @@ impl<T> Dbvt<T> {
         self.clear_arena(keys.len().saturating_sub(1));
         if !keys.is_empty() {
             let mut next = 0;
-            let (root, bounds, _) = self.emit_morton(keys, boxes, leaf_links, 0, &mut next);
+            let (root, bounds) = self.emit_morton(keys, boxes, leaf_links, 0, &mut next);
             self.root = Some(root);
             self.root_bounds = bounds;
             if !root.is_leaf() {
@@ -139,7 +139,7 @@ impl<T> Dbvt<T> {
 
     /// Writes the subtree over `keys` (sorted Morton codes with their proxies; `boxes` and
     /// `leaf_links` run alongside, `first` is their offset) into the arena in pre-order from node
-    /// `*next`, and returns its root, bounds and height. A range is split where its codes'
+    /// `*next`, and returns its root and bounds. A range is split where its codes'
     /// highest differing bit changes, or in the middle when all codes are equal, so the depth is
     /// at most 63 + log2(n). Each leaf's parent link goes to `leaf_links`, for one pass later.
     fn emit_morton(
@@ -149,10 +149,10 @@ impl<T> Dbvt<T> {
         leaf_links: &mut [(u32, u8)],
         first: usize,
         next: &mut u32,
-    ) -> (ChildRef, Aabb, u16) {
+    ) -> (ChildRef, Aabb) {
         let n = keys.len();
         if n == 1 {
-            return (ChildRef::leaf(keys[0].1), boxes[first], 0);
+            return (ChildRef::leaf(keys[0].1), boxes[first]);
         }
         let diff = keys[0].0 ^ keys[n - 1].0;
         let mid = if diff == 0 {
@@ -163,14 +163,12 @@ impl<T> Dbvt<T> {
         };
         let me = *next;
         *next += 1;
-        let (l, lb, lh) = self.emit_morton(&keys[..mid], boxes, leaf_links, first, next);
-        let (r, rb, rh) = self.emit_morton(&keys[mid..], boxes, leaf_links, first + mid, next);
-        let height = 1 + lh.max(rh);
+        let (l, lb) = self.emit_morton(&keys[..mid], boxes, leaf_links, first, next);
+        let (r, rb) = self.emit_morton(&keys[mid..], boxes, leaf_links, first + mid, next);
         let node = &mut self.nodes[me as usize];
         node.child = [l, r];
         node.set_bounds(0, &lb);
         node.set_bounds(1, &rb);
-        node.height = height;
         for (s, (c, at)) in [(l, first), (r, first + mid)].into_iter().enumerate() {
             if c.is_leaf() {
                 leaf_links[at] = (me, s as u8);
@@ -180,7 +178,7 @@ impl<T> Dbvt<T> {
                 child.slot = s as u8;
             }
         }
-        (ChildRef::node(me), lb.union(&rb), height)
+        (ChildRef::node(me), lb.union(&rb))
     }
 }
 

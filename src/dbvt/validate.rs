@@ -29,11 +29,6 @@ pub enum ValidationError {
         /// Internal node index.
         node: u32,
     },
-    /// A node's height is not 1 + the larger of its children's heights.
-    Height {
-        /// Internal node index.
-        node: u32,
-    },
     /// A node or proxy is reachable twice, or a free node is reachable from the root.
     Reachability {
         /// Internal node or proxy index.
@@ -69,7 +64,6 @@ impl fmt::Display for ValidationError {
             ValidationError::Containment { index, leaf } => {
                 write!(f, "bounds of {} {index} do not contain its contents", kind(leaf))
             }
-            ValidationError::Height { node } => write!(f, "height of node {node} is wrong"),
             ValidationError::StaleBounds { node } => {
                 write!(f, "bounds of node {node} are not its children's union and it is not marked for refit")
             }
@@ -102,8 +96,7 @@ pub struct TreeStats {
 }
 
 impl<T> Dbvt<T> {
-    /// Checks every invariant: parent and child links, containment of bounds, heights,
-    /// reachability, the free list and the leaf count. Returns the first violation. While
+    /// Checks every invariant: parent and child links, containment of bounds, reachability, the free list and the leaf count. Returns the first violation. While
     /// [`Dbvt::update_proxy`] changes await a refit, ancestors may not contain the moved leaves
     /// yet, so containment of internal nodes is not checked then (a leaf's slot must still equal
     /// its proxy's box).
@@ -156,10 +149,6 @@ impl<T> Dbvt<T> {
                     }
                     stack.push((child, node.bounds(s)));
                 }
-                let h = 1 + self.checked_height(node.child[0]).max(self.checked_height(node.child[1]));
-                if node.height != h {
-                    return Err(ValidationError::Height { node: i });
-                }
             }
         }
         if leaves != self.proxy_count {
@@ -202,10 +191,6 @@ impl<T> Dbvt<T> {
         } else {
             self.nodes.get(c.index() as usize).map(|n: &Node| (n.parent, n.slot))
         }
-    }
-
-    fn checked_height(&self, c: ChildRef) -> u16 {
-        if c.is_leaf() { 0 } else { self.nodes.get(c.index() as usize).map_or(u16::MAX - 1, |n| n.height) }
     }
 
     fn validate_free_lists(&self, seen_nodes: &[bool]) -> Result<(), ValidationError> {
@@ -259,10 +244,25 @@ impl<T> Dbvt<T> {
         Ok(())
     }
 
+    /// The height of the root, measured by one walk of the tree (nodes keep no heights; see
+    /// `Node`): 0 for an empty tree or a single leaf.
+    fn height(&self) -> u32 {
+        let mut height = 0;
+        let mut stack: Vec<(ChildRef, u32)> = self.root.map(|r| (r, 0)).into_iter().collect();
+        while let Some((c, depth)) = stack.pop() {
+            height = height.max(depth);
+            if !c.is_leaf() {
+                let node = &self.nodes[c.index() as usize];
+                stack.extend(node.child.map(|child| (child, depth + 1)));
+            }
+        }
+        height
+    }
+
     /// Node count, height, SAH cost and memory.
     pub fn stats(&self) -> TreeStats {
         let internal_nodes = self.nodes.len() - self.free_node_count as usize;
-        let height = self.root.map_or(0, |r| self.height_of(r) as u32);
+        let height = self.height();
         TreeStats {
             leaves: self.proxy_count as usize,
             internal_nodes,
