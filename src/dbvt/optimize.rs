@@ -29,7 +29,8 @@
 //!   2012) once the SAH cost has grown by [`DbvtConfig::refresh_growth`] since the last whole
 //!   rebuild (as RT-DEFORM, Lauterbach et al. 2006, rebuilds once refitting has degraded the
 //!   tree), its cost charged to the following calls' budgets. A tree that does not move never
-//!   grows in cost, so it is never refreshed;
+//!   grows in cost, so it is never refreshed; a tree built by insertion, which has no rebuild to
+//!   age from, is refreshed at the first look if the Morton tree would cost less by the SAH;
 //! - larger trees: treelets and top rebuilds, as above.
 //!
 //! Why these regimes and defaults, with the measurements: `docs/performance.md`, "The
@@ -108,7 +109,8 @@ impl<T> Dbvt<T> {
     ///   refreshed: rebuilt whole with [`Dbvt::rebuild_morton`] once its SAH cost has grown by
     ///   [`DbvtConfig::refresh_growth`](super::DbvtConfig::refresh_growth) since the last whole
     ///   rebuild and the budgets since the last refresh have paid for it (`n / 8` leaves); a
-    ///   tree that does not move is left alone;
+    ///   tree that does not move is left alone, except that a tree built by insertion is
+    ///   refreshed at the first call if the Morton tree's SAH cost is lower;
     /// - above, subtrees ("treelets") of up to `max(8, 4√n)` leaves are rebuilt in place with
     ///   binned SAH, round-robin in depth-first leaf order, and every eighth round also
     ///   rebuilds the top of the tree over its subtrees of at most a quarter of that size.
@@ -216,10 +218,21 @@ impl<T> Dbvt<T> {
             return 0;
         }
         let sah = self.sah_cost();
+        let n = self.proxy_count;
         if self.optimizer.rebuilt_sah == 0.0 {
-            // Never rebuilt (built by insertion): aging counts from the first look. An inserted
-            // tree can be better than a Morton build (sorted, near-1D scenes), so it is not
-            // refreshed merely for never having been rebuilt.
+            // Never rebuilt (built by insertion). An inserted tree can beat a Morton build
+            // (sorted, near-1D scenes) or lose to it by a fifth (10^5 random boxes: SAH cost
+            // 185 against 152, `benches/peers/run.sh`), so the first look sorts the proxies
+            // along the curve and costs the Morton tree without writing it: better, and it is
+            // written at once; not, and aging counts from here. The trial is charged as a
+            // refresh either way.
+            self.sort_morton();
+            let trial = self.sorted_morton_sah();
+            self.optimizer.refresh_debt = (u64::from(n) / REFRESH_COST_DIVISOR).saturating_sub(budget - paid);
+            if trial < sah {
+                self.emit_sorted_morton();
+                return n as usize;
+            }
             self.optimizer.rebuilt_sah = sah;
             return 0;
         }
@@ -227,7 +240,6 @@ impl<T> Dbvt<T> {
             return 0;
         }
         self.rebuild_morton();
-        let n = self.proxy_count;
         self.optimizer.refresh_debt = (u64::from(n) / REFRESH_COST_DIVISOR).saturating_sub(budget - paid);
         n as usize
     }
@@ -350,5 +362,84 @@ impl<T> Dbvt<T> {
         // the arena back in pre-order).
         self.emit_preorder(&built, &items, NULL, 0, top_nodes.into_iter());
         self.relayout();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3A;
+
+    use super::super::{Dbvt, DbvtConfig};
+    use crate::math::Aabb;
+
+    /// SplitMix64 in [0, 1).
+    fn unit(state: &mut u64) -> f32 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    fn inserted(boxes: &[Aabb]) -> Dbvt<usize> {
+        let mut tree = Dbvt::with_config(DbvtConfig { margin: 0.0, prediction: 0.0, ..DbvtConfig::default() });
+        for (i, b) in boxes.iter().enumerate() {
+            tree.insert(*b, i).unwrap();
+        }
+        tree
+    }
+
+    fn random_boxes(n: usize, seed: u64) -> Vec<Aabb> {
+        let mut s = seed;
+        let mut r = || unit(&mut s);
+        (0..n)
+            .map(|_| {
+                let c = Vec3A::new(r(), r(), r()) * 40.0;
+                Aabb::from_center_half_extents(c, Vec3A::new(r(), r(), r()) * 0.9 + 0.1)
+            })
+            .collect()
+    }
+
+    /// The dry run's cost is the cost of the tree the Morton rebuild then writes (the sums run
+    /// in another order, in f64, so the f32 results may differ in the last bit).
+    #[test]
+    fn sorted_morton_sah_is_the_cost_of_the_morton_tree() {
+        for n in [1, 2, 3, 17, 1000] {
+            let mut tree = inserted(&random_boxes(n, n as u64));
+            tree.sort_morton();
+            let predicted = tree.sorted_morton_sah();
+            tree.rebuild_morton();
+            let written = tree.stats().sah_cost;
+            assert!((predicted - written).abs() <= f32::EPSILON * written, "n = {n}: {predicted} vs {written}");
+        }
+    }
+
+    /// A tree built by insertion is refreshed at the first call exactly when the Morton tree
+    /// costs less; then (with nothing moving) it is left alone.
+    #[test]
+    fn an_inserted_tree_is_refreshed_only_when_a_morton_tree_is_better() {
+        // Random boxes in a cube: insertion loses to the Morton tree.
+        let mut tree = inserted(&random_boxes(4000, 9));
+        let before = tree.stats().sah_cost;
+        let mut morton = tree.clone();
+        morton.rebuild_morton();
+        let target = morton.stats().sah_cost;
+        assert!(target < before, "the scene no longer shows the case: {target} vs {before}");
+        assert_eq!(tree.optimize_incremental(40), 4000);
+        assert_eq!(tree.stats().sah_cost, target);
+        tree.validate().unwrap();
+        assert_eq!((0..100).map(|_| tree.optimize_incremental(40)).sum::<usize>(), 0);
+
+        // Unit boxes in a row, inserted in order, on a slanted line: insertion wins.
+        let row: Vec<Aabb> = (0..4000)
+            .map(|i| Aabb::from_center_half_extents(Vec3A::new(i as f32, 0.37 * i as f32, 0.0), Vec3A::splat(0.5)))
+            .collect();
+        let mut tree = inserted(&row);
+        let before = tree.stats().sah_cost;
+        let mut morton = tree.clone();
+        morton.rebuild_morton();
+        assert!(morton.stats().sah_cost > before, "the scene no longer shows the case");
+        assert_eq!((0..100).map(|_| tree.optimize_incremental(40)).sum::<usize>(), 0);
+        assert_eq!(tree.stats().sah_cost, before);
     }
 }

@@ -33,7 +33,12 @@ impl<T> Dbvt<T> {
         config: DbvtConfig,
     ) -> Result<(Self, Vec<ProxyId>), DbvtError> {
         let mut tree = Dbvt::with_config(config);
-        let mut ids = Vec::new();
+        let items = items.into_iter();
+        // Room for what the iterator promises, so the arrays grow by copying at most once.
+        let (expected, _) = items.size_hint();
+        let mut ids = Vec::with_capacity(expected);
+        tree.proxies.reserve(expected);
+        tree.slots.reserve(expected);
         for (aabb, data) in items {
             aabb.validate()?;
             let fat = tree.fatten(&aabb, glam::Vec3A::ZERO);
@@ -99,8 +104,14 @@ impl<T> Dbvt<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn rebuild_morton(&mut self) {
-        let mut scratch = std::mem::take(&mut self.morton);
-        let MortonScratch { keys, boxes, leaf_links } = &mut scratch;
+        self.sort_morton();
+        self.emit_sorted_morton();
+    }
+
+    /// The first half of [`Dbvt::rebuild_morton`]: the live proxies sorted along the curve, with
+    /// their boxes in that order, in the Morton scratch.
+    pub(super) fn sort_morton(&mut self) {
+        let MortonScratch { keys, boxes, leaf_links: _ } = &mut self.morton;
         let live = || self.proxies.iter().zip(&self.slots).enumerate().filter(|(_, (_, s))| s.data.is_some());
         let grid = MortonGrid::new(&live().fold(Aabb::EMPTY, |b, (_, (p, _))| b.grow(p.fat.center())));
         keys.clear();
@@ -112,6 +123,27 @@ impl<T> Dbvt<T> {
         // (the proxies are in creation order, a random one along the curve).
         boxes.clear();
         boxes.extend(keys.iter().map(|&(_, p)| self.proxies[p as usize].fat));
+    }
+
+    /// The SAH cost (as [`TreeStats::sah_cost`](super::TreeStats::sah_cost)) of the tree that
+    /// [`Dbvt::emit_sorted_morton`] would write from the sorted scratch, computed without
+    /// writing it: the optimiser's test of whether a refresh would improve a tree built by
+    /// insertion.
+    pub(super) fn sorted_morton_sah(&self) -> f32 {
+        let MortonScratch { keys, boxes, .. } = &self.morton;
+        if keys.is_empty() {
+            return 0.0;
+        }
+        let mut area = 0.0f64;
+        let root = morton_areas(keys, boxes, 0, &mut area);
+        let root_area = f64::from(root.half_area());
+        if root_area.is_nan() || root_area <= 0.0 { 0.0 } else { (1.0 + area / root_area) as f32 }
+    }
+
+    /// The second half of [`Dbvt::rebuild_morton`]: writes the tree over the sorted scratch.
+    pub(super) fn emit_sorted_morton(&mut self) {
+        let mut scratch = std::mem::take(&mut self.morton);
+        let MortonScratch { keys, boxes, leaf_links } = &mut scratch;
         leaf_links.clear();
         leaf_links.resize(keys.len(), (NULL, 0));
 
@@ -154,13 +186,7 @@ impl<T> Dbvt<T> {
         if n == 1 {
             return (ChildRef::leaf(keys[0].1), boxes[first]);
         }
-        let diff = keys[0].0 ^ keys[n - 1].0;
-        let mid = if diff == 0 {
-            n / 2
-        } else {
-            let bit = 1u64 << (63 - diff.leading_zeros());
-            keys.partition_point(|k| k.0 & bit == 0)
-        };
+        let mid = morton_mid(keys);
         let me = *next;
         *next += 1;
         let (l, lb) = self.emit_morton(&keys[..mid], boxes, leaf_links, first, next);
@@ -201,4 +227,31 @@ impl MortonScratch {
             + self.boxes.capacity() * std::mem::size_of::<Aabb>()
             + self.leaf_links.capacity() * std::mem::size_of::<(u32, u8)>()
     }
+}
+
+/// Where [`Dbvt::emit_morton`] splits a sorted range of at least two codes: where the highest
+/// differing bit changes, or in the middle when all codes are equal.
+fn morton_mid(keys: &[(u64, u32)]) -> usize {
+    let n = keys.len();
+    let diff = keys[0].0 ^ keys[n - 1].0;
+    if diff == 0 {
+        n / 2
+    } else {
+        let bit = 1u64 << (63 - diff.leading_zeros());
+        keys.partition_point(|k| k.0 & bit == 0)
+    }
+}
+
+/// The bounds of the Morton subtree over `keys` (as [`Dbvt::emit_morton`] would write it, with
+/// `boxes` alongside from `first`), adding both children's half areas at each of its internal
+/// nodes to `area`.
+fn morton_areas(keys: &[(u64, u32)], boxes: &[Aabb], first: usize, area: &mut f64) -> Aabb {
+    if keys.len() == 1 {
+        return boxes[first];
+    }
+    let mid = morton_mid(keys);
+    let l = morton_areas(&keys[..mid], boxes, first, area);
+    let r = morton_areas(&keys[mid..], boxes, first + mid, area);
+    *area += f64::from(l.half_area()) + f64::from(r.half_area());
+    l.union(&r)
 }

@@ -452,8 +452,15 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
     });
     push("remove all N (ms)".into(), s_remove, p_remove);
     let fat_items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
-    let (s_build, _) =
+    let (s_build, (built, _)) =
         best_of(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
+    let mut morton = built.clone();
+    morton.rebuild_morton();
+    println!(
+        "N={n} [bulk build] slabtree SAH cost {:.1} (binned SAH), {:.1} (Morton)",
+        built.stats().sah_cost,
+        morton.stats().sah_cost
+    );
     let parry_fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
     let (p_build, _) = best_of(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
     push("bulk build, binned SAH (ms)".into(), s_build, p_build);
@@ -547,12 +554,18 @@ fn profile(spec: &str) -> Result<(), String> {
         ("slabtree", "build") => {
             let items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
             for _ in 0..repeats {
+                let t = Instant::now();
                 check += Dbvt::build_with_config(items.iter().copied(), slab_config()).expect("valid").0.len() as u64;
+                times.push(ms(t));
             }
         }
         ("parry", "build") => {
             let fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
-            (0..repeats).for_each(|_| check += Bvh::from_leaves(BvhBuildStrategy::Binned, &fat).leaf_count() as u64);
+            (0..repeats).for_each(|_| {
+                let t = Instant::now();
+                check += Bvh::from_leaves(BvhBuildStrategy::Binned, &fat).leaf_count() as u64;
+                times.push(ms(t));
+            });
         }
         ("slabtree", "reinsert") => {
             let (tree, ids) = slab_insert_all(&initial);
