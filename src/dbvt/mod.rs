@@ -96,8 +96,9 @@ pub struct DbvtConfig {
     /// Above `whole_rebuild_max` and up to this many proxies, [`Dbvt::optimize_incremental`]
     /// refreshes the tree: one [`Dbvt::rebuild_morton`] of the whole tree once its SAH cost has
     /// grown by `refresh_growth` since the last whole rebuild and the budgets since the last
-    /// refresh have paid for it (an eighth of a leaf per proxy); a tree built by insertion, at
-    /// the first call, if the Morton tree would have a lower SAH cost. A refresh restores what treelet
+    /// refresh have paid for it (an eighth of a leaf per proxy). A tree built by insertion is
+    /// instead rebuilt with binned SAH at the first call if a Morton tree would have a lower
+    /// SAH cost. A refresh restores what treelet
     /// rebuilds cannot (which leaves share a subtree) and lands in one call, about 60 ns per
     /// proxy, so the default of 131072 bounds it near 13 ms; larger trees are optimised in
     /// treelets. 0 turns it off. The measurements behind the defaults are in

@@ -92,6 +92,19 @@ impl Node {
         (x * y + y * z + z * x).to_array()
     }
 
+    /// Whether the two children's boxes overlap (touching counts, as in [`Aabb::overlaps`]), in
+    /// two `f32x4` comparisons: each child's min planes against the other's max planes.
+    #[inline(always)]
+    pub(crate) fn children_overlap(&self) -> bool {
+        let p = &self.planes;
+        // Lanes: x of child 0, x of child 1, y of child 0, y of child 1; then z twice over.
+        let lo_xy = f32x4::new([p[0][0][0], p[0][0][1], p[0][1][0], p[0][1][1]]);
+        let hi_xy = f32x4::new([p[1][0][1], p[1][0][0], p[1][1][1], p[1][1][0]]);
+        let lo_z = f32x4::new([p[0][2][0], p[0][2][1], p[0][2][0], p[0][2][1]]);
+        let hi_z = f32x4::new([p[1][2][1], p[1][2][0], p[1][2][1], p[1][2][0]]);
+        (lo_xy.simd_le(hi_xy) & lo_z.simd_le(hi_z)).to_bitmask() == 15
+    }
+
     #[inline(always)]
     fn pair(&self, side: usize, axis: usize) -> f32x4 {
         let p = self.planes[side][axis];
@@ -330,6 +343,33 @@ mod tests {
         // Some flat boxes: zero extent on one axis.
         let h = if next(state) < 0.1 { h * Vec3A::new(1.0, 0.0, 1.0) } else { h };
         Aabb::from_center_half_extents(c, h)
+    }
+
+    #[test]
+    fn children_overlap_as_the_scalar_test() {
+        let mut state = 11u64;
+        let mut seen = [0usize; 2];
+        for i in 0..20_000 {
+            let mut node = Node::FREE;
+            let a = random_box(&mut state);
+            // Every fourth pair touches exactly: b starts where a ends on one axis.
+            let b = if i % 4 == 0 {
+                let axis = i / 4 % 3;
+                let mut b = random_box(&mut state);
+                let shift = a.max[axis] - b.min[axis];
+                b.min[axis] += shift;
+                b.max[axis] += shift;
+                b
+            } else {
+                Aabb::from_center_half_extents(a.center() + (random_box(&mut state).center() * 0.1), a.half_extents())
+            };
+            node.set_bounds(0, &a);
+            node.set_bounds(1, &b);
+            let want = a.overlaps(&b);
+            seen[want as usize] += 1;
+            assert_eq!(node.children_overlap(), want, "{a:?} {b:?}");
+        }
+        assert!(seen[0] > 1000 && seen[1] > 1000, "both outcomes tested: {seen:?}");
     }
 
     #[test]

@@ -69,8 +69,9 @@ impl<T> Dbvt<T> {
                     node_pairs.push((c, c));
                 }
             }
-            let (b0, b1) = (nx.bounds(0), nx.bounds(1));
-            if b0.overlaps(&b1) && !walk.cross(nx.child[0], &b0, nx.child[1], &b1, node_pairs) {
+            if nx.children_overlap()
+                && !walk.cross(nx.child[0], || nx.bounds(0), nx.child[1], || nx.bounds(1), node_pairs)
+            {
                 break;
             }
         }
@@ -97,7 +98,7 @@ impl<T> Dbvt<T> {
         node_pairs.clear();
         let mut walk = PairWalk { a: self, b: other, same: false, callback: &mut callback, stats: &mut stats, subtree };
         if self.root_bounds.overlaps(&other.root_bounds)
-            && walk.cross(ra, &self.root_bounds, rb, &other.root_bounds, node_pairs)
+            && walk.cross(ra, || self.root_bounds, rb, || other.root_bounds, node_pairs)
         {
             // Pairs of internal nodes, this tree's first.
             while let Some((x, y)) = node_pairs.pop() {
@@ -147,34 +148,35 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
             let bit = mask.trailing_zeros() as usize;
             mask &= mask - 1;
             let (i, j) = (bit >> 1, bit & 1);
-            if !self.cross(nx.child[i], &nx.bounds(i), ny.child[j], &ny.bounds(j), node_pairs) {
+            if !self.cross(nx.child[i], || nx.bounds(i), ny.child[j], || ny.bounds(j), node_pairs) {
                 return false;
             }
         }
         true
     }
 
-    /// Subtree `x` of `a` and subtree `y` of `b` (disjoint), whose boxes `bx` and `by` overlap: a
-    /// pair of leaves is reported, a leaf walks the other side, and two internal nodes wait on
-    /// `node_pairs`. `false` to stop.
+    /// Subtree `x` of `a` and subtree `y` of `b` (disjoint), whose boxes `bx()` and `by()`
+    /// overlap: a pair of leaves is reported, a leaf walks the other side, and two internal nodes
+    /// wait on `node_pairs`. `false` to stop. The boxes are read only where a leaf needs its
+    /// own (building them for every pair was a sixth of a self-pair query's instructions).
     #[inline]
     fn cross(
         &mut self,
         x: ChildRef,
-        bx: &Aabb,
+        bx: impl FnOnce() -> Aabb,
         y: ChildRef,
-        by: &Aabb,
+        by: impl FnOnce() -> Aabb,
         node_pairs: &mut Vec<(ChildRef, ChildRef)>,
     ) -> bool {
         match (x.is_leaf(), y.is_leaf()) {
             (true, true) => self.report(x, y),
             (true, false) => {
                 let b = self.b;
-                self.leaf_against(b, bx, y, |walk, leaf| walk.report(x, leaf))
+                self.leaf_against(b, &bx(), y, |walk, leaf| walk.report(x, leaf))
             }
             (false, true) => {
                 let a = self.a;
-                self.leaf_against(a, by, x, |walk, leaf| walk.report(leaf, y))
+                self.leaf_against(a, &by(), x, |walk, leaf| walk.report(leaf, y))
             }
             (false, false) => {
                 self.a.prefetch_node(x.index());

@@ -23,7 +23,8 @@
 //! Usage: `dbvt_vs_parry [N ...]` (default: 1000 10000 100000).
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
-//! `insert`, `build`, `reinsert` (the 50 frames) or `pairs` (self pairs of the inserted tree))
+//! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree) or
+//! `pairs-optimized` (self pairs after the 50 in-place + optimise frames))
 //! runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
@@ -579,28 +580,45 @@ fn profile(spec: &str) -> Result<(), String> {
                 check += parry_frames(&bvh, &frames, Maintenance::Reinsert).1.leaf_count() as u64;
             }
         }
-        ("slabtree", "pairs") => {
-            let (tree, _) = slab_insert_all(&initial);
+        ("slabtree", "pairs" | "pairs-optimized") => {
+            let (tree, ids) = slab_insert_all(&initial);
+            let tree = if *workload == "pairs" {
+                tree
+            } else {
+                slab_frames(&tree, &ids, &frames, Maintenance::InPlaceOptimize).1
+            };
             let mut ws = QueryWorkspace::new();
             for _ in 0..repeats {
+                let t = Instant::now();
                 tree.self_pairs(&mut ws, |_, _, _, _| {
                     check += 1;
                     PairControl::Continue
                 })
                 .expect("valid tree");
+                times.push(ms(t));
             }
         }
-        ("parry", "pairs") => {
+        ("parry", "pairs" | "pairs-optimized") => {
             let bvh = parry_insert_all(&initial);
+            let bvh = if *workload == "pairs" {
+                bvh
+            } else {
+                parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1
+            };
             let mut ws = BvhWorkspace::default();
             for _ in 0..repeats {
+                let t = Instant::now();
                 bvh.traverse_bvtt_single_tree::<false>(&mut ws, &mut |_, _| check += 1);
+                times.push(ms(t));
             }
         }
         _ => return Err(format!("DBVT_PROFILE={spec}: unknown library or workload")),
     }
     println!("{lib} {workload} N={n} x {repeats}: checksum {check}");
     if !times.is_empty() {
+        if std::env::var_os("DBVT_TIMES").is_some() {
+            println!("{times:.2?}");
+        }
         times.sort_by(f64::total_cmp);
         println!("ms per repeat: best {:.3}, median {:.3}", times[0], times[times.len() / 2]);
     }
