@@ -7,7 +7,7 @@ use slabtree_testkit as common;
 use common::*;
 use glam::{Vec3, Vec3A};
 use proptest::prelude::*;
-use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, RayCastHit};
+use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, RayCastHit, WideStorage};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -95,11 +95,20 @@ fn probe() -> impl Strategy<Value = Probe> {
         .prop_map(|(origin, dir, tmax, snap, boxc, boxh)| Probe { origin, dir, tmax, snap, boxc, boxh })
 }
 
-fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
+/// `storage` is the 8-wide copy's memory, kept from step to step, so that copies are refitted
+/// where the tree's links are unchanged and collapsed anew where not.
+fn check_all(
+    tree: &Dbvt<u32>,
+    model: &[ModelProxy],
+    probes: &[Probe],
+    ws: &mut QueryWorkspace,
+    storage: &mut WideStorage,
+) {
     tree.validate().unwrap_or_else(|e| panic!("invalid tree: {e}"));
     if tree.is_refit_pending() {
         // Every query refuses rather than answer from stale ancestors.
         let pending = Err(slabtree::DbvtError::RefitPending);
+        assert_eq!(tree.wide().map(|_| ()), pending);
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
         assert_eq!(tree.intersect(&ray, ws).map(|_| ()), pending);
         let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
@@ -113,6 +122,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
         assert_eq!(tree.fat_aabb(m.id).unwrap(), m.fat, "stored fat box differs from the model");
         assert_eq!(*tree.get(m.id).unwrap(), m.tag);
     }
+    let wide = tree.wide_from(std::mem::take(storage)).unwrap();
     let mut stats = Vec::new();
     for mode in [NodeTest::Simd, NodeTest::Scalar] {
         ws.node_test = mode;
@@ -131,11 +141,12 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
             let expect = brute_ray(model, &ray);
             let got = tree_ray_all(tree, &ray, ws);
             assert_eq!(got, expect, "ray all-hits differ ({mode:?}) for {ray:?}");
-            let closest_hit: Option<RayCastHit> = tree.intersect(&ray, ws).unwrap();
-            assert_eq!(closest_hit.map(|h| h.t), closest(&expect), "closest differs ({mode:?})");
-            if let Some(h) = closest_hit {
-                assert!(expect.contains(&(h.id, h.t)));
-            }
+            let hit: Option<RayCastHit> = tree.intersect(&ray, ws).unwrap();
+            assert_eq!(hit.map(|h| (h.id, h.t)), closest_hit(&expect), "closest differs ({mode:?})");
+            // The 8-wide copy: the same proxies, the same closest hit.
+            assert_eq!(wide_ray_all(&wide, &ray, ws), expect, "wide ray all-hits differ for {ray:?}");
+            let hit = wide.intersect(&ray, ws).unwrap();
+            assert_eq!(hit.map(|h| (h.id, h.t)), closest_hit(&expect), "wide closest differs");
 
             let b = Aabb::from_center_half_extents(Vec3A::from(p.boxc), Vec3A::from(p.boxh));
             let d = dir * 20.0;
@@ -166,6 +177,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
             );
             assert_eq!(tree_frustum(tree, &f, ws), brute_frustum(model, &f), "frustum differs ({mode:?})");
             assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
+            assert_eq!(wide_frustum(&wide, &f, ws), brute_frustum(model, &f), "wide frustum differs");
             s.push(
                 tree.ray_cast(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue).unwrap(),
             );
@@ -176,6 +188,7 @@ fn check_all(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut 
     assert_eq!(stats[0], stats[1]);
     ws.node_test = NodeTest::Simd;
     assert_eq!(tree_pairs(tree, ws), brute_pairs(model));
+    *storage = wide.into_storage();
 }
 
 fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &mut u32) {
@@ -263,9 +276,10 @@ proptest! {
         let mut model = Vec::new();
         let mut ws = QueryWorkspace::new();
         let mut tag = 0;
+        let mut storage = WideStorage::default();
         for op in &ops {
             apply(&mut tree, &mut model, op, &mut tag);
-            check_all(&tree, &model, &probes, &mut ws);
+            check_all(&tree, &model, &probes, &mut ws, &mut storage);
         }
     }
 
@@ -412,4 +426,45 @@ fn enlarged_boxes_stay_marked_through_optimisation() {
     tree.validate().unwrap();
     let union = ids.iter().fold(Aabb::EMPTY, |u, id| u.union(&tree.fat_aabb(*id).unwrap()));
     assert_eq!(tree.root_bounds(), Some(union));
+}
+
+/// Boxes entered at the same distance: both the binary tree's closest hit and the 8-wide
+/// copy's go to the lowest proxy index, whatever order their traversals meet the boxes in.
+#[test]
+fn closest_hit_ties_go_to_the_lowest_index() {
+    for (build, stride) in [(true, 1), (false, 1), (false, 7), (false, 97), (false, 121)] {
+        // 40 boxes the ray enters at the same distance (one entry plane, x = 5, and different
+        // extents otherwise, so they land in different places) among 200 others.
+        let items: Vec<(Aabb, usize)> = (0..240)
+            .map(|i| {
+                let b = if i % 6 == 0 {
+                    let k = (i / 6) as f32;
+                    let grow = Vec3A::new((k * 0.37) % 3.0, (k * 0.61) % 2.0, (k * 0.83) % 2.5);
+                    Aabb::new(Vec3A::new(5.0, -1.0 - grow.y, -1.0 - grow.z), Vec3A::new(6.0, 1.0, 1.0) + grow)
+                } else {
+                    let c = Vec3A::new((i * 37 % 101) as f32, (i * 13 % 17) as f32 + 3.0, (i * 7 % 11) as f32);
+                    Aabb::from_center_half_extents(c, Vec3A::splat(0.4))
+                };
+                (b, i)
+            })
+            .collect();
+        let (tree, ids) = if build {
+            Dbvt::build(items.iter().copied()).unwrap()
+        } else {
+            // Inserted in the order k * stride (mod 240), so that slot order and item order differ.
+            let mut tree = Dbvt::new();
+            let mut ids = vec![None; items.len()];
+            for k in 0..items.len() {
+                let (b, i) = items[k * stride % items.len()];
+                ids[i] = Some(tree.insert(b, i).unwrap());
+            }
+            (tree, ids.into_iter().map(Option::unwrap).collect())
+        };
+        let lowest = ids.iter().enumerate().filter(|(i, _)| i % 6 == 0).map(|(_, id)| *id).min_by_key(|id| id.index());
+        let mut ws = QueryWorkspace::new();
+        let ray = Ray::new(Vec3A::new(-10.0, 0.0, 0.0), Vec3A::X);
+        let wide = tree.wide().unwrap();
+        assert_eq!(tree.intersect(&ray, &mut ws).unwrap().map(|h| h.id), lowest, "binary, {build} {stride}");
+        assert_eq!(wide.intersect(&ray, &mut ws).unwrap().map(|h| h.id), lowest, "wide, {build} {stride}");
+    }
 }

@@ -48,6 +48,7 @@ pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayP
 pub use traverse::{NodeTest, QueryStats, QueryWorkspace};
 pub use validate::{TreeStats, ValidationError};
 pub(crate) use wide::WideView;
+pub use wide::{WideDbvt, WideStorage};
 
 /// A handle to a proxy in a [`Dbvt`].
 ///

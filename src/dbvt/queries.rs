@@ -310,11 +310,15 @@ impl<T> Dbvt<T> {
         Ok(self.traverse(&mut ws.stack, &mut v))
     }
 
-    /// The proxy whose fat box the ray enters first, with its entry distance.
+    /// The proxy whose fat box the ray enters first, with its entry distance; of boxes entered
+    /// at the same distance, the one of lowest [`ProxyId::index`] (whatever order the traversal
+    /// meets them in, so [`WideDbvt::intersect`](super::WideDbvt::intersect) answers the same).
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
         let mut best: Option<RayCastHit> = None;
         self.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, T>| {
-            if best.is_none_or(|b| leaf.t < b.t) {
+            // Clipping keeps entries at exactly `t` (the traversal's tests are inclusive), so
+            // every box tied with the best is seen.
+            if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
                 best = Some(RayCastHit { id: leaf.id, t: leaf.t });
             }
             RayControl::Clip(leaf.t)

@@ -21,7 +21,7 @@ pub mod triangle;
 use glam::Vec3A;
 use slabtree::{
     Aabb, Dbvt, DbvtConfig, Frustum, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf,
-    ray_aabb2,
+    WideDbvt, ray_aabb2,
 };
 
 /// The model of one live proxy: its id, tight box and the fat box the documented rule gives.
@@ -166,6 +166,36 @@ pub fn tree_pairs(tree: &Dbvt<u32>, ws: &mut QueryWorkspace) -> Vec<(ProxyId, Pr
 }
 
 /// The smallest entry distance, or `None`.
+/// [`tree_ray_all`] through the tree's 8-wide copy.
+pub fn wide_ray_all(wide: &WideDbvt<'_, u32>, ray: &Ray, ws: &mut QueryWorkspace) -> Vec<(ProxyId, f32)> {
+    let mut v = Vec::new();
+    wide.ray_cast(ray, ws, &mut |l: RayLeaf<'_, u32>| {
+        v.push((l.id, l.t));
+        RayControl::Continue
+    })
+    .unwrap();
+    v.sort_by_key(|a| a.0);
+    v
+}
+
+/// [`tree_frustum`] through the tree's 8-wide copy.
+pub fn wide_frustum(wide: &WideDbvt<'_, u32>, f: &Frustum, ws: &mut QueryWorkspace) -> Vec<ProxyId> {
+    let mut v = Vec::new();
+    wide.frustum(f, ws, &mut |id, _: &u32| {
+        v.push(id);
+        LeafControl::Continue
+    })
+    .unwrap();
+    v.sort();
+    v
+}
+
+/// The closest hit as `Dbvt::intersect` defines it: the least distance, and of equal distances
+/// the lowest proxy index.
+pub fn closest_hit(v: &[(ProxyId, f32)]) -> Option<(ProxyId, f32)> {
+    v.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.index().cmp(&b.0.index())))
+}
+
 pub fn closest(v: &[(ProxyId, f32)]) -> Option<f32> {
     v.iter().map(|a| a.1).min_by(|a, b| a.total_cmp(b))
 }

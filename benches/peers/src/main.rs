@@ -23,9 +23,10 @@
 //! Usage: `dbvt_vs_parry [N ...]` (default: 1000 10000 100000).
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
-//! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree) or
-//! `pairs-optimized` (self pairs after the 50 in-place + optimise frames))
-//! runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
+//! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
+//! `pairs-optimized` (self pairs after the 50 in-place + optimise frames) or `rays` (the 100k
+//! closest-hit rays on the inserted tree, through its 8-wide copy, or the binary tree with
+//! `BINARY=1`)) runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
 //! `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
@@ -197,35 +198,60 @@ struct Answers {
 #[derive(Clone, Copy, Debug, Default)]
 struct QueryTimes {
     rays: f64,
+    /// slabtree only: the rays through the binary tree (parry: the same as `rays`).
+    rays_binary: f64,
     overlaps: f64,
     pairs: f64,
 }
 
+/// The closest-hit ray workload on slabtree: (hits, sum of hit distances). With `wide`, through
+/// the tree's 8-wide copy ([`Dbvt::wide`], the API for read-heavy trees), made inside the timed
+/// region; otherwise through the binary tree.
+fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wide: bool) -> (u64, f64) {
+    let copy = if wide { Some(tree.wide().expect("refitted tree")) } else { None };
+    let mut ws = QueryWorkspace::new();
+    let (mut hits, mut sum) = (0u64, 0f64);
+    for (ray, _) in rays {
+        let mut best = f32::INFINITY;
+        let mut policy = |leaf: RayLeaf<'_, u32>| match ray_aabb2(ray, &tight[*leaf.data as usize]) {
+            Some(t) if t < best => {
+                best = t;
+                RayControl::Clip(t)
+            }
+            _ => RayControl::Continue,
+        };
+        match &copy {
+            Some(w) => w.ray_cast(ray, &mut ws, &mut policy),
+            None => tree.ray_cast(ray, &mut ws, &mut policy),
+        }
+        .expect("valid ray");
+        if best.is_finite() {
+            hits += 1;
+            sum += f64::from(best);
+        }
+    }
+    (hits, sum)
+}
+
+/// The closest-hit ray workload on parry3d: (hits, sum of hit distances).
+fn parry_queries_rays(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)]) -> (u64, f64) {
+    let (mut hits, mut sum) = (0u64, 0f64);
+    for (ray, pray) in rays {
+        // The same tight-box test as on the slabtree side; parry keeps the smallest.
+        let hit = bvh.cast_ray(pray, f32::MAX, |leaf, _best| ray_aabb2(ray, &tight[leaf as usize]));
+        if let Some((_, t)) = hit {
+            hits += 1;
+            sum += f64::from(t);
+        }
+    }
+    (hits, sum)
+}
+
 fn slab_queries(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
     let mut ws = QueryWorkspace::new();
-    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| {
-        let (mut hits, mut sum) = (0u64, 0f64);
-        for (ray, _) in rays {
-            let mut best = f32::INFINITY;
-            tree.ray_cast(
-                ray,
-                &mut ws,
-                &mut |leaf: RayLeaf<'_, u32>| match ray_aabb2(ray, &tight[*leaf.data as usize]) {
-                    Some(t) if t < best => {
-                        best = t;
-                        RayControl::Clip(t)
-                    }
-                    _ => RayControl::Continue,
-                },
-            )
-            .expect("valid ray");
-            if best.is_finite() {
-                hits += 1;
-                sum += f64::from(best);
-            }
-        }
-        (hits, sum)
-    });
+    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| slab_queries_rays(tree, tight, rays, true));
+    let (t_rays_binary, binary) = best_of(|| slab_queries_rays(tree, tight, rays, false));
+    assert_eq!(binary, (ray_hits, ray_t_sum), "the wide copy and the binary tree disagree");
     let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
         let (mut fat_count, mut tight_count) = (0u64, 0u64);
         for q in queries {
@@ -249,25 +275,14 @@ fn slab_queries(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], queries:
         (fat_count, tight_count)
     });
     (
-        QueryTimes { rays: t_rays, overlaps: t_overlaps, pairs: t_pairs },
+        QueryTimes { rays: t_rays, rays_binary: t_rays_binary, overlaps: t_overlaps, pairs: t_pairs },
         Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
     )
 }
 
 fn parry_queries(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
     let mut ws = BvhWorkspace::default();
-    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| {
-        let (mut hits, mut sum) = (0u64, 0f64);
-        for (ray, pray) in rays {
-            // The same tight-box test as on the slabtree side; parry keeps the smallest.
-            let hit = bvh.cast_ray(pray, f32::MAX, |leaf, _best| ray_aabb2(ray, &tight[leaf as usize]));
-            if let Some((_, t)) = hit {
-                hits += 1;
-                sum += f64::from(t);
-            }
-        }
-        (hits, sum)
-    });
+    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| parry_queries_rays(bvh, tight, rays));
     let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
     let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
         let (mut fat_count, mut tight_count) = (0u64, 0u64);
@@ -288,7 +303,7 @@ fn parry_queries(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aab
         (fat_count, tight_count)
     });
     (
-        QueryTimes { rays: t_rays, overlaps: t_overlaps, pairs: t_pairs },
+        QueryTimes { rays: t_rays, rays_binary: t_rays, overlaps: t_overlaps, pairs: t_pairs },
         Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
     )
 }
@@ -516,6 +531,7 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
             a.ray_hits, a.ray_t_sum, a.overlap_fat, a.overlap_tight, a.pairs_fat, a.pairs_tight
         );
         push(format!("{RAYS} closest-hit rays on tight boxes, {state} (ms)"), s_q.rays, p_q.rays);
+        push(format!("{RAYS} closest-hit rays, {state}, slabtree's binary tree (ms)"), s_q.rays_binary, p_q.rays);
         push(format!("{OVERLAPS} overlap queries, half-size {QUERY_HALF}, {state} (ms)"), s_q.overlaps, p_q.overlaps);
         push(format!("self pairs, {state} (ms)"), s_q.pairs, p_q.pairs);
     }
@@ -580,6 +596,24 @@ fn profile(spec: &str) -> Result<(), String> {
                 check += parry_frames(&bvh, &frames, Maintenance::Reinsert).1.leaf_count() as u64;
             }
         }
+        ("slabtree", "rays") => {
+            let (tree, _) = slab_insert_all(&initial);
+            let rays = rays(n, &mut rng);
+            for _ in 0..repeats {
+                let t = Instant::now();
+                check += slab_queries_rays(&tree, &initial, &rays, std::env::var_os("BINARY").is_none()).0;
+                times.push(ms(t));
+            }
+        }
+        ("parry", "rays") => {
+            let bvh = parry_insert_all(&initial);
+            let rays = rays(n, &mut rng);
+            for _ in 0..repeats {
+                let t = Instant::now();
+                check += parry_queries_rays(&bvh, &initial, &rays).0;
+                times.push(ms(t));
+            }
+        }
         ("slabtree", "pairs" | "pairs-optimized") => {
             let (tree, ids) = slab_insert_all(&initial);
             let tree = if *workload == "pairs" {
@@ -600,11 +634,8 @@ fn profile(spec: &str) -> Result<(), String> {
         }
         ("parry", "pairs" | "pairs-optimized") => {
             let bvh = parry_insert_all(&initial);
-            let bvh = if *workload == "pairs" {
-                bvh
-            } else {
-                parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1
-            };
+            let bvh =
+                if *workload == "pairs" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1 };
             let mut ws = BvhWorkspace::default();
             for _ in 0..repeats {
                 let t = Instant::now();

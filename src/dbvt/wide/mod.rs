@@ -24,7 +24,10 @@
 //!
 //! The queries over the copy (ray cast and frustum culling) are in `query.rs`.
 
+mod frozen;
 mod query;
+
+pub use frozen::{WideDbvt, WideStorage};
 
 use super::{Dbvt, DbvtError};
 use crate::math::Aabb;
@@ -238,7 +241,6 @@ impl WideView {
     }
 
     /// Wide nodes in the copy.
-    #[cfg(test)]
     pub(crate) fn node_count(&self) -> usize {
         self.nodes.len()
     }
