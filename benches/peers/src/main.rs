@@ -53,7 +53,7 @@ const OVERLAPS: usize = 100_000;
 /// Half-size of the overlap query boxes.
 const QUERY_HALF: f32 = 1.0;
 /// Timed repetitions of the one-shot workloads; the best is kept.
-const REPEATS: usize = 3;
+const REPEATS: usize = 5;
 
 /// SplitMix64.
 struct Rng(u64);
