@@ -45,6 +45,8 @@ pub mod mesh;
 mod pages;
 mod par;
 pub mod scene;
+#[cfg(test)]
+mod test_rng;
 mod wide;
 
 pub use dbvt::NodeTest;

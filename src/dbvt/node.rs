@@ -327,14 +327,7 @@ impl FrustumLanes<f32x4> {
 mod tests {
     use super::*;
 
-    /// SplitMix64, for boxes of many scales.
-    fn next(state: &mut u64) -> f32 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
+    use crate::test_rng::unit as next;
 
     fn random_box(state: &mut u64) -> Aabb {
         let scale = [1e-3f32, 1.0, 1e3][(next(state) * 3.0) as usize % 3];

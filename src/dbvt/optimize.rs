@@ -377,14 +377,7 @@ mod tests {
     use super::super::{Dbvt, DbvtConfig};
     use crate::math::Aabb;
 
-    /// SplitMix64 in [0, 1).
-    fn unit(state: &mut u64) -> f32 {
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
-    }
+    use crate::test_rng::unit;
 
     fn inserted(boxes: &[Aabb]) -> Dbvt<usize> {
         let mut tree = Dbvt::with_config(DbvtConfig { margin: 0.0, prediction: 0.0, ..DbvtConfig::default() });

@@ -103,6 +103,19 @@ pub struct RayCastHit {
     pub t: f32,
 }
 
+/// The policy of [`Dbvt::intersect`] (and of the 8-wide copy's): keeps in `best` the box entered
+/// first, of equal distances the lowest proxy index, and clips the ray to it. Clipping keeps
+/// entries at exactly `t` (the traversal's tests are inclusive), so every box tied with the best
+/// is seen, whatever the order of visits.
+pub(crate) fn closest_hit<T>(best: &mut Option<RayCastHit>) -> impl FnMut(RayLeaf<'_, T>) -> RayControl + '_ {
+    |leaf: RayLeaf<'_, T>| {
+        if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
+            *best = Some(RayCastHit { id: leaf.id, t: leaf.t });
+        }
+        RayControl::Clip(leaf.t)
+    }
+}
+
 /// Ray cast and box cast: the slab test, with node bounds grown by the moving box's half-extents
 /// for a box cast (Minkowski sum, as Bullet's `rayTestInternal` with `aabbMin/aabbMax`).
 struct RayVisitor<'p, P, const INFLATE: bool> {
@@ -315,14 +328,7 @@ impl<T> Dbvt<T> {
     /// meets them in, so [`WideDbvt::intersect`](super::WideDbvt::intersect) answers the same).
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
         let mut best: Option<RayCastHit> = None;
-        self.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, T>| {
-            // Clipping keeps entries at exactly `t` (the traversal's tests are inclusive), so
-            // every box tied with the best is seen.
-            if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
-                best = Some(RayCastHit { id: leaf.id, t: leaf.t });
-            }
-            RayControl::Clip(leaf.t)
-        })?;
+        self.ray_cast(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 

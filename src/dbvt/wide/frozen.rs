@@ -8,7 +8,7 @@
 //! them), and collapses it anew otherwise.
 
 use super::WideView;
-use crate::dbvt::queries::{LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
+use crate::dbvt::queries::{LeafPolicy, RayCastHit, RayPolicy, closest_hit};
 use crate::dbvt::traverse::{QueryStats, QueryWorkspace};
 use crate::dbvt::{Dbvt, DbvtError};
 use crate::math::{Frustum, Ray};
@@ -87,13 +87,7 @@ impl<T> WideDbvt<'_, T> {
     /// [`Dbvt::intersect`] over the copy: the proxy whose fat box the ray enters first.
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
         let mut best: Option<RayCastHit> = None;
-        self.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, T>| {
-            // Ties keep the lower index, whatever the order of visits, as `Dbvt::intersect`.
-            if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
-                best = Some(RayCastHit { id: leaf.id, t: leaf.t });
-            }
-            RayControl::Clip(leaf.t)
-        })?;
+        self.ray_cast(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 
