@@ -38,7 +38,7 @@ pub enum TriangleTest {
 
 impl TriangleTest {
     /// What this test's packs store.
-    fn pack_rows(self) -> PackRows {
+    pub(crate) fn pack_rows(self) -> PackRows {
         match self {
             TriangleTest::MollerTrumbore => PackRows::Edges,
             TriangleTest::Watertight => PackRows::Corners,
@@ -158,8 +158,9 @@ pub struct MeshBvh {
     pub(crate) mesh: TriMesh,
     pub(crate) options: BuildOptions,
     pub(crate) bounds: Aabb,
-    depth: u32,
-    build_time: Duration,
+    pub(crate) depth: u32,
+    /// The build's time, or a saved BVH's reading time (`super::saved`).
+    pub(crate) build_time: Duration,
 }
 
 /// A summary, not every node: triangles, nodes, leaves, depth, bounds, SAH cost and the triangle
@@ -586,7 +587,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
 }
 
 /// Bounds of a pack's triangles, from the mesh's corners.
-fn pack_bounds(mesh: &TriMesh, p: &TriPack) -> Aabb {
+pub(super) fn pack_bounds(mesh: &TriMesh, p: &TriPack) -> Aabb {
     p.prim
         .iter()
         .filter(|&&prim| prim != NO_PRIM)

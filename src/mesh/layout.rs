@@ -106,6 +106,25 @@ impl Blocks {
         self.blocks.iter().map(|b| b.0).collect()
     }
 
+    /// Every block's words in order, for writing the array out (`super::saved`).
+    pub(crate) fn word_blocks(&self) -> impl Iterator<Item = &[u32; 8]> {
+        self.blocks.iter().map(|b| &b.0)
+    }
+
+    /// Blocks in the array.
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Sets every block's words from `bytes`, 32 little-endian bytes per block in order: for
+    /// reading the array back (`super::saved`). Panics unless `bytes` holds exactly the blocks.
+    pub(crate) fn fill_from_le_bytes(&mut self, bytes: &[u8]) {
+        assert_eq!(bytes.len(), 32 * self.blocks.len(), "32 bytes per block");
+        for (b, src) in self.blocks.iter_mut().zip(bytes.chunks_exact(32)) {
+            b.0 = std::array::from_fn(|i| u32::from_le_bytes(src[4 * i..4 * i + 4].try_into().expect("4 bytes")));
+        }
+    }
+
     /// An array of `len` blocks, zeroed, for a [`BlockWriter`] to fill.
     pub(crate) fn zeroed(len: usize) -> Blocks {
         // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.

@@ -9,6 +9,7 @@ mod bvh;
 pub(crate) mod collapse;
 mod error;
 mod layout;
+mod saved;
 mod shapes;
 pub(crate) mod stream;
 pub(crate) mod sweep;
@@ -20,6 +21,7 @@ pub use sweep::SweepHit;
 use glam::Vec3;
 
 pub use error::MeshError;
+pub use saved::{FORMAT_VERSION, MAGIC, SavedBvhError, saved_checksum};
 
 /// An indexed triangle mesh: vertex positions and triangles as three vertex indices.
 ///

@@ -1,0 +1,401 @@
+//! Saved BVHs: a built [`MeshBvh`] written to bytes and read back without a rebuild.
+//!
+//! The format is little-endian and versioned. After a 32-byte header come the mesh (positions,
+//! then triangles), the block array of nodes and packs (`super::layout`) as 32-bit words, and an
+//! 8-byte checksum of everything before it:
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `SLABBVH\0` |
+//! | 4 | format version ([`FORMAT_VERSION`]) |
+//! | 4 | triangle test: 0 Möller–Trumbore, 1 watertight |
+//! | 4 | vertex count `v` |
+//! | 4 | triangle count `t` |
+//! | 4 | block count `b` |
+//! | 4 | zero (reserved) |
+//! | 12 `v` | positions, `f32` x, y, z |
+//! | 12 `t` | triangles, `u32` vertex indices |
+//! | 32 `b` | blocks, eight `u32` words each |
+//! | 8 | checksum of all the above ([`saved_checksum`]) |
+//!
+//! Reading never trusts the file: a wrong length, magic, version or checksum is an error, and so
+//! is any structure the traversal could not walk safely (a reference out of range or backwards,
+//! which could make a cycle, a triangle listed twice or never, a tree deeper than the traversal
+//! stack). The file stores the tree's shape; every box and every triangle row is then computed
+//! again from the mesh, as [`MeshBvh::refit`] computes them, so even a file whose checksum was
+//! forged answers every query exactly as the BVH it describes, never with a box that misses its
+//! triangles. That pass costs a small part of a build (measured in `docs/performance.md`).
+
+use std::time::Instant;
+
+use glam::Vec3;
+
+use super::layout::{Blocks, NODE_BLOCKS, PACK_BLOCKS};
+use super::triangle::{NO_PRIM, TriPack};
+use super::{BuildOptions, MeshBvh, MeshError, TriMesh, TriangleTest};
+use crate::math::Aabb;
+use crate::wide::{ChildRef, Node8};
+
+/// The first eight bytes of a saved BVH.
+pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
+
+/// The version this library writes, and the only one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Wide-node depth a saved tree may have: the traversal stacks hold 1024 entries and a level
+/// pushes at most 7 (see `MeshBvh`'s stack bound); a build never comes near (48 + log2(n)).
+const MAX_DEPTH: u32 = 140;
+
+const HEADER: usize = 32;
+
+/// Why bytes could not be read as a saved BVH. Every variant says where.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SavedBvhError {
+    /// The bytes end before the part the header announces (or before a header).
+    Truncated {
+        /// What was being read.
+        part: &'static str,
+        /// Bytes needed up to the end of that part.
+        needed: u64,
+        /// Bytes there are.
+        len: usize,
+    },
+    /// More bytes than the header announces.
+    TrailingBytes {
+        /// Bytes expected.
+        expected: u64,
+        /// Bytes there are.
+        len: usize,
+    },
+    /// Not a saved BVH: the first eight bytes are not [`MAGIC`].
+    NotASavedBvh,
+    /// A version this library does not read.
+    UnsupportedVersion(u32),
+    /// The header holds a value out of its range.
+    BadHeader {
+        /// The field.
+        field: &'static str,
+        /// Its value.
+        value: u32,
+    },
+    /// The checksum does not match the contents: the bytes were damaged.
+    Checksum {
+        /// Stored in the file.
+        stored: u64,
+        /// Computed from the contents.
+        computed: u64,
+    },
+    /// The mesh in the file is invalid (an index out of range, a non-finite vertex).
+    Mesh(MeshError),
+    /// The tree in the file cannot be traversed safely, or does not hold every triangle once.
+    BadTree {
+        /// The block where the problem is (or the triangle count, for a missing triangle).
+        block: u32,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+impl std::fmt::Display for SavedBvhError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SavedBvhError::Truncated { part, needed, len } => {
+                write!(f, "saved BVH truncated in the {part}: {needed} bytes needed, {len} present")
+            }
+            SavedBvhError::TrailingBytes { expected, len } => {
+                write!(f, "saved BVH has {len} bytes where its header announces {expected}")
+            }
+            SavedBvhError::NotASavedBvh => write!(f, "not a saved slabtree BVH (wrong magic bytes)"),
+            SavedBvhError::UnsupportedVersion(v) => {
+                write!(f, "saved BVH format version {v}; this library reads version {FORMAT_VERSION}")
+            }
+            SavedBvhError::BadHeader { field, value } => write!(f, "saved BVH header: bad {field} {value}"),
+            SavedBvhError::Checksum { stored, computed } => {
+                write!(f, "saved BVH damaged: checksum {stored:#018x}, contents give {computed:#018x}")
+            }
+            SavedBvhError::Mesh(e) => write!(f, "saved BVH mesh: {e}"),
+            SavedBvhError::BadTree { block, reason } => write!(f, "saved BVH tree, block {block}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for SavedBvhError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SavedBvhError::Mesh(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// The checksum of a saved BVH's contents: 64-bit words (the tail zero-padded), each mixed in
+/// with a multiply and a rotation (as FxHash), then finalised with SplitMix64's mixer. It detects
+/// damage, not tampering; reading does not depend on it for safety (see the module docs).
+pub fn saved_checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    h ^ (h >> 31)
+}
+
+impl MeshBvh {
+    /// Writes this BVH, with its mesh, in the saved format (see [`MeshBvh::from_bytes`]).
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let bytes = bvh.to_bytes();
+    /// let back = MeshBvh::from_bytes(&bytes)?;
+    /// assert_eq!(back.to_bytes(), bytes);
+    /// // Damage is an error, never a wrong answer.
+    /// let mut bad = bytes.clone();
+    /// bad[40] ^= 1;
+    /// assert!(MeshBvh::from_bytes(&bad).is_err());
+    /// assert!(MeshBvh::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (positions, triangles) = (self.mesh.positions(), self.mesh.triangles());
+        let blocks = self.blocks.len();
+        let len = HEADER + 12 * positions.len() + 12 * triangles.len() + 32 * blocks + 8;
+        let mut out = Vec::with_capacity(len);
+        out.extend_from_slice(&MAGIC);
+        let test = match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => 0u32,
+            TriangleTest::Watertight => 1,
+        };
+        // Counts fit: vertex and triangle indices are u32, and blocks are addressed by u32.
+        let counts = [positions.len(), triangles.len(), blocks].map(|c| u32::try_from(c).expect("counts fit"));
+        for v in [FORMAT_VERSION, test, counts[0], counts[1], counts[2], 0] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for p in positions {
+            for c in p.to_array() {
+                out.extend_from_slice(&c.to_le_bytes());
+            }
+        }
+        for t in triangles {
+            for i in t {
+                out.extend_from_slice(&i.to_le_bytes());
+            }
+        }
+        for block in self.blocks.word_blocks() {
+            for w in block {
+                out.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        let sum = saved_checksum(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        debug_assert_eq!(out.len(), len);
+        out
+    }
+
+    /// Reads a BVH written by [`MeshBvh::to_bytes`], without rebuilding it: the tree's shape is
+    /// checked, and its boxes and triangle rows are computed again from the mesh (see the module
+    /// docs of `mesh::saved` for the format and what is checked). The build options other than
+    /// the triangle test take their defaults; they only matter to a build.
+    pub fn from_bytes(bytes: &[u8]) -> Result<MeshBvh, SavedBvhError> {
+        let start = Instant::now();
+        let truncated = |part, needed| SavedBvhError::Truncated { part, needed, len: bytes.len() };
+        if bytes.len() < HEADER {
+            return Err(if bytes.len() >= 8 && bytes[..8] != MAGIC {
+                SavedBvhError::NotASavedBvh
+            } else {
+                truncated("header", HEADER as u64)
+            });
+        }
+        if bytes[..8] != MAGIC {
+            return Err(SavedBvhError::NotASavedBvh);
+        }
+        let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
+        let [version, test, vertices, triangles, blocks, reserved] = std::array::from_fn(word);
+        if version != FORMAT_VERSION {
+            return Err(SavedBvhError::UnsupportedVersion(version));
+        }
+        let triangle_test = match test {
+            0 => TriangleTest::MollerTrumbore,
+            1 => TriangleTest::Watertight,
+            value => return Err(SavedBvhError::BadHeader { field: "triangle test", value }),
+        };
+        if reserved != 0 {
+            return Err(SavedBvhError::BadHeader { field: "reserved word", value: reserved });
+        }
+        // In u64: the counts are u32, so no product overflows.
+        let ends = [
+            ("positions", 12 * u64::from(vertices)),
+            ("triangles", 12 * u64::from(triangles)),
+            ("blocks", 32 * u64::from(blocks)),
+            ("checksum", 8),
+        ];
+        let mut end = HEADER as u64;
+        let mut at = [0usize; 4];
+        for (i, (part, size)) in ends.iter().enumerate() {
+            at[i] = end as usize;
+            end += size;
+            if end > bytes.len() as u64 {
+                return Err(truncated(part, end));
+            }
+        }
+        if end < bytes.len() as u64 {
+            return Err(SavedBvhError::TrailingBytes { expected: end, len: bytes.len() });
+        }
+        let body = &bytes[..at[3]];
+        let stored = u64::from_le_bytes(bytes[at[3]..].try_into().expect("8 bytes"));
+        let computed = saved_checksum(body);
+        if stored != computed {
+            return Err(SavedBvhError::Checksum { stored, computed });
+        }
+        fn u32s(range: &[u8]) -> impl Iterator<Item = u32> + '_ {
+            range.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        }
+        let positions: Vec<Vec3> = u32s(&bytes[at[0]..at[1]])
+            .map(f32::from_bits)
+            .collect::<Vec<f32>>()
+            .chunks_exact(3)
+            .map(|c| Vec3::new(c[0], c[1], c[2]))
+            .collect();
+        let tris: Vec<[u32; 3]> =
+            u32s(&bytes[at[1]..at[2]]).collect::<Vec<u32>>().chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        let mesh = TriMesh::new(positions, tris).map_err(SavedBvhError::Mesh)?;
+        let mut blocks = Blocks::zeroed(blocks as usize);
+        blocks.fill_from_le_bytes(&bytes[at[2]..at[3]]);
+        let options = BuildOptions { triangle_test, ..BuildOptions::default() };
+        let depth = shape_and_refit(&mesh, &mut blocks, &options)?;
+        let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
+        Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed() })
+    }
+}
+
+/// Checks that `blocks` is a tree the traversal can walk over `mesh` (see the module docs), then
+/// writes every pack's rows and every lane's box from the mesh. Returns the wide depth.
+fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) -> Result<u32, SavedBvhError> {
+    let len = blocks.len() as u64;
+    let bad = |block: u32, reason: &'static str| SavedBvhError::BadTree { block, reason };
+    if mesh.is_empty() {
+        return if len == 0 { Ok(0) } else { Err(bad(0, "blocks for an empty mesh")) };
+    }
+    if len < NODE_BLOCKS as u64 {
+        return Err(bad(0, "no root node"));
+    }
+    // A walk from the root. References only point forward, past the record that holds them
+    // (the writer puts children after their parent), so the walk ends, no cycle is possible,
+    // and children come at higher blocks than their parents. `seen` marks every block of every
+    // record reached, so records neither repeat nor overlap (an overlap would let the rewrite
+    // below turn one record's bytes into another's).
+    let mut seen = vec![false; len as usize];
+    let mut claim = |at: u32, size: usize| -> bool {
+        let span = &mut seen[at as usize..at as usize + size];
+        if span.iter().any(|&s| s) {
+            return false;
+        }
+        span.fill(true);
+        true
+    };
+    let mut listed = vec![false; mesh.len()];
+    let mut node_at: Vec<(u32, u32)> = Vec::new(); // (block, depth)
+    let mut pack_at: Vec<u32> = Vec::new();
+    let mut stack = vec![(0u32, 1u32)];
+    let mut depth = 0;
+    while let Some((at, d)) = stack.pop() {
+        if d > MAX_DEPTH {
+            return Err(bad(at, "tree deeper than the traversal stack allows"));
+        }
+        depth = depth.max(d);
+        if !claim(at, NODE_BLOCKS) {
+            return Err(bad(at, "node overlaps another record"));
+        }
+        node_at.push((at, d));
+        let node = blocks.node(at);
+        let mut ended = false;
+        for lane in 0..8 {
+            let c = node.child[lane];
+            if c.is_empty() {
+                ended = true;
+                continue;
+            }
+            if ended {
+                return Err(bad(at, "a used lane after an empty one"));
+            }
+            let size = if c.is_leaf() { PACK_BLOCKS } else { NODE_BLOCKS };
+            let i = c.index();
+            if i <= at || u64::from(i) + size as u64 > len {
+                return Err(bad(
+                    at,
+                    if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" },
+                ));
+            }
+            if c.is_leaf() {
+                if !claim(i, PACK_BLOCKS) {
+                    return Err(bad(i, "pack overlaps another record"));
+                }
+                let pack = blocks.pack(i).expect("range checked");
+                for &prim in &pack.prim {
+                    if prim == NO_PRIM {
+                        continue;
+                    }
+                    match listed.get_mut(prim as usize) {
+                        Some(l) if !*l => *l = true,
+                        Some(_) => return Err(bad(i, "triangle listed twice")),
+                        None => return Err(bad(i, "triangle index out of range")),
+                    }
+                }
+                pack_at.push(i);
+            } else {
+                stack.push((i, d + 1));
+            }
+        }
+        if node.child[0].is_empty() {
+            return Err(bad(at, "node without children"));
+        }
+    }
+    if let Some(missing) = listed.iter().position(|&l| !l) {
+        return Err(bad(missing as u32, "triangle in no pack"));
+    }
+    // The contents, from the mesh: rows as the build writes them, boxes as the refit does. Each
+    // pack's box is kept for its node below, found through the pack's first block.
+    let rows = options.triangle_test.pack_rows();
+    let mut boxes = Vec::with_capacity(pack_at.len());
+    let mut box_of = vec![0u32; len as usize];
+    for &at in &pack_at {
+        let prims = blocks.pack(at).expect("walked").prim;
+        let mut p = TriPack::EMPTY;
+        let mut b = Aabb::EMPTY;
+        for (lane, &prim) in prims.iter().enumerate() {
+            if prim != NO_PRIM {
+                let tri = mesh.triangle(prim as usize);
+                p.set(lane, prim, &rows.rows(tri));
+                b = b.union(&Aabb::from_points(tri));
+            }
+        }
+        *blocks.pack_mut(at) = p;
+        box_of[at as usize] = boxes.len() as u32;
+        boxes.push(b);
+    }
+    // Children before parents: they sit at higher blocks.
+    node_at.sort_unstable_by_key(|&(at, _)| std::cmp::Reverse(at));
+    for &(at, _) in &node_at {
+        let old = *blocks.node(at);
+        let mut n = Node8::EMPTY;
+        for lane in 0..8 {
+            let c: ChildRef = old.child[lane];
+            if c.is_empty() {
+                continue;
+            }
+            let b =
+                if c.is_leaf() { boxes[box_of[c.index() as usize] as usize] } else { blocks.node(c.index()).union() };
+            n.set(lane, c, &b);
+        }
+        *blocks.node_mut(at) = n;
+    }
+    Ok(depth)
+}
