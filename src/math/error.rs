@@ -43,6 +43,13 @@ pub enum InputError {
         /// Which of the six planes.
         index: usize,
     },
+    /// A point query with a NaN or infinite point, or a NaN or negative maximum distance.
+    InvalidPointQuery {
+        /// The point given.
+        point: Vec3,
+        /// The maximum distance given.
+        max_distance: f32,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -65,6 +72,9 @@ impl fmt::Display for InputError {
             }
             InputError::NonFinitePlane { index } => {
                 write!(f, "frustum plane {index} has a NaN or infinite coefficient")
+            }
+            InputError::InvalidPointQuery { point, max_distance } => {
+                write!(f, "point query at {point} within {max_distance}: the point must be finite, the distance >= 0")
             }
         }
     }

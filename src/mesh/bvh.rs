@@ -184,7 +184,7 @@ impl std::fmt::Debug for MeshBvh {
 /// below depth 48), a wide node has at most 7 siblings on the stack per level, and
 /// 7 · (48 + 32 + 2) < 1024, so the fixed stack cannot overflow for any mesh of up to 2^32
 /// triangles.
-const STACK: usize = 1024;
+pub(super) const STACK: usize = 1024;
 
 impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).

@@ -6,6 +6,7 @@
 //!   swept-box queries.
 
 mod bvh;
+mod closest;
 pub(crate) mod collapse;
 mod error;
 mod layout;
@@ -20,6 +21,7 @@ pub use sweep::SweepHit;
 
 use glam::Vec3;
 
+pub use closest::ClosestPoint;
 pub use error::MeshError;
 pub use saved::{FORMAT_VERSION, MAGIC, SavedBvhError, saved_checksum};
 
