@@ -133,7 +133,7 @@ impl MeshBvh {
             }
             let node = self.blocks.node(c.index());
             let d = lane_distances(node, lanes);
-            let mut mask = d.simd_le(f32x8::splat(bound)).to_bitmask() as u32 & node.used_lanes();
+            let mut mask = d.simd_le(f32x8::splat(bound)).to_bitmask() & node.used_lanes();
             let d = d.to_array();
             // Far first onto the stack, so the nearest is taken next (at most 8: insertion). The
             // next pop takes one of them at once, so the stack grows by at most 7 per level:
