@@ -95,6 +95,17 @@ fn probe() -> impl Strategy<Value = Probe> {
         .prop_map(|(origin, dir, tmax, snap, boxc, boxh)| Probe { origin, dir, tmax, snap, boxc, boxh })
 }
 
+/// Distance from `p` to box `b` in f64 (0 inside).
+fn box_distance(b: &Aabb, p: Vec3A) -> f64 {
+    (0..3)
+        .map(|a| {
+            let (lo, hi, x) = (f64::from(b.min[a]), f64::from(b.max[a]), f64::from(p[a]));
+            (lo - x).max(x - hi).max(0.0).powi(2)
+        })
+        .sum::<f64>()
+        .sqrt()
+}
+
 /// `storage` is the 8-wide copy's memory, kept from step to step, so that copies are refitted
 /// where the tree's links are unchanged and collapsed anew where not.
 fn check_all(
@@ -109,6 +120,7 @@ fn check_all(
         // Every query refuses rather than answer from stale ancestors.
         let pending = Err(slabtree::DbvtError::RefitPending);
         assert_eq!(tree.wide().map(|_| ()), pending);
+        assert_eq!(tree.nearest(Vec3A::ZERO, 1.0, ws, |_, _, d| Some(d)).map(|_| ()), pending);
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
         assert_eq!(tree.intersect(&ray, ws).map(|_| ()), pending);
         let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
@@ -147,6 +159,25 @@ fn check_all(
             assert_eq!(wide_ray_all(&wide, &ray, ws), expect, "wide ray all-hits differ for {ray:?}");
             let hit = wide.intersect(&ray, ws).unwrap();
             assert_eq!(hit.map(|h| (h.id, h.t)), closest_hit(&expect), "wide closest differs");
+
+            // The nearest fat box to the ray's origin, against f64 brute force, with and
+            // without a limit just under the answer.
+            let near = tree.nearest(origin, f32::INFINITY, ws, |_, _, d| Some(d)).unwrap();
+            let brute = model.iter().map(|m| (box_distance(&m.fat, origin), m.id)).min_by(|a, b| a.0.total_cmp(&b.0));
+            match (near, brute) {
+                (None, None) => {}
+                (Some(n), Some((d, _))) => {
+                    let m = model.iter().find(|m| m.id == n.id).expect("a live proxy");
+                    let tol = 1e-5 * (1.0 + d + f64::from(origin.length()));
+                    assert!((f64::from(n.distance) - d).abs() <= tol, "nearest {} vs brute force {d}", n.distance);
+                    assert!((box_distance(&m.fat, origin) - d).abs() <= tol, "the proxy reported is not nearest");
+                    if d > 1e-3 {
+                        let below = (d * (1.0 - 1e-4)) as f32;
+                        assert_eq!(tree.nearest(origin, below, ws, |_, _, d| Some(d)).unwrap(), None);
+                    }
+                }
+                (n, b) => panic!("nearest {n:?} vs brute force {b:?}"),
+            }
 
             let b = Aabb::from_center_half_extents(Vec3A::from(p.boxc), Vec3A::from(p.boxh));
             let d = dir * 20.0;

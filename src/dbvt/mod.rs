@@ -23,6 +23,7 @@
 mod arena;
 mod error;
 mod insert;
+mod nearest;
 pub(crate) mod node;
 mod optimize;
 mod pairs;
@@ -43,6 +44,7 @@ use crate::math::Aabb;
 pub use error::DbvtError;
 use node::{ChildRef, NULL, Node};
 
+pub use nearest::NearestProxy;
 pub use pairs::PairControl;
 pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
 pub use traverse::{NodeTest, QueryStats, QueryWorkspace};
