@@ -10,6 +10,7 @@ mod closest;
 pub(crate) mod collapse;
 mod error;
 mod layout;
+mod overlap;
 mod saved;
 mod shapes;
 pub(crate) mod stream;

@@ -1,0 +1,119 @@
+//! The triangles of a mesh that intersect a box or a sphere: the exact triangle test at the
+//! leaves, not only the boxes whose bounds overlap.
+//!
+//! The descent keeps every lane whose box overlaps the query's bounds (`f32x8` comparisons). At a
+//! leaf, a triangle against a box is the separating-axis test of Akenine-Möller ("Fast 3D
+//! Triangle-Box Overlap Testing", 2001): the box's three axes, the triangle's normal, and the nine
+//! cross products of box axes and triangle edges; touching counts as overlap. Against a sphere, it
+//! is the distance from the centre to the triangle's nearest point (Ericson 5.1.5).
+
+use glam::Vec3;
+use wide::f32x8;
+
+use super::MeshBvh;
+use super::closest::closest_on_triangle;
+use super::triangle::NO_PRIM;
+use crate::math::{Aabb, InputError};
+use crate::wide::{ChildRef, FixedStack};
+
+/// Akenine-Möller's separating-axis test: whether triangle `[a, b, c]` and the box with centre
+/// `centre` and half-extents `half` share a point (touching counts).
+pub(crate) fn triangle_overlaps_box(centre: Vec3, half: Vec3, [a, b, c]: [Vec3; 3]) -> bool {
+    let (v0, v1, v2) = (a - centre, b - centre, c - centre);
+    // The box's axes: the triangle's bounds against the box's.
+    let lo = v0.min(v1).min(v2);
+    let hi = v0.max(v1).max(v2);
+    if lo.cmpgt(half).any() || hi.cmplt(-half).any() {
+        return false;
+    }
+    let edges = [v1 - v0, v2 - v1, v0 - v2];
+    // The nine cross products of a box axis and an edge.
+    for e in edges {
+        for axis in [Vec3::X, Vec3::Y, Vec3::Z] {
+            let n = axis.cross(e);
+            let (p0, p1, p2) = (n.dot(v0), n.dot(v1), n.dot(v2));
+            let r = half.dot(n.abs());
+            if p0.min(p1).min(p2) > r || p0.max(p1).max(p2) < -r {
+                return false;
+            }
+        }
+    }
+    // The triangle's plane.
+    let n = edges[0].cross(edges[1]);
+    let d = n.dot(v0);
+    d.abs() <= half.dot(n.abs())
+}
+
+impl MeshBvh {
+    /// Appends to `out` the index of every triangle that intersects box `b` (touching counts),
+    /// each once, in no particular order. Refuses a NaN, infinite or inverted box.
+    ///
+    /// ```
+    /// use glam::{Vec3, Vec3A};
+    /// use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let mut found = Vec::new();
+    /// // The box overlaps the triangle's bounds, but not the triangle (it sits past the hypotenuse).
+    /// bvh.triangles_in_box(&Aabb::new(Vec3A::new(0.8, 0.8, -1.0), Vec3A::new(1.0, 1.0, 1.0)), &mut found)?;
+    /// assert!(found.is_empty());
+    /// bvh.triangles_in_box(&Aabb::new(Vec3A::new(0.2, 0.2, -1.0), Vec3A::new(0.3, 0.3, 1.0)), &mut found)?;
+    /// assert_eq!(found, [0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn triangles_in_box(&self, b: &Aabb, out: &mut Vec<u32>) -> Result<(), InputError> {
+        b.validate()?;
+        let (centre, half) = (Vec3::from(b.center()), Vec3::from(b.half_extents()));
+        self.overlapping(b, out, |tri| triangle_overlaps_box(centre, half, tri));
+        Ok(())
+    }
+
+    /// Appends to `out` the index of every triangle within `radius` of `centre` (touching
+    /// counts), each once, in no particular order. Refuses a non-finite centre, or a NaN,
+    /// infinite or negative radius.
+    pub fn triangles_in_sphere(&self, centre: Vec3, radius: f32, out: &mut Vec<u32>) -> Result<(), InputError> {
+        if !centre.is_finite() || !radius.is_finite() || radius < 0.0 {
+            return Err(InputError::InvalidPointQuery { point: centre, max_distance: radius });
+        }
+        let bounds = Aabb::from_center_half_extents(glam::Vec3A::from(centre), glam::Vec3A::splat(radius));
+        let r2 = radius * radius;
+        self.overlapping(&bounds, out, |tri| (closest_on_triangle(centre, tri).0 - centre).length_squared() <= r2);
+        Ok(())
+    }
+
+    /// Every triangle in a leaf whose box overlaps `bounds`, for which `hit` says yes.
+    fn overlapping(&self, bounds: &Aabb, out: &mut Vec<u32>, hit: impl Fn([Vec3; 3]) -> bool) {
+        if self.mesh.is_empty() || !self.bounds.overlaps(bounds) {
+            return;
+        }
+        let lo = [0, 1, 2].map(|a| f32x8::splat(bounds.min[a]));
+        let hi = [0, 1, 2].map(|a| f32x8::splat(bounds.max[a]));
+        let mut stack = FixedStack::<ChildRef, { super::bvh::STACK }>::new();
+        stack.push(ChildRef::node(0));
+        while let Some(c) = stack.pop() {
+            if c.is_leaf() {
+                let pack = self.blocks.pack(c.index()).expect("a leaf reference names a pack");
+                for &prim in pack.prim.iter().filter(|&&p| p != NO_PRIM) {
+                    if hit(self.mesh.triangle(prim as usize)) {
+                        out.push(prim);
+                    }
+                }
+                continue;
+            }
+            let node = self.blocks.node(c.index());
+            // Touching counts, as in `Aabb::overlaps`; an empty lane (+inf, -inf) never passes.
+            let mut keep = f32x8::splat(0.0).simd_le(f32x8::splat(0.0));
+            for a in 0..3 {
+                let (nlo, nhi) = (f32x8::new(node.bounds[0][a]), f32x8::new(node.bounds[1][a]));
+                keep &= nlo.simd_le(hi[a]) & lo[a].simd_le(nhi);
+            }
+            let mut mask = keep.to_bitmask() & node.used_lanes();
+            // At most 8 per level, one taken next: within `STACK` (see `closest_point`).
+            while mask != 0 {
+                let l = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                stack.push(node.child[l]);
+            }
+        }
+    }
+}

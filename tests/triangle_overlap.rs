@@ -1,0 +1,143 @@
+//! `MeshBvh::triangles_in_box` and `triangles_in_sphere` against brute force over every triangle
+//! by other methods: for boxes, clipping the triangle against the box's six planes in f64
+//! (Sutherland–Hodgman) and asking whether anything is left; for spheres, the f64 distance to the
+//! face or the nearest edge. Near-touching cases may round either way, so each triangle must be
+//! reported if it meets the query shrunk by a small margin, and must not be if it misses the query
+//! grown by it.
+
+use glam::{DVec3, Vec3, Vec3A};
+use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
+
+use common::rng::Rng;
+use slabtree_testkit as common;
+
+fn soup(n: usize, seed: u64) -> TriMesh {
+    let mut r = Rng(seed);
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    for i in 0..n as u32 {
+        let c = r.unit3() * 20.0;
+        let size = if i % 3 == 0 { 8.0 } else { 2.0 };
+        for _ in 0..3 {
+            p.push(c + (r.unit3() - Vec3::splat(0.5)) * size);
+        }
+        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    // Degenerate triangles: a point and a segment.
+    let k = p.len() as u32;
+    p.extend([Vec3::splat(10.0), Vec3::new(2.0, 3.0, 4.0), Vec3::new(18.0, 15.0, 4.0)]);
+    t.push([k, k, k]);
+    t.push([k + 1, k + 2, k + 2]);
+    TriMesh::new(p, t).unwrap()
+}
+
+/// Whether the triangle keeps a point after clipping to the box `[lo, hi]` (f64).
+fn clip_meets(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {
+    let mut poly: Vec<DVec3> = tri.to_vec();
+    for a in 0..3 {
+        for (bound, keep_below) in [(lo[a], false), (hi[a], true)] {
+            let inside = |p: DVec3| if keep_below { p[a] <= bound } else { p[a] >= bound };
+            let mut next = Vec::new();
+            for i in 0..poly.len() {
+                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
+                if inside(p) {
+                    next.push(p);
+                }
+                if inside(p) != inside(q) {
+                    let t = (bound - p[a]) / (q[a] - p[a]);
+                    let mut x = p + (q - p) * t;
+                    x[a] = bound;
+                    next.push(x);
+                }
+            }
+            poly = next;
+            if poly.is_empty() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn on_segment(p: DVec3, a: DVec3, b: DVec3) -> DVec3 {
+    let ab = b - a;
+    let len2 = ab.length_squared();
+    if len2 == 0.0 { a } else { a + ab * ((p - a).dot(ab) / len2).clamp(0.0, 1.0) }
+}
+
+fn triangle_distance(p: DVec3, [a, b, c]: [DVec3; 3]) -> f64 {
+    let n = (b - a).cross(c - a);
+    let mut best = [on_segment(p, a, b), on_segment(p, b, c), on_segment(p, c, a)]
+        .map(|q| q.distance(p))
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    if n.length_squared() > 0.0 {
+        let q = p - n * ((p - a).dot(n) / n.length_squared());
+        if [(a, b), (b, c), (c, a)].iter().all(|&(e0, e1)| (e1 - e0).cross(q - e0).dot(n) >= 0.0) {
+            best = best.min(q.distance(p));
+        }
+    }
+    best
+}
+
+#[test]
+fn triangles_in_boxes_match_polygon_clipping() {
+    let mesh = soup(400, 1);
+    let bvh = MeshBvh::build(&mesh, &BuildOptions { parallel_threshold: 64, ..BuildOptions::default() });
+    let mut r = Rng(2);
+    let (mut reported, mut boxes) = (0, 0);
+    for k in 0..400 {
+        let c = r.unit3() * 24.0 - Vec3::splat(2.0);
+        let h = (r.unit3() + Vec3::splat(0.05)) * if k % 4 == 0 { 6.0 } else { 1.5 };
+        let b = Aabb::from_center_half_extents(Vec3A::from(c), Vec3A::from(h));
+        let mut got = Vec::new();
+        bvh.triangles_in_box(&b, &mut got).unwrap();
+        got.sort_unstable();
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "a triangle reported twice");
+        let eps = 1e-4;
+        let (lo, hi) = (b.min.as_dvec3(), b.max.as_dvec3());
+        for i in 0..mesh.len() {
+            let tri = mesh.triangle(i).map(Vec3::as_dvec3);
+            let listed = got.binary_search(&(i as u32)).is_ok();
+            if clip_meets(tri, lo + eps, hi - eps) {
+                assert!(listed, "box {k}: triangle {i} meets the box but was not reported");
+            }
+            if !clip_meets(tri, lo - eps, hi + eps) {
+                assert!(!listed, "box {k}: triangle {i} misses the box but was reported");
+            }
+        }
+        reported += got.len();
+        boxes += usize::from(!got.is_empty());
+    }
+    assert!(reported > 1000 && boxes > 200, "the queries found too little to test: {reported} in {boxes} boxes");
+}
+
+#[test]
+fn triangles_in_spheres_match_brute_force() {
+    let mesh = soup(400, 3);
+    let bvh = MeshBvh::build(&mesh, &BuildOptions { parallel_threshold: 64, ..BuildOptions::default() });
+    let mut r = Rng(4);
+    let mut reported = 0;
+    for k in 0..300 {
+        let c = r.unit3() * 24.0 - Vec3::splat(2.0);
+        let radius = r.unit() * if k % 4 == 0 { 8.0 } else { 2.0 };
+        let mut got = Vec::new();
+        bvh.triangles_in_sphere(c, radius, &mut got).unwrap();
+        got.sort_unstable();
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "a triangle reported twice");
+        for i in 0..mesh.len() {
+            let d = triangle_distance(c.as_dvec3(), mesh.triangle(i).map(Vec3::as_dvec3));
+            let listed = got.binary_search(&(i as u32)).is_ok();
+            let eps = 1e-4 * (1.0 + f64::from(radius));
+            assert!(!(d < f64::from(radius) - eps) || listed, "sphere {k}: triangle {i} at {d} missed");
+            assert!(!(d > f64::from(radius) + eps) || !listed, "sphere {k}: triangle {i} at {d} reported");
+        }
+        reported += got.len();
+    }
+    assert!(reported > 1000);
+    // Bad input is refused.
+    assert!(bvh.triangles_in_sphere(Vec3::ZERO, -1.0, &mut Vec::new()).is_err());
+    assert!(bvh.triangles_in_sphere(Vec3::NAN, 1.0, &mut Vec::new()).is_err());
+    let bad = Aabb { min: Vec3A::ONE, max: Vec3A::ZERO };
+    assert!(bvh.triangles_in_box(&bad, &mut Vec::new()).is_err());
+}
