@@ -552,12 +552,12 @@ impl MeshBvh {
 
 /// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
 /// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
-struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
-    blocks: &'a Blocks,
-    leaf: &'a mut L,
-    best: Option<(u32, L::Hit)>,
+pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
+    pub(super) blocks: &'a Blocks,
+    pub(super) leaf: &'a mut L,
+    pub(super) best: Option<(u32, L::Hit)>,
     /// Packs tested.
-    tested: u32,
+    pub(super) tested: u32,
 }
 
 impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
@@ -596,7 +596,7 @@ pub(super) fn pack_bounds(mesh: &TriMesh, p: &TriPack) -> Aabb {
 
 /// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return
 /// the nearest hit's triangle, distance and payload.
-trait LeafTest {
+pub(super) trait LeafTest {
     type Hit;
     /// `index` is the pack's block in the BVH.
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;

@@ -1,19 +1,21 @@
 //! Closest point: the point of a mesh nearest to a query point, by a best-first descent with a
 //! shrinking distance bound.
 //!
-//! A node's eight lane boxes are tested at once for their squared distance to the point
-//! (`f32x8`); lanes farther than the best distance found so far are dropped, the others wait on a
-//! stack nearest on top, so the first leaves reached are near and the bound shrinks early. At a
+//! It runs on the rays' own traversal loop (`wide::closest_first`): a node's eight lane boxes are
+//! tested at once for their squared distance to the point (`f32x8`, [`PointLanes`]); lanes
+//! farther than the best distance found so far are dropped, the others wait on the stack nearest
+//! on top, so the first leaves reached are near and the bound shrinks early. At a
 //! leaf, each triangle's nearest point is found by Ericson's region test ("Real-Time Collision
 //! Detection", 5.1.5, `ClosestPtPointTriangle`), which also gives its barycentrics.
 
 use glam::Vec3;
 use wide::f32x8;
 
-use super::MeshBvh;
-use super::triangle::NO_PRIM;
+use super::bvh::{LeafTest, PackVisitor, STACK};
+use super::triangle::{NO_PRIM, TriPack};
+use super::{MeshBvh, TriMesh};
 use crate::math::InputError;
-use crate::wide::{ChildRef, FixedStack, Node8};
+use crate::wide::{FixedStack, Node8, NodeTest, closest_first};
 
 /// The point of a mesh nearest to a query point.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,18 +71,51 @@ pub(crate) fn closest_on_triangle(p: Vec3, [a, b, c]: [Vec3; 3]) -> (Vec3, f32, 
     (a + ab * v + ac * w, v, w)
 }
 
-/// Squared distances from `p` to the eight lane boxes of `node` (`+inf` for empty lanes).
-#[inline(always)]
-fn lane_distances(node: &Node8, p: [f32x8; 3]) -> f32x8 {
-    let zero = f32x8::splat(0.0);
-    let mut d2 = zero;
-    for (a, &pa) in p.iter().enumerate() {
-        let (lo, hi) = (f32x8::new(node.bounds[0][a]), f32x8::new(node.bounds[1][a]));
-        // Outside below, outside above, or inside (0); an empty lane's +inf min gives +inf.
-        let d = (lo - pa).fast_max(pa - hi).fast_max(zero);
-        d2 += d * d;
+/// A point as the shared traversal loop's node test: each lane's key is the squared distance
+/// from the point to the lane's box, and a lane is in the mask when that is within `tmax`, here
+/// the squared distance bound. The loop's nearest-first order and its drop of waiting entries
+/// beyond `tmax` are then exactly a best-first search whose bound shrinks at each better triangle.
+struct PointLanes([f32x8; 3]);
+
+impl NodeTest for PointLanes {
+    #[inline(always)]
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+        let zero = f32x8::splat(0.0);
+        let mut d2 = zero;
+        for (a, &pa) in self.0.iter().enumerate() {
+            let (lo, hi) = (f32x8::new(node.bounds[0][a]), f32x8::new(node.bounds[1][a]));
+            // Outside below, outside above, or inside (0).
+            let d = (lo - pa).fast_max(pa - hi).fast_max(zero);
+            d2 += d * d;
+        }
+        // An empty lane (min +inf, max -inf) is at +inf, which an unlimited bound would admit:
+        // only lanes whose box is not empty count.
+        let used = f32x8::new(node.bounds[0][0]).simd_le(f32x8::new(node.bounds[1][0]));
+        ((d2.simd_le(f32x8::splat(tmax)) & used).to_bitmask(), d2)
     }
-    d2
+}
+
+/// The nearest point of a pack's triangles, for [`PackVisitor`]: the key is the squared
+/// distance, within `tmax` (the bound so far).
+struct NearestLeaf<'m> {
+    p: Vec3,
+    mesh: &'m TriMesh,
+}
+
+impl LeafTest for NearestLeaf<'_> {
+    /// The nearest point and its barycentrics.
+    type Hit = (Vec3, f32, f32);
+    fn test(&mut self, _: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)> {
+        let mut best: Option<(u32, f32, Self::Hit)> = None;
+        for &prim in pack.prim.iter().filter(|&&prim| prim != NO_PRIM) {
+            let (q, u, v) = closest_on_triangle(self.p, self.mesh.triangle(prim as usize));
+            let d2 = (q - self.p).length_squared();
+            if d2 <= best.map_or(tmax, |b| b.1) && best.is_none_or(|b| d2 < b.1) {
+                best = Some((prim, d2, (q, u, v)));
+            }
+        }
+        best
+    }
 }
 
 impl MeshBvh {
@@ -106,55 +141,19 @@ impl MeshBvh {
         if self.mesh.is_empty() {
             return Ok(None);
         }
-        let lanes = [f32x8::splat(p.x), f32x8::splat(p.y), f32x8::splat(p.z)];
-        // The bound, squared; a leaf is opened only if its box is no farther.
-        let mut bound = max_distance * max_distance;
-        let mut best: Option<(Vec3, u32, f32, f32)> = None;
-        let mut stack = FixedStack::<(ChildRef, f32), { super::bvh::STACK }>::new();
-        stack.push((ChildRef::node(0), 0.0));
-        while let Some((c, d2)) = stack.pop() {
-            if d2 > bound {
-                continue;
-            }
-            if c.is_leaf() {
-                let pack = self.blocks.pack(c.index()).expect("a leaf reference names a pack");
-                for &prim in &pack.prim {
-                    if prim == NO_PRIM {
-                        continue;
-                    }
-                    let (q, u, v) = closest_on_triangle(p, self.mesh.triangle(prim as usize));
-                    let dq = (q - p).length_squared();
-                    if dq <= bound && best.is_none_or(|b| dq < (b.0 - p).length_squared()) {
-                        bound = dq;
-                        best = Some((q, prim, u, v));
-                    }
-                }
-                continue;
-            }
-            let node = self.blocks.node(c.index());
-            let d = lane_distances(node, lanes);
-            let mut mask = d.simd_le(f32x8::splat(bound)).to_bitmask() & node.used_lanes();
-            let d = d.to_array();
-            // Far first onto the stack, so the nearest is taken next (at most 8: insertion). The
-            // next pop takes one of them at once, so the stack grows by at most 7 per level:
-            // within `STACK` for any tree a build or a saved BVH's check lets through.
-            let mut order = [0usize; 8];
-            let mut n = 0;
-            while mask != 0 {
-                let l = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                let mut j = n;
-                while j > 0 && d[order[j - 1]] < d[l] {
-                    order[j] = order[j - 1];
-                    j -= 1;
-                }
-                order[j] = l;
-                n += 1;
-            }
-            for &l in &order[..n] {
-                stack.push((node.child[l], d[l]));
-            }
-        }
-        Ok(best.map(|(point, triangle, u, v)| ClosestPoint { point, triangle, u, v, distance: (point - p).length() }))
+        let lanes = PointLanes([f32x8::splat(p.x), f32x8::splat(p.y), f32x8::splat(p.z)]);
+        let mut leaf = NearestLeaf { p, mesh: &self.mesh };
+        let mut packs = PackVisitor::<false, _> { blocks: &self.blocks, leaf: &mut leaf, best: None, tested: 0 };
+        let mut stack = FixedStack::<_, STACK>::new();
+        // The bound, squared, is the loop's `tmax`: a pack is opened only if its box is no farther.
+        let bound2 = max_distance * max_distance;
+        closest_first::<false, false, _, _, _, _>(&self.blocks, &lanes, 0.0, bound2, &mut stack, &mut packs);
+        Ok(packs.best.map(|(triangle, (point, u, v))| ClosestPoint {
+            point,
+            triangle,
+            u,
+            v,
+            distance: (point - p).length(),
+        }))
     }
 }

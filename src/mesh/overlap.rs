@@ -1,7 +1,8 @@
 //! The triangles of a mesh that intersect a box or a sphere: the exact triangle test at the
 //! leaves, not only the boxes whose bounds overlap.
 //!
-//! The descent keeps every lane whose box overlaps the query's bounds (`f32x8` comparisons). At a
+//! The descent, the rays' loop in its any-order form, keeps every lane whose box overlaps the
+//! query's bounds (`f32x8` comparisons). At a
 //! leaf, a triangle against a box is the separating-axis test of Akenine-Möller ("Fast 3D
 //! Triangle-Box Overlap Testing", 2001): the box's three axes, the triangle's normal, and the nine
 //! cross products of box axes and triangle edges; touching counts as overlap. Against a sphere, it
@@ -10,11 +11,13 @@
 use glam::Vec3;
 use wide::f32x8;
 
-use super::MeshBvh;
+use super::bvh::STACK;
 use super::closest::closest_on_triangle;
+use super::layout::Blocks;
 use super::triangle::NO_PRIM;
+use super::{MeshBvh, TriMesh};
 use crate::math::{Aabb, InputError};
-use crate::wide::{ChildRef, FixedStack};
+use crate::wide::{FixedStack, LeafVisitor, Node8, NodeTest, closest_first};
 
 /// Akenine-Möller's separating-axis test: whether triangle `[a, b, c]` and the box with centre
 /// `centre` and half-extents `half` share a point (touching counts).
@@ -81,39 +84,59 @@ impl MeshBvh {
         Ok(())
     }
 
-    /// Every triangle in a leaf whose box overlaps `bounds`, for which `hit` says yes.
+    /// Every triangle in a leaf whose box overlaps `bounds`, for which `hit` says yes: the rays'
+    /// traversal loop in its any-order form, with a box as the node test and a visitor that
+    /// never ends the walk.
     fn overlapping(&self, bounds: &Aabb, out: &mut Vec<u32>, hit: impl Fn([Vec3; 3]) -> bool) {
         if self.mesh.is_empty() || !self.bounds.overlaps(bounds) {
             return;
         }
-        let lo = [0, 1, 2].map(|a| f32x8::splat(bounds.min[a]));
-        let hi = [0, 1, 2].map(|a| f32x8::splat(bounds.max[a]));
-        let mut stack = FixedStack::<ChildRef, { super::bvh::STACK }>::new();
-        stack.push(ChildRef::node(0));
-        while let Some(c) = stack.pop() {
-            if c.is_leaf() {
-                let pack = self.blocks.pack(c.index()).expect("a leaf reference names a pack");
-                for &prim in pack.prim.iter().filter(|&&p| p != NO_PRIM) {
-                    if hit(self.mesh.triangle(prim as usize)) {
-                        out.push(prim);
-                    }
-                }
-                continue;
-            }
-            let node = self.blocks.node(c.index());
-            // Touching counts, as in `Aabb::overlaps`; an empty lane (+inf, -inf) never passes.
-            let mut keep = f32x8::splat(0.0).simd_le(f32x8::splat(0.0));
-            for a in 0..3 {
-                let (nlo, nhi) = (f32x8::new(node.bounds[0][a]), f32x8::new(node.bounds[1][a]));
-                keep &= nlo.simd_le(hi[a]) & lo[a].simd_le(nhi);
-            }
-            let mut mask = keep.to_bitmask() & node.used_lanes();
-            // At most 8 per level, one taken next: within `STACK` (see `closest_point`).
-            while mask != 0 {
-                let l = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                stack.push(node.child[l]);
+        let lanes = BoxLanes {
+            lo: [0, 1, 2].map(|a| f32x8::splat(bounds.min[a])),
+            hi: [0, 1, 2].map(|a| f32x8::splat(bounds.max[a])),
+        };
+        let mut visitor = Collect { blocks: &self.blocks, mesh: &self.mesh, hit, out };
+        let mut stack = FixedStack::<_, STACK>::new();
+        closest_first::<true, false, _, _, _, _>(&self.blocks, &lanes, 0.0, f32::INFINITY, &mut stack, &mut visitor);
+    }
+}
+
+/// A box as the traversal loop's node test: the lanes whose boxes overlap it (touching counts,
+/// as in `Aabb::overlaps`; an empty lane, +inf to -inf, never does). There are no entry
+/// distances: the any-order walk keeps none.
+struct BoxLanes {
+    lo: [f32x8; 3],
+    hi: [f32x8; 3],
+}
+
+impl NodeTest for BoxLanes {
+    #[inline(always)]
+    fn test<const INFLATE: bool>(&self, node: &Node8, _: f32) -> (u32, f32x8) {
+        let mut keep = f32x8::splat(0.0).simd_le(f32x8::splat(0.0));
+        for a in 0..3 {
+            let (nlo, nhi) = (f32x8::new(node.bounds[0][a]), f32x8::new(node.bounds[1][a]));
+            keep &= nlo.simd_le(self.hi[a]) & self.lo[a].simd_le(nhi);
+        }
+        (keep.to_bitmask(), f32x8::splat(0.0))
+    }
+}
+
+/// The leaves of an overlap walk: each pack's triangles that `hit` accepts go to `out`.
+struct Collect<'a, F> {
+    blocks: &'a Blocks,
+    mesh: &'a TriMesh,
+    hit: F,
+    out: &'a mut Vec<u32>,
+}
+
+impl<F: Fn([Vec3; 3]) -> bool> LeafVisitor for Collect<'_, F> {
+    fn visit(&mut self, index: u32, _: f32, _: &mut f32) -> bool {
+        let pack = self.blocks.pack(index).expect("a leaf reference names a pack");
+        for &prim in pack.prim.iter().filter(|&&p| p != NO_PRIM) {
+            if (self.hit)(self.mesh.triangle(prim as usize)) {
+                self.out.push(prim);
             }
         }
+        true
     }
 }
