@@ -20,7 +20,7 @@ use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_record;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, NodeTest, Ray8, closest_first};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, NodeTest, Ray8, closest_first};
 
 /// Which ray–triangle test a mesh uses.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -238,39 +238,10 @@ impl MeshBvh {
     pub fn refit(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
         self.mesh.set_positions(new_positions.to_vec())?;
         let (mesh, blocks) = (&self.mesh, &mut self.blocks);
-        let rows = self.options.triangle_test.pack_rows();
-        let (node_at, pack_at) = blocks.walk();
-        // The packs are rebuilt on rayon's threads, then written back in place.
-        let packs = crate::par::map(&pack_at, 1024, |&at| {
-            let mut p = *blocks.pack(at).expect("pack_at lists packs");
-            for lane in 0..4 {
-                if p.prim[lane] != NO_PRIM {
-                    let prim = p.prim[lane];
-                    p.set(lane, prim, &rows.rows(mesh.triangle(prim as usize)));
-                }
-            }
-            p
-        });
-        for (i, p) in packs.into_iter().enumerate() {
-            *blocks.pack_mut(pack_at[i]) = p;
-        }
-        // Nodes are listed in pre-order, so reverse order sees children before parents.
-        for &at in node_at.iter().rev() {
-            for lane in 0..8 {
-                let c = blocks.node(at).child[lane];
-                if c.is_empty() {
-                    continue;
-                }
-                // A pack's bounds come from the mesh's corners, which the packs of the
-                // Möller–Trumbore test do not hold (they store edges).
-                let b = if c.is_leaf() {
-                    blocks.pack(c.index()).map_or(Aabb::EMPTY, |p| pack_bounds(mesh, p))
-                } else {
-                    blocks.node(c.index()).union()
-                };
-                blocks.node_mut(at).set(lane, c, &b);
-            }
-        }
+        let (mut node_at, pack_at) = blocks.walk();
+        // Pre-order: reversed, children come before their parents.
+        node_at.reverse();
+        write_contents(mesh, blocks, self.options.triangle_test.pack_rows(), &node_at, &pack_at);
         self.bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
         Ok(())
     }
@@ -586,12 +557,42 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     }
 }
 
-/// Bounds of a pack's triangles, from the mesh's corners.
-pub(super) fn pack_bounds(mesh: &TriMesh, p: &TriPack) -> Aabb {
-    p.prim
-        .iter()
-        .filter(|&&prim| prim != NO_PRIM)
-        .fold(Aabb::EMPTY, |b, &prim| b.union(&Aabb::from_points(mesh.triangle(prim as usize))))
+/// Writes what the mesh determines in `blocks`: every pack's triangle rows (`rows`), then every
+/// node's lane boxes, from its children's, exactly as a build writes them (min and max are exact,
+/// so the order does not matter). `nodes` lists the nodes with children before parents, `packs`
+/// the packs; both come from a walk of the tree ([`Blocks::walk`], or a saved BVH's checked
+/// walk). Used by [`MeshBvh::refit`] and by reading a saved BVH (`super::saved`).
+pub(super) fn write_contents(mesh: &TriMesh, blocks: &mut Blocks, rows: PackRows, nodes: &[u32], packs: &[u32]) {
+    // The packs, and their boxes for the nodes, on rayon's threads, then written back in place.
+    let built = {
+        let blocks = &*blocks;
+        crate::par::map(packs, 1024, |&at| {
+            let prims = blocks.pack(at).expect("`packs` lists packs").prim;
+            let (mut p, mut b) = (TriPack::EMPTY, Aabb::EMPTY);
+            for (lane, &prim) in prims.iter().enumerate().filter(|(_, p)| **p != NO_PRIM) {
+                let tri = mesh.triangle(prim as usize);
+                p.set(lane, prim, &rows.rows(tri));
+                b = b.union(&Aabb::from_points(tri));
+            }
+            (p, b)
+        })
+    };
+    // Each pack's box, found through its first block.
+    let mut box_of = vec![0u32; if packs.is_empty() { 0 } else { blocks.len() }];
+    for (i, (&at, (p, _))) in packs.iter().zip(&built).enumerate() {
+        *blocks.pack_mut(at) = *p;
+        box_of[at as usize] = i as u32;
+    }
+    for &at in nodes {
+        let old = *blocks.node(at);
+        let mut n = Node8::EMPTY;
+        for (lane, &c) in old.child.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
+            let b =
+                if c.is_leaf() { built[box_of[c.index() as usize] as usize].1 } else { blocks.node(c.index()).union() };
+            n.set(lane, c, &b);
+        }
+        *blocks.node_mut(at) = n;
+    }
 }
 
 /// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return

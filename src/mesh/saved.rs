@@ -31,10 +31,9 @@ use std::time::Instant;
 use glam::Vec3;
 
 use super::layout::{Blocks, NODE_BLOCKS, PACK_BLOCKS};
-use super::triangle::{NO_PRIM, TriPack};
+use super::triangle::NO_PRIM;
 use super::{BuildOptions, MeshBvh, MeshError, TriMesh, TriangleTest};
 use crate::math::Aabb;
-use crate::wide::{ChildRef, Node8};
 
 /// The first eight bytes of a saved BVH.
 pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
@@ -302,7 +301,7 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
         true
     };
     let mut listed = vec![false; mesh.len()];
-    let mut node_at: Vec<(u32, u32)> = Vec::new(); // (block, depth)
+    let mut node_at: Vec<u32> = Vec::new();
     let mut pack_at: Vec<u32> = Vec::new();
     let mut stack = vec![(0u32, 1u32)];
     let mut depth = 0;
@@ -314,7 +313,7 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
         if !claim(at, NODE_BLOCKS) {
             return Err(bad(at, "node overlaps another record"));
         }
-        node_at.push((at, d));
+        node_at.push(at);
         let node = blocks.node(at);
         let mut ended = false;
         for lane in 0..8 {
@@ -361,41 +360,9 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
     if let Some(missing) = listed.iter().position(|&l| !l) {
         return Err(bad(missing as u32, "triangle in no pack"));
     }
-    // The contents, from the mesh: rows as the build writes them, boxes as the refit does. Each
-    // pack's box is kept for its node below, found through the pack's first block.
-    let rows = options.triangle_test.pack_rows();
-    let mut boxes = Vec::with_capacity(pack_at.len());
-    let mut box_of = vec![0u32; len as usize];
-    for &at in &pack_at {
-        let prims = blocks.pack(at).expect("walked").prim;
-        let mut p = TriPack::EMPTY;
-        let mut b = Aabb::EMPTY;
-        for (lane, &prim) in prims.iter().enumerate() {
-            if prim != NO_PRIM {
-                let tri = mesh.triangle(prim as usize);
-                p.set(lane, prim, &rows.rows(tri));
-                b = b.union(&Aabb::from_points(tri));
-            }
-        }
-        *blocks.pack_mut(at) = p;
-        box_of[at as usize] = boxes.len() as u32;
-        boxes.push(b);
-    }
-    // Children before parents: they sit at higher blocks.
-    node_at.sort_unstable_by_key(|&(at, _)| std::cmp::Reverse(at));
-    for &(at, _) in &node_at {
-        let old = *blocks.node(at);
-        let mut n = Node8::EMPTY;
-        for lane in 0..8 {
-            let c: ChildRef = old.child[lane];
-            if c.is_empty() {
-                continue;
-            }
-            let b =
-                if c.is_leaf() { boxes[box_of[c.index() as usize] as usize] } else { blocks.node(c.index()).union() };
-            n.set(lane, c, &b);
-        }
-        *blocks.node_mut(at) = n;
-    }
+    // The contents, from the mesh, as the refit writes them. Children sit at higher blocks than
+    // their parents, so descending block order puts them first.
+    node_at.sort_unstable_by_key(|&at| std::cmp::Reverse(at));
+    super::bvh::write_contents(mesh, blocks, options.triangle_test.pack_rows(), &node_at, &pack_at);
     Ok(depth)
 }
