@@ -3,23 +3,15 @@
 //! random soups, a closed sphere, points inside, outside and on the surface, distance limits, and
 //! bad input.
 
-use glam::{DVec3, Vec3};
+use glam::Vec3;
 use slabtree::{BuildOptions, InputError, MeshBvh, TriMesh, TriangleTest};
 
 use common::rng::Rng;
+use common::triangle::{random_triangles, triangle_distance};
 use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
-    let mut r = Rng(seed);
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..n as u32 {
-        let c = r.unit3() * 20.0;
-        for _ in 0..3 {
-            p.push(c + (r.unit3() - Vec3::splat(0.5)) * 3.0);
-        }
-        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
+    let (mut p, mut t) = random_triangles(n, seed, |_| 3.0);
     // Degenerate triangles: a point and a segment.
     let k = p.len() as u32;
     p.extend([Vec3::splat(30.0), Vec3::new(-5.0, 0.0, 0.0), Vec3::new(-5.0, 8.0, 0.0)]);
@@ -49,35 +41,6 @@ fn sphere() -> TriMesh {
         }
     }
     TriMesh::new(p, t).unwrap()
-}
-
-/// Nearest point of a segment, in f64.
-fn on_segment(p: DVec3, a: DVec3, b: DVec3) -> DVec3 {
-    let ab = b - a;
-    let len2 = ab.length_squared();
-    if len2 == 0.0 {
-        return a;
-    }
-    a + ab * ((p - a).dot(ab) / len2).clamp(0.0, 1.0)
-}
-
-/// Distance from `p` to triangle `[a, b, c]` in f64: the face's projection if it falls inside,
-/// else the nearest of the three edges.
-fn triangle_distance(p: DVec3, [a, b, c]: [DVec3; 3]) -> f64 {
-    let n = (b - a).cross(c - a);
-    let mut best = [on_segment(p, a, b), on_segment(p, b, c), on_segment(p, c, a)]
-        .map(|q| q.distance(p))
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
-    if n.length_squared() > 0.0 {
-        let q = p - n * ((p - a).dot(n) / n.length_squared());
-        // Inside when q is on the inner side of every edge.
-        let inside = [(a, b), (b, c), (c, a)].iter().all(|&(e0, e1)| (e1 - e0).cross(q - e0).dot(n) >= 0.0);
-        if inside {
-            best = best.min(q.distance(p));
-        }
-    }
-    best
 }
 
 fn check(bvh: &MeshBvh, points: &[Vec3]) {

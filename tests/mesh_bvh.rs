@@ -5,20 +5,11 @@ use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, InputError, MeshBvh, Ray, TriMesh, TriangleTest};
 
 use common::rng::Rng;
-use common::triangle::{margin, mt64};
+use common::triangle::{margin, mt64, random_triangles};
 use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
-    let mut r = Rng(seed);
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..n as u32 {
-        let c = r.unit3() * 20.0;
-        for _ in 0..3 {
-            p.push(c + (r.unit3() - Vec3::splat(0.5)) * 2.0);
-        }
-        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
+    let (mut p, mut t) = random_triangles(n, seed, |_| 2.0);
     // A few degenerate triangles that must never be hit or produce NaN.
     let k = p.len() as u32;
     p.extend([Vec3::splat(5.0), Vec3::splat(5.0), Vec3::splat(5.0), Vec3::ZERO, Vec3::splat(10.0)]);

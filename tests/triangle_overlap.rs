@@ -9,20 +9,11 @@ use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
 
 use common::rng::Rng;
+use common::triangle::{random_triangles, triangle_distance};
 use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
-    let mut r = Rng(seed);
-    let mut p = Vec::new();
-    let mut t = Vec::new();
-    for i in 0..n as u32 {
-        let c = r.unit3() * 20.0;
-        let size = if i % 3 == 0 { 8.0 } else { 2.0 };
-        for _ in 0..3 {
-            p.push(c + (r.unit3() - Vec3::splat(0.5)) * size);
-        }
-        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
-    }
+    let (mut p, mut t) = random_triangles(n, seed, |i| if i % 3 == 0 { 8.0 } else { 2.0 });
     // Degenerate triangles: a point and a segment.
     let k = p.len() as u32;
     p.extend([Vec3::splat(10.0), Vec3::new(2.0, 3.0, 4.0), Vec3::new(18.0, 15.0, 4.0)]);
@@ -57,27 +48,6 @@ fn clip_meets(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {
         }
     }
     true
-}
-
-fn on_segment(p: DVec3, a: DVec3, b: DVec3) -> DVec3 {
-    let ab = b - a;
-    let len2 = ab.length_squared();
-    if len2 == 0.0 { a } else { a + ab * ((p - a).dot(ab) / len2).clamp(0.0, 1.0) }
-}
-
-fn triangle_distance(p: DVec3, [a, b, c]: [DVec3; 3]) -> f64 {
-    let n = (b - a).cross(c - a);
-    let mut best = [on_segment(p, a, b), on_segment(p, b, c), on_segment(p, c, a)]
-        .map(|q| q.distance(p))
-        .into_iter()
-        .fold(f64::INFINITY, f64::min);
-    if n.length_squared() > 0.0 {
-        let q = p - n * ((p - a).dot(n) / n.length_squared());
-        if [(a, b), (b, c), (c, a)].iter().all(|&(e0, e1)| (e1 - e0).cross(q - e0).dot(n) >= 0.0) {
-            best = best.min(q.distance(p));
-        }
-    }
-    best
 }
 
 #[test]

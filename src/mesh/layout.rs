@@ -100,13 +100,8 @@ impl Blocks {
         self.blocks.len() * size_of::<Block>()
     }
 
-    /// Every block's words, to compare two arrays in tests.
-    #[cfg(test)]
-    pub(crate) fn words(&self) -> Vec<[u32; 8]> {
-        self.blocks.iter().map(|b| b.0).collect()
-    }
-
-    /// Every block's words in order, for writing the array out (`super::saved`).
+    /// Every block's words in order: for writing the array out (`super::saved`), and to compare
+    /// two arrays in tests.
     pub(crate) fn word_blocks(&self) -> impl Iterator<Item = &[u32; 8]> {
         self.blocks.iter().map(|b| &b.0)
     }

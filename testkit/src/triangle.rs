@@ -24,3 +24,45 @@ pub fn mt64(o: DVec3, d: DVec3, [a, b, c]: [DVec3; 3]) -> Option<(f64, f64, f64)
 pub fn margin(u: f64, v: f64) -> f64 {
     u.min(v).min(1.0 - u - v)
 }
+
+/// The nearest point of segment `[a, b]` to `p`, in f64 (a degenerate segment is its point).
+pub fn on_segment(p: DVec3, a: DVec3, b: DVec3) -> DVec3 {
+    let ab = b - a;
+    let len2 = ab.length_squared();
+    if len2 == 0.0 { a } else { a + ab * ((p - a).dot(ab) / len2).clamp(0.0, 1.0) }
+}
+
+/// Distance from `p` to triangle `[a, b, c]` in f64, by another method than the library's
+/// Voronoi regions: the projection onto the face if it falls inside, else the nearest edge.
+pub fn triangle_distance(p: DVec3, [a, b, c]: [DVec3; 3]) -> f64 {
+    let n = (b - a).cross(c - a);
+    let mut best = [on_segment(p, a, b), on_segment(p, b, c), on_segment(p, c, a)]
+        .map(|q| q.distance(p))
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    if n.length_squared() > 0.0 {
+        let q = p - n * ((p - a).dot(n) / n.length_squared());
+        // Inside when q is on the inner side of every edge.
+        if [(a, b), (b, c), (c, a)].iter().all(|&(e0, e1)| (e1 - e0).cross(q - e0).dot(n) >= 0.0) {
+            best = best.min(q.distance(p));
+        }
+    }
+    best
+}
+
+/// `n` random triangles around points in `[0, 20]^3`, triangle `i` with corners spread over a
+/// cube of side `size(i)`: the soup the mesh tests build on (each appends its own degenerate
+/// triangles). Returns positions and index triples.
+pub fn random_triangles(n: usize, seed: u64, size: impl Fn(u32) -> f32) -> (Vec<glam::Vec3>, Vec<[u32; 3]>) {
+    let mut r = crate::rng::Rng(seed);
+    let (mut p, mut t) = (Vec::new(), Vec::new());
+    for i in 0..n as u32 {
+        let c = r.unit3() * 20.0;
+        let s = size(i);
+        for _ in 0..3 {
+            p.push(c + (r.unit3() - glam::Vec3::splat(0.5)) * s);
+        }
+        t.push([3 * i, 3 * i + 1, 3 * i + 2]);
+    }
+    (p, t)
+}
