@@ -1,6 +1,6 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
 //! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, ray
-//! streams, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! streams, hit policies and all hits, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
 //! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, Dbvt, Frustum, LeafControl, MeshBvh, PairControl, ProxyId, QueryWorkspace, Ray, Scene, TriMesh,
+    Aabb, BuildOptions, Dbvt, Frustum, HitCandidate, HitControl, LeafControl, MeshBvh, PairControl, ProxyId,
+    QueryWorkspace, Ray, Scene, TriMesh,
 };
 
 use common::rng::Rng;
@@ -95,6 +96,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     let stream: Vec<Ray> = rays.iter().flatten().copied().chain(camera).collect();
     let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
     let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
+    let mut all_hits = Vec::new();
     let mut round = |count: &mut usize| {
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
@@ -108,6 +110,13 @@ fn ray_queries_allocate_nothing_once_warm() {
                 *count += scene.occluded(r, slabtree::Scene::ALL).unwrap() as usize;
                 *count += meshes[0].intersect(r).unwrap().is_some() as usize;
                 *count += meshes[1].occluded(r).unwrap() as usize;
+                // A policy, and all hits into the caller's vector.
+                let mut odd_only =
+                    |c: &HitCandidate| if c.triangle % 2 == 1 { HitControl::Accept } else { HitControl::Ignore };
+                *count += meshes[0].intersect_with(r, &mut odd_only).unwrap().is_some() as usize;
+                *count += meshes[1].occluded_with(r, &mut odd_only).unwrap() as usize;
+                meshes[1].intersect_all(r, &mut all_hits).unwrap();
+                *count += all_hits.len();
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));

@@ -14,8 +14,9 @@ use glam::{Vec3, Vec3A};
 use super::TriMesh;
 use super::collapse::collapse;
 use super::layout::Blocks;
+use super::policy::{HitPolicy, PolicyLeaf, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
-use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack, TriRay};
+use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::build::{BinnedSah, BuildItem};
 use crate::hint::prefetch_record;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
@@ -388,6 +389,22 @@ impl MeshBvh {
         }
     }
 
+    /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
+    pub(super) fn trace_with<const ANY: bool, P: HitPolicy>(
+        &self,
+        ray: &Ray,
+        policy: &mut P,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => {
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut PolicyLeaf::<false, _>::new(ray, policy))
+            }
+            TriangleTest::Watertight => {
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut PolicyLeaf::<true, _>::new(ray, policy))
+            }
+        }
+    }
+
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
     /// plane: the f32 distance the traversal culls with loses precision when the hit is much
     /// closer to the origin than the triangle's vertices are (a cancellation of about
@@ -540,7 +557,7 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
         let p = unsafe { self.blocks.pack_unchecked(index) };
         if let Some((prim, t, h)) = self.leaf.test(index, p, *tmax) {
             self.best = Some((prim, h));
-            if ANY {
+            if ANY || self.leaf.stopped() {
                 return false;
             }
             *tmax = t;
@@ -601,27 +618,12 @@ pub(super) trait LeafTest {
     type Hit;
     /// `index` is the pack's block in the BVH.
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
-}
 
-/// Ray against triangles, by the watertight test or by Möller–Trumbore.
-struct RayLeaf<const WATERTIGHT: bool> {
-    tr: TriRay,
-}
-
-impl<const WATERTIGHT: bool> RayLeaf<WATERTIGHT> {
+    /// Whether the hit just returned ends the query (a policy's stop); a closest-hit walk
+    /// otherwise goes on, clipped to it.
     #[inline(always)]
-    fn new(ray: &Ray) -> Self {
-        RayLeaf { tr: TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT) }
-    }
-}
-
-impl<const WATERTIGHT: bool> LeafTest for RayLeaf<WATERTIGHT> {
-    type Hit = PackHit;
-    #[inline(always)]
-    fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
-        let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
-        h.pack = index;
-        Some((p.prim[h.lane], h.t, h))
+    fn stopped(&self) -> bool {
+        false
     }
 }
 

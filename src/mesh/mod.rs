@@ -11,6 +11,7 @@ pub(crate) mod collapse;
 mod error;
 mod layout;
 mod overlap;
+mod policy;
 mod saved;
 mod shapes;
 pub(crate) mod stream;
@@ -24,6 +25,7 @@ use glam::Vec3;
 
 pub use closest::ClosestPoint;
 pub use error::MeshError;
+pub use policy::{HitCandidate, HitControl, HitPolicy};
 pub use saved::{FORMAT_VERSION, MAGIC, SavedBvhError, saved_checksum};
 
 /// An indexed triangle mesh: vertex positions and triangles as three vertex indices.

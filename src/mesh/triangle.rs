@@ -89,6 +89,125 @@ impl PackRows {
     }
 }
 
+/// The body of Möller–Trumbore on a pack ([`TriRay::intersect_mt`]), ending in `$then(mask, t,
+/// u, v)` over the hit lanes: one text for the nearest hit and for every hit. A macro, not a
+/// generic function taking `$then`: the generic one changed the register allocation of the
+/// closest-hit loop that inlines it, 7-11 more instructions per bunny ray (callgrind).
+macro_rules! moller_trumbore {
+    ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
+        let [ox, oy, oz] = $ray.o;
+        let [dx, dy, dz] = $ray.d;
+        let (v0x, v0y, v0z) = ($p.lanes(0, 0), $p.lanes(0, 1), $p.lanes(0, 2));
+        let e1 = [$p.lanes(1, 0), $p.lanes(1, 1), $p.lanes(1, 2)];
+        let e2 = [$p.lanes(2, 0), $p.lanes(2, 1), $p.lanes(2, 2)];
+        // Products are fused where the target has FMA (wide falls back to a multiply and an
+        // add): fewer instructions, and no test here relies on exact cancellation, unlike the
+        // watertight test's edge functions.
+        let cross = |a: &[f32x4; 3], b: &[f32x4; 3]| {
+            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
+        };
+        let dot = |a: &[f32x4; 3], b: &[f32x4; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
+        let d = [dx, dy, dz];
+        let n = cross(&e1, &e2);
+        let c = [v0x - ox, v0y - oy, v0z - oz];
+        let r = cross(&c, &d);
+        let den = dot(&n, &d);
+        let sign = den & f32x4::splat(-0.0);
+        let abs_den = den ^ sign;
+        let u = dot(&r, &e2) ^ sign;
+        let v = -dot(&r, &e1) ^ sign;
+        let zero = f32x4::ZERO;
+        // Comparisons are false on NaN, and den = 0 (a degenerate triangle, a ray in its plane)
+        // is refused, so neither ever hits.
+        let inside = $p.valid() & abs_den.simd_gt(zero) & u.simd_ge(zero) & v.simd_ge(zero) & (u + v).simd_le(abs_den);
+        if inside.to_bitmask() == 0 {
+            return None;
+        }
+        let t = dot(&c, &n) ^ sign;
+        let mask = inside & t.simd_ge(abs_den * f32x4::splat($ray.tmin)) & t.simd_le(abs_den * f32x4::splat($tmax));
+        if mask.to_bitmask() == 0 {
+            return None;
+        }
+        let inv = f32x4::ONE / abs_den;
+        let t = t * inv;
+        // The quotient is checked against the range again: rounding can move it just outside
+        // where the scaled tests passed, and it can overflow (a hit is at a finite distance).
+        let mask = mask
+            & t.simd_ge(f32x4::splat($ray.tmin))
+            & t.simd_le(f32x4::splat($tmax))
+            & t.simd_lt(f32x4::splat(f32::INFINITY));
+        $then(mask, t, u * inv, v * inv)
+    }};
+}
+
+/// The body of the watertight test on a pack ([`TriRay::intersect_watertight`]), ending in
+/// `$then(mask, t, u, v)` over the hit lanes; a macro for the reason given at `moller_trumbore`.
+macro_rules! watertight {
+    ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
+            let [kx, ky, kz] = $ray.k;
+            let [sx, sy, _] = $ray.shear;
+            // Vertices relative to the origin, then sheared into ray space.
+            let rel = |k: usize| -> [f32x4; 3] {
+                [$p.lanes(k, 0) - $ray.o[0], $p.lanes(k, 1) - $ray.o[1], $p.lanes(k, 2) - $ray.o[2]]
+            };
+            let (ra, rb, rc) = (rel(0), rel(1), rel(2));
+            let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
+            let [ax, ay] = shear(&ra);
+            let [bx, by] = shear(&rb);
+            let [cx, cy] = shear(&rc);
+            let mut u = cx * by - cy * bx;
+            let mut v = ax * cy - ay * cx;
+            let mut w = bx * ay - by * ax;
+            let zero = f32x4::ZERO;
+            let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
+            if (any_zero & $p.valid()).any() {
+                // Recompute exactly-zero edge functions in double precision (section 3.4 of the
+                // paper): the f32 products are exact in f64, so the sign is the true sign.
+                let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
+                let (axa, aya, bxa, bya, cxa, cya) =
+                    (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
+                for l in 0..4 {
+                    if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
+                        let f = |a: f32| a as f64;
+                        ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
+                        va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
+                        wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
+                    }
+                }
+                u = f32x4::new(ua);
+                v = f32x4::new(va);
+                w = f32x4::new(wa);
+            }
+            let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
+            let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
+            let det = u + v + w;
+            // The edge functions decide inside or outside (watertight). The distance, though, is taken
+            // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
+            // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
+            // distance to the origin and lost up to 1e-3 relative on large triangles near the origin
+            // (Sponza's walls).
+            let e1 = [$p.lanes(1, 0) - $p.lanes(0, 0), $p.lanes(1, 1) - $p.lanes(0, 1), $p.lanes(1, 2) - $p.lanes(0, 2)];
+            let e2 = [$p.lanes(2, 0) - $p.lanes(0, 0), $p.lanes(2, 1) - $p.lanes(0, 1), $p.lanes(2, 2) - $p.lanes(0, 2)];
+            let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+            let den = n[0] * $ray.d[0] + n[1] * $ray.d[1] + n[2] * $ray.d[2];
+            let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
+            let mask = $p.valid()
+                & !(neg & pos)
+                & det.simd_ne(zero)
+                & t.simd_ge(f32x4::splat($ray.tmin))
+                & t.simd_le(f32x4::splat($tmax))
+                // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
+                & t.simd_lt(f32x4::splat(f32::INFINITY));
+            let inv = f32x4::ONE / det;
+            let (bu, bv) = (v * inv, w * inv);
+            // Edge functions of a triangle with coordinates near f32::MAX overflow to inf and NaN, and
+            // a NaN passes "not on both sides" (every comparison is false): demand finite
+            // barycentrics (a fuzzing finding, tests/regressions.rs).
+            let mask = mask & bu.is_finite() & bv.is_finite();
+            $then(mask, t, bu, bv)
+    }};
+}
+
 /// The per-ray data of the triangle tests, computed once per ray.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TriRay {
@@ -151,59 +270,24 @@ impl TriRay {
         }
     }
 
-    /// Möller–Trumbore on four triangles stored as edges ([`PackRows::Edges`]): the nearest hit
-    /// with `tmin <= t <= tmax`.
+    /// Möller–Trumbore on four triangles stored as edges ([`PackRows::Edges`]): the hits with
+    /// `tmin <= t <= tmax`.
     ///
     /// Written with the triangle's normal `N = e1 × e2` and `R = C × d`, `C = v0 - o`, as Embree's
     /// kernels do: `den = d·N`, `u = R·e2 / den`, `v = -R·e1 / den`, `t = C·N / den` (Cramer's
     /// rule on `o + t·d = v0 + u·e1 + v·e2`). The sign of `den` is folded into the numerators so
     /// that the range tests compare against `|den|` and `|den|·t` without dividing; the division
     /// is made only for packs with a hit, and `t` is only computed for packs that pass the edge
-    /// tests (most packs a ray reaches do not).
+    /// tests (most packs a ray reaches do not). The nearest hit.
     #[inline(always)]
     pub(crate) fn intersect_mt(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
-        let [ox, oy, oz] = self.o;
-        let [dx, dy, dz] = self.d;
-        let (v0x, v0y, v0z) = (p.lanes(0, 0), p.lanes(0, 1), p.lanes(0, 2));
-        let e1 = [p.lanes(1, 0), p.lanes(1, 1), p.lanes(1, 2)];
-        let e2 = [p.lanes(2, 0), p.lanes(2, 1), p.lanes(2, 2)];
-        // Products are fused where the target has FMA (wide falls back to a multiply and an
-        // add): fewer instructions, and no test here relies on exact cancellation, unlike the
-        // watertight test's edge functions.
-        let cross = |a: &[f32x4; 3], b: &[f32x4; 3]| {
-            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
-        };
-        let dot = |a: &[f32x4; 3], b: &[f32x4; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
-        let d = [dx, dy, dz];
-        let n = cross(&e1, &e2);
-        let c = [v0x - ox, v0y - oy, v0z - oz];
-        let r = cross(&c, &d);
-        let den = dot(&n, &d);
-        let sign = den & f32x4::splat(-0.0);
-        let abs_den = den ^ sign;
-        let u = dot(&r, &e2) ^ sign;
-        let v = -dot(&r, &e1) ^ sign;
-        let zero = f32x4::ZERO;
-        // Comparisons are false on NaN, and den = 0 (a degenerate triangle, a ray in its plane)
-        // is refused, so neither ever hits.
-        let inside = p.valid() & abs_den.simd_gt(zero) & u.simd_ge(zero) & v.simd_ge(zero) & (u + v).simd_le(abs_den);
-        if inside.to_bitmask() == 0 {
-            return None;
-        }
-        let t = dot(&c, &n) ^ sign;
-        let mask = inside & t.simd_ge(abs_den * f32x4::splat(self.tmin)) & t.simd_le(abs_den * f32x4::splat(tmax));
-        if mask.to_bitmask() == 0 {
-            return None;
-        }
-        let inv = f32x4::ONE / abs_den;
-        let t = t * inv;
-        // The quotient is checked against the range again: rounding can move it just outside
-        // where the scaled tests passed, and it can overflow (a hit is at a finite distance).
-        let mask = mask
-            & t.simd_ge(f32x4::splat(self.tmin))
-            & t.simd_le(f32x4::splat(tmax))
-            & t.simd_lt(f32x4::splat(f32::INFINITY));
-        nearest(mask, t, u * inv, v * inv)
+        moller_trumbore!(self, p, tmax, nearest)
+    }
+
+    /// [`TriRay::intersect_mt`]'s every hit lane, as [`LaneHits`].
+    #[inline(always)]
+    pub(crate) fn intersect_mt_lanes(&self, p: &TriPack, tmax: f32) -> Option<LaneHits> {
+        moller_trumbore!(self, p, tmax, LaneHits::new)
     }
 
     /// [`TriRay::intersect_mt`] of eight rays (origins `o`, directions `d`, ranges `tmin..=tmax`,
@@ -211,7 +295,7 @@ impl TriRay {
     /// what `intersect_mt` gives that ray. The arithmetic is the same expression, operand for
     /// operand, with the triangle splatted instead of the ray, so each lane rounds exactly as the
     /// single-ray lane does; the nearest triangle is kept with a strict `<` in lane order, which
-    /// is `nearest`'s choice of the first of equal distances.
+    /// is [`LaneHits::nearest_of`]'s choice of the first of equal distances.
     #[inline(always)]
     pub(crate) fn intersect_mt_rays(p: &TriPack, o: &[f32x8; 3], d: &[f32x8; 3], tmin: f32x8, tmax: f32x8) -> RaysHit {
         let mut out = RaysHit { mask: 0, t: f32x8::splat(f32::INFINITY), u: f32x8::ZERO, v: f32x8::ZERO, lane: [0; 8] };
@@ -266,70 +350,16 @@ impl TriRay {
     }
 
     /// Woop–Benthin–Wald watertight test on four triangles stored as corners
-    /// ([`PackRows::Corners`]).
+    /// ([`PackRows::Corners`]): the nearest hit with `tmin <= t <= tmax`.
     #[inline(always)]
     pub(crate) fn intersect_watertight(&self, p: &TriPack, tmax: f32) -> Option<PackHit> {
-        let [kx, ky, kz] = self.k;
-        let [sx, sy, _] = self.shear;
-        // Vertices relative to the origin, then sheared into ray space.
-        let rel = |k: usize| -> [f32x4; 3] {
-            [p.lanes(k, 0) - self.o[0], p.lanes(k, 1) - self.o[1], p.lanes(k, 2) - self.o[2]]
-        };
-        let (ra, rb, rc) = (rel(0), rel(1), rel(2));
-        let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
-        let [ax, ay] = shear(&ra);
-        let [bx, by] = shear(&rb);
-        let [cx, cy] = shear(&rc);
-        let mut u = cx * by - cy * bx;
-        let mut v = ax * cy - ay * cx;
-        let mut w = bx * ay - by * ax;
-        let zero = f32x4::ZERO;
-        let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
-        if (any_zero & p.valid()).any() {
-            // Recompute exactly-zero edge functions in double precision (section 3.4 of the
-            // paper): the f32 products are exact in f64, so the sign is the true sign.
-            let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
-            let (axa, aya, bxa, bya, cxa, cya) =
-                (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
-            for l in 0..4 {
-                if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
-                    let f = |a: f32| a as f64;
-                    ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
-                    va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
-                    wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
-                }
-            }
-            u = f32x4::new(ua);
-            v = f32x4::new(va);
-            w = f32x4::new(wa);
-        }
-        let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
-        let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
-        let det = u + v + w;
-        // The edge functions decide inside or outside (watertight). The distance, though, is taken
-        // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
-        // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
-        // distance to the origin and lost up to 1e-3 relative on large triangles near the origin
-        // (Sponza's walls).
-        let e1 = [p.lanes(1, 0) - p.lanes(0, 0), p.lanes(1, 1) - p.lanes(0, 1), p.lanes(1, 2) - p.lanes(0, 2)];
-        let e2 = [p.lanes(2, 0) - p.lanes(0, 0), p.lanes(2, 1) - p.lanes(0, 1), p.lanes(2, 2) - p.lanes(0, 2)];
-        let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
-        let den = n[0] * self.d[0] + n[1] * self.d[1] + n[2] * self.d[2];
-        let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
-        let mask = p.valid()
-            & !(neg & pos)
-            & det.simd_ne(zero)
-            & t.simd_ge(f32x4::splat(self.tmin))
-            & t.simd_le(f32x4::splat(tmax))
-            // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
-            & t.simd_lt(f32x4::splat(f32::INFINITY));
-        let inv = f32x4::ONE / det;
-        let (bu, bv) = (v * inv, w * inv);
-        // Edge functions of a triangle with coordinates near f32::MAX overflow to inf and NaN, and
-        // a NaN passes "not on both sides" (every comparison is false): demand finite
-        // barycentrics (a fuzzing finding, tests/regressions.rs).
-        let mask = mask & bu.is_finite() & bv.is_finite();
-        nearest(mask, t, bu, bv)
+        watertight!(self, p, tmax, nearest)
+    }
+
+    /// [`TriRay::intersect_watertight`]'s every hit lane, as [`LaneHits`].
+    #[inline(always)]
+    pub(crate) fn intersect_watertight_lanes(&self, p: &TriPack, tmax: f32) -> Option<LaneHits> {
+        watertight!(self, p, tmax, LaneHits::new)
     }
 }
 
@@ -343,7 +373,54 @@ pub(crate) struct RaysHit {
     pub lane: [u8; 8],
 }
 
-/// The lane with the smallest `t` among `mask`.
+/// The lanes of a pack that a ray hits within its range, with each lane's distance and
+/// barycentrics (meaningful where `mask` has the lane's bit).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LaneHits {
+    /// One bit per hit lane, never 0.
+    pub mask: u32,
+    pub t: [f32; 4],
+    pub u: [f32; 4],
+    pub v: [f32; 4],
+}
+
+impl LaneHits {
+    /// The hits of `mask`'s lanes, or `None` when there are none.
+    #[inline(always)]
+    fn new(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<LaneHits> {
+        let mask = mask.to_bitmask();
+        if mask == 0 {
+            return None;
+        }
+        Some(LaneHits { mask, t: t.to_array(), u: u.to_array(), v: v.to_array() })
+    }
+
+    /// The hit lane with the smallest `t` among the lanes of `bits` (a non-empty subset of
+    /// `mask`), the first such lane on ties, as [`nearest`] chooses.
+    #[inline(always)]
+    pub(crate) fn nearest_of(&self, bits: u32) -> usize {
+        debug_assert!(bits != 0 && bits & !self.mask == 0);
+        let mut best = bits.trailing_zeros() as usize;
+        let mut rest = bits & (bits - 1);
+        while rest != 0 {
+            let l = rest.trailing_zeros() as usize;
+            if self.t[l] < self.t[best] {
+                best = l;
+            }
+            rest &= rest - 1;
+        }
+        best
+    }
+
+    /// Lane `lane`'s hit in the pack at block `pack`.
+    #[inline(always)]
+    pub(crate) fn hit(&self, pack: u32, lane: usize) -> PackHit {
+        PackHit { pack, lane, t: self.t[lane], u: self.u[lane], v: self.v[lane] }
+    }
+}
+
+/// The lane with the smallest `t` among `mask` (the first on ties), as a hit of pack 0 (the
+/// caller sets the pack).
 #[inline(always)]
 fn nearest(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<PackHit> {
     let bits = mask.to_bitmask();
