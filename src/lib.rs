@@ -60,7 +60,9 @@ pub use mesh::{
     BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError, MeshStats, SavedBvhError,
     SweepHit, TraversalStats, TriMesh, TriangleTest,
 };
-pub use scene::{Instance, InstanceId, RayTree, Scene, SceneError, SceneHit, SceneSweepHit};
+pub use scene::{
+    Instance, InstanceId, RayTree, Scene, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy, SceneSweepHit,
+};
 
 /// The README's examples, compiled and run as doctests so that they stay true.
 #[doc = include_str!("../README.md")]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use slabtree::{
     Aabb, BuildOptions, Dbvt, Frustum, HitCandidate, HitControl, LeafControl, MeshBvh, PairControl, ProxyId,
-    QueryWorkspace, Ray, Scene, TriMesh,
+    QueryWorkspace, Ray, Scene, SceneHitCandidate, TriMesh,
 };
 
 use common::rng::Rng;
@@ -96,7 +96,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     let stream: Vec<Ray> = rays.iter().flatten().copied().chain(camera).collect();
     let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
     let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
-    let mut all_hits = Vec::new();
+    let (mut all_hits, mut scene_all_hits) = (Vec::new(), Vec::new());
     let mut round = |count: &mut usize| {
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
@@ -117,6 +117,13 @@ fn ray_queries_allocate_nothing_once_warm() {
                 *count += meshes[1].occluded_with(r, &mut odd_only).unwrap() as usize;
                 meshes[1].intersect_all(r, &mut all_hits).unwrap();
                 *count += all_hits.len();
+                let mut even_users = |c: &SceneHitCandidate| {
+                    if c.user_id.is_multiple_of(2) { HitControl::Accept } else { HitControl::Ignore }
+                };
+                *count += scene.intersect_with(r, Scene::ALL, &mut even_users).unwrap().is_some() as usize;
+                *count += scene.occluded_with(r, Scene::ALL, &mut even_users).unwrap() as usize;
+                scene.intersect_all(r, Scene::ALL, &mut scene_all_hits).unwrap();
+                *count += scene_all_hits.len();
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));

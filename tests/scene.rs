@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, DbvtConfig, Frustum, InputError, InstanceId, MeshBvh, Ray, RayTree, Scene, SceneError, TriMesh,
+    Aabb, BuildOptions, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh, Ray, RayTree, Scene,
+    SceneError, SceneHitCandidate, TriMesh,
 };
 
 use common::rng::{Rng, triangle_soup};
@@ -48,6 +49,11 @@ struct Model {
 
 /// f64 Möller–Trumbore in world space on the transformed triangle.
 fn ray_tri(o: [f64; 3], d: [f64; 3], tri: [[f64; 3]; 3]) -> Option<f64> {
+    ray_tri_slack(o, d, tri, 1e-9)
+}
+
+/// [`ray_tri`] with the barycentric tests loosened by `slack` (tightened when negative).
+fn ray_tri_slack(o: [f64; 3], d: [f64; 3], tri: [[f64; 3]; 3], slack: f64) -> Option<f64> {
     let sub = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
     let cross =
         |a: [f64; 3], b: [f64; 3]| [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
@@ -63,7 +69,7 @@ fn ray_tri(o: [f64; 3], d: [f64; 3], tri: [[f64; 3]; 3]) -> Option<f64> {
     let u = dot(s, p) / det;
     let q = cross(s, e1);
     let v = dot(d, q) / det;
-    if u < -1e-9 || v < -1e-9 || u + v > 1.0 + 1e-9 {
+    if u < -slack || v < -slack || u + v > 1.0 + slack {
         return None;
     }
     Some(dot(e2, q) / det)
@@ -72,6 +78,92 @@ fn ray_tri(o: [f64; 3], d: [f64; 3], tri: [[f64; 3]; 3]) -> Option<f64> {
 fn world_tris(meshes: &[Arc<MeshBvh>], m: &Model) -> Vec<[Vec3; 3]> {
     let mesh = meshes[m.mesh].mesh();
     (0..mesh.len()).map(|i| mesh.triangle(i).map(|v| m.xf.transform_point3(v))).collect()
+}
+
+/// Brute force: every (instance, triangle, t) the ray crosses within its range, with the
+/// barycentric tests loosened by `slack` (tightened when negative) and the range's ends by the
+/// relative `end_slack`.
+fn brute_all(
+    meshes: &[Arc<MeshBvh>],
+    model: &[Model],
+    ray: &Ray,
+    mask: u32,
+    slack: f64,
+    end_slack: f64,
+) -> Vec<(InstanceId, u32, f64)> {
+    let o = ray.origin().to_array().map(|x| x as f64);
+    let d = ray.dir().to_array().map(|x| x as f64);
+    let mut all = Vec::new();
+    for m in model.iter().filter(|m| m.mask & mask != 0) {
+        for (i, tri) in world_tris(meshes, m).iter().enumerate() {
+            if let Some(t) = ray_tri_slack(o, d, tri.map(|v| v.to_array().map(|x| x as f64)), slack)
+                && t >= ray.tmin as f64 - end_slack * (1.0 + t.abs())
+                && t <= ray.tmax as f64 + end_slack * (1.0 + t.abs())
+            {
+                all.push((m.id, i as u32, t));
+            }
+        }
+    }
+    all
+}
+
+/// The policy queries against brute force and against the fixed queries: all hits are the
+/// brute-force set (up to rounding at edges and range ends), a policy that accepts everything is
+/// `intersect` and `occluded` exactly, and one that ignores odd user ids finds the nearest hit on
+/// the others.
+fn check_policies(scene: &Scene, meshes: &[Arc<MeshBvh>], model: &[Model], ray: &Ray, mask: u32) -> usize {
+    let mut all = Vec::new();
+    scene.intersect_all(ray, mask, &mut all).unwrap();
+    assert!(
+        all.windows(2)
+            .all(|w| (w[0].t, w[0].instance.index(), w[0].triangle) < (w[1].t, w[1].instance.index(), w[1].triangle)),
+        "all hits out of order or repeated"
+    );
+    let must = brute_all(meshes, model, ray, mask, -1e-5, -1e-4);
+    let may = brute_all(meshes, model, ray, mask, 1e-5, 1e-4);
+    for (id, tri, t) in &must {
+        let h = all.iter().find(|h| (h.instance, h.triangle) == (*id, *tri));
+        let h = h.unwrap_or_else(|| panic!("all hits miss {id:?} triangle {tri} at {t} on {ray:?}"));
+        assert!((h.t as f64 - t).abs() <= 1e-4 * (1.0 + t.abs()), "t {} vs {t}", h.t);
+    }
+    for h in &all {
+        assert!(may.iter().any(|m| (m.0, m.1) == (h.instance, h.triangle)), "all hits has a miss: {h:?}");
+    }
+    let accept = |_: &SceneHitCandidate| HitControl::Accept;
+    assert_eq!(scene.intersect_with(ray, mask, &mut accept.clone()).unwrap(), scene.intersect(ray, mask).unwrap());
+    assert_eq!(scene.occluded_with(ray, mask, &mut accept.clone()).unwrap(), scene.occluded(ray, mask).unwrap());
+    // Odd user ids are glass.
+    let user = |id: InstanceId| model.iter().find(|m| m.id == id).unwrap().user;
+    let mut clear = |c: &SceneHitCandidate| {
+        assert_eq!(c.user_id, user(c.instance));
+        if c.user_id % 2 == 1 { HitControl::Ignore } else { HitControl::Accept }
+    };
+    let got = scene.intersect_with(ray, mask, &mut clear).unwrap();
+    let near = |hits: &[(InstanceId, u32, f64)]| {
+        hits.iter().filter(|h| user(h.0) % 2 == 0).map(|h| h.2).fold(f64::INFINITY, f64::min)
+    };
+    let (lo, hi) = (near(&may), near(&must));
+    match got {
+        Some(g) => {
+            assert_eq!(g.user_id % 2, 0);
+            let t = g.t as f64;
+            assert!(t >= lo - 1e-4 * (1.0 + lo.abs()) && t <= hi + 1e-4 * (1.0 + hi.abs()), "{t} not in [{lo}, {hi}]");
+        }
+        None => assert!(hi.is_infinite(), "the filtered pick missed a hit at {hi}"),
+    }
+    assert_eq!(scene.occluded_with(ray, mask, &mut clear).unwrap(), got.is_some());
+    // A stop ends the query at its candidate: the policy is not called again.
+    let (mut calls, mut first) = (0, None);
+    let stopped = scene
+        .intersect_with(ray, mask, &mut |c: &SceneHitCandidate| {
+            calls += 1;
+            first = Some((c.instance, c.triangle));
+            HitControl::Stop
+        })
+        .unwrap();
+    assert_eq!(calls, usize::from(!all.is_empty() || stopped.is_some()));
+    assert_eq!(stopped.map(|h| (h.instance, h.triangle)), first);
+    all.len()
 }
 
 /// Brute-force closest hit: (t, instance, triangle).
@@ -93,8 +185,8 @@ fn brute_pick(meshes: &[Arc<MeshBvh>], model: &[Model], ray: &Ray, mask: u32) ->
     best
 }
 
-fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &[Model]) -> [usize; 3] {
-    let mut seen = [0usize; 3];
+fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &[Model]) -> [usize; 4] {
+    let mut seen = [0usize; 4];
     scene.tree().validate().unwrap();
     assert_eq!(scene.len(), model.len());
     for m in model {
@@ -155,6 +247,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             if want.is_none() {
                 assert!(!occ || got.is_some(), "occluded without any hit");
             }
+            seen[3] += check_policies(scene, meshes, model, ray, mask);
         }
         assert_eq!(
             scene.intersect_batch(&rays, mask).unwrap(),
@@ -381,7 +474,7 @@ fn batched_moves_keep_the_wide_copy_in_step() {
 
 #[test]
 fn random_operations_against_brute_force() {
-    let mut seen = [0usize; 3];
+    let mut seen = [0usize; 4];
     for seed in 0..6u64 {
         let mut rng = Rng(seed * 7919 + 1);
         let meshes = meshes(&mut rng);
@@ -440,15 +533,15 @@ fn random_operations_against_brute_force() {
                 for ray_tree in [kept, RayTree::Binary, RayTree::Wide, RayTree::Auto, kept] {
                     scene.set_ray_tree(ray_tree);
                     let s = check_queries(&mut rng, &scene, &meshes, &model);
-                    (0..3).for_each(|i| seen[i] += s[i]);
+                    (0..4).for_each(|i| seen[i] += s[i]);
                 }
             }
         }
         let s = check_queries(&mut rng, &scene, &meshes, &model);
-        (0..3).for_each(|i| seen[i] += s[i]);
+        (0..4).for_each(|i| seen[i] += s[i]);
     }
     // The checks above compared real answers, not only misses.
-    assert!(seen[0] > 200 && seen[1] > 40 && seen[2] > 50, "{seen:?}");
+    assert!(seen[0] > 200 && seen[1] > 40 && seen[2] > 50 && seen[3] > 500, "{seen:?}");
 }
 
 #[test]

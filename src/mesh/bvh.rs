@@ -390,7 +390,7 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
-    pub(super) fn trace_with<const ANY: bool, P: HitPolicy>(
+    pub(crate) fn trace_with<const ANY: bool, P: HitPolicy>(
         &self,
         ray: &Ray,
         policy: &mut P,

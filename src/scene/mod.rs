@@ -33,6 +33,7 @@
 //! ```
 
 mod error;
+mod policy;
 mod query;
 mod stream;
 mod sweep;
@@ -47,6 +48,7 @@ use crate::math::Aabb;
 use crate::mesh::MeshBvh;
 
 pub use error::SceneError;
+pub use policy::{SceneHitCandidate, SceneHitPolicy};
 pub use query::SceneHit;
 pub use sweep::SceneSweepHit;
 

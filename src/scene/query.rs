@@ -56,7 +56,7 @@ impl Scene {
     /// policy the same instances.
     /// `count` is how many rays to add to the count that decides when to make the wide copy
     /// (0 when a batch has already added all of its rays).
-    fn cast<P: crate::dbvt::RayPolicy<InstanceSlot>>(
+    pub(super) fn cast<P: crate::dbvt::RayPolicy<InstanceSlot>>(
         &self,
         ray: &Ray,
         count: u64,
