@@ -2,11 +2,12 @@
 //! BVH skips the build.
 //!
 //! ```text
-//! cargo run --release --example saved_bvh -- ../shared/scenes/dragon.ply [PASSES]
+//! cargo run --release --example saved_bvh -- ../shared/scenes/dragon.ply [PASSES] [OUT]
 //! ```
 //!
 //! Each of PASSES rounds (default 5) builds, writes and reads once; the best time of each step
-//! is printed, and the read-back BVH must write the same bytes and give the same hits.
+//! is printed, and the read-back BVH must write the same bytes and give the same hits. With OUT,
+//! the saved bytes are also written to that file (`fuzz/run` seeds its `saved_bvh` corpus so).
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,9 @@ use slabtree::{BuildOptions, MeshBvh, Ray, load_mesh};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let path = args.next().ok_or("usage: saved_bvh MESH_FILE [PASSES]")?;
+    let path = args.next().ok_or("usage: saved_bvh MESH_FILE [PASSES] [OUT]")?;
     let passes: usize = args.next().map_or(Ok(5), |p| p.parse())?;
+    let out = args.next();
     let mesh = load_mesh(&path)?;
     let (mut build, mut write, mut read) = (Duration::MAX, Duration::MAX, Duration::MAX);
     let mut bytes = Vec::new();
@@ -44,6 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let d = Vec3::new(a.cos() * (1.0 - z * z).sqrt(), a.sin() * (1.0 - z * z).sqrt(), z);
         let ray = Ray::new(c + d * r, -d);
         assert_eq!(bvh.intersect(&ray)?, back.intersect(&ray)?, "ray {i}");
+    }
+    if let Some(out) = out {
+        std::fs::write(&out, &bytes)?;
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("{path}: {} triangles, {} bytes saved", mesh.len(), bytes.len());

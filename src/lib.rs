@@ -61,7 +61,8 @@ pub use mesh::{
     SweepHit, TraversalStats, TriMesh, TriangleTest,
 };
 pub use scene::{
-    Instance, InstanceId, RayTree, Scene, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy, SceneSweepHit,
+    Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,
+    SceneSweepHit,
 };
 
 /// The README's examples, compiled and run as doctests so that they stay true.

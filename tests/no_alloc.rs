@@ -1,6 +1,6 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
 //! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, ray
-//! streams, hit policies and all hits, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! streams, hit policies and all hits, closest points and triangle overlaps, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
 //! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
@@ -97,6 +97,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
     let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
     let (mut all_hits, mut scene_all_hits) = (Vec::new(), Vec::new());
+    let mut near_triangles = Vec::with_capacity(4096);
     let mut round = |count: &mut usize| {
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
@@ -124,6 +125,13 @@ fn ray_queries_allocate_nothing_once_warm() {
                 *count += scene.occluded_with(r, Scene::ALL, &mut even_users).unwrap() as usize;
                 scene.intersect_all(r, Scene::ALL, &mut scene_all_hits).unwrap();
                 *count += scene_all_hits.len();
+                let p = Vec3::from(r.origin());
+                *count += scene.closest_point(p, f32::INFINITY, Scene::ALL).unwrap().is_some() as usize;
+                near_triangles.clear();
+                let probe = Aabb::from_center_half_extents(r.origin() + r.dir() * 5.0, Vec3A::splat(1.0));
+                scene.triangles_in_box(&probe, Scene::ALL, &mut near_triangles).unwrap();
+                scene.triangles_in_sphere(p + Vec3::from(r.dir()) * 5.0, 1.0, Scene::ALL, &mut near_triangles).unwrap();
+                *count += near_triangles.len();
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));

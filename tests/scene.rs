@@ -4,13 +4,14 @@
 
 use std::sync::Arc;
 
-use glam::{Affine3A, Mat4, Quat, Vec3, Vec3A};
+use glam::{Affine3A, DVec3, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{
     Aabb, BuildOptions, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh, Ray, RayTree, Scene,
     SceneError, SceneHitCandidate, TriMesh,
 };
 
 use common::rng::{Rng, triangle_soup};
+use common::triangle::{clip_meets, triangle_distance};
 use slabtree_testkit as common;
 
 fn meshes(rng: &mut Rng) -> Vec<Arc<MeshBvh>> {
@@ -166,6 +167,93 @@ fn check_policies(scene: &Scene, meshes: &[Arc<MeshBvh>], model: &[Model], ray: 
     all.len()
 }
 
+/// The world triangles of an instance in f64, from its transform in f64.
+fn world_tris64(meshes: &[Arc<MeshBvh>], m: &Model) -> Vec<[DVec3; 3]> {
+    let mesh = meshes[m.mesh].mesh();
+    let xf = glam::DAffine3::from_mat4(Mat4::from(m.xf).as_dmat4());
+    (0..mesh.len()).map(|i| mesh.triangle(i).map(|v| xf.transform_point3(v.as_dvec3()))).collect()
+}
+
+/// The proximity queries against brute force over every world triangle in f64: the nearest point
+/// (f64 distances to the face or nearest edge), and the triangles in a box (f64 clipping) or a
+/// sphere (f64 distance), each required when clearly in and refused when clearly out.
+fn check_proximity(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &[Model]) -> usize {
+    let mut compared = 0;
+    let tris: Vec<(InstanceId, u32, u64, Vec<[DVec3; 3]>)> =
+        model.iter().map(|m| (m.id, m.mask, m.user, world_tris64(meshes, m))).collect();
+    for k in 0..12 {
+        let mask = [u32::MAX, 1, 2][k % 3];
+        let p = rng.vec(-15.0, 15.0) * if k % 4 == 0 { 3.0 } else { 1.0 };
+        let near = scene.closest_point(p, f32::INFINITY, mask).unwrap();
+        let p64 = p.as_dvec3();
+        let brute = tris
+            .iter()
+            .filter(|t| t.1 & mask != 0)
+            .flat_map(|t| t.3.iter().map(move |tri| triangle_distance(p64, *tri)))
+            .fold(f64::INFINITY, f64::min);
+        match near {
+            None => assert!(brute.is_infinite(), "closest point missed a triangle at {brute}"),
+            Some(c) => {
+                compared += 1;
+                let tol = 1e-4 * (1.0 + brute);
+                assert!((c.distance as f64 - brute).abs() <= tol, "distance {} vs {brute}", c.distance);
+                let (_, _, user, inst_tris) = tris.iter().find(|t| t.0 == c.instance).unwrap();
+                assert_eq!(c.user_id, *user);
+                // The point lies on the reported triangle, at the reported distance.
+                let on = triangle_distance(c.point.as_dvec3(), inst_tris[c.triangle as usize]);
+                assert!(on <= tol, "the point is {on} off its triangle");
+                assert!(((c.point - p).length() - c.distance).abs() <= 1e-5 * (1.0 + c.distance));
+                // A limit below the distance finds nothing; one above finds the same distance.
+                if brute > 1e-2 {
+                    assert_eq!(scene.closest_point(p, (brute * 0.99) as f32, mask).unwrap(), None);
+                    let again = scene.closest_point(p, (brute * 1.01) as f32, mask).unwrap().unwrap();
+                    assert!((again.distance - c.distance).abs() <= 1e-6 * (1.0 + c.distance));
+                }
+            }
+        }
+        // Triangles in a box and in a sphere around a point near the instances.
+        let c = rng.vec(-12.0, 12.0);
+        let h = rng.vec(0.2, 3.0);
+        let b = Aabb::from_center_half_extents(Vec3A::from(c), Vec3A::from(h));
+        let r = rng.range(0.2, 4.0);
+        let (mut in_box, mut in_sphere) = (Vec::new(), Vec::new());
+        scene.triangles_in_box(&b, mask, &mut in_box).unwrap();
+        scene.triangles_in_sphere(c, r, mask, &mut in_sphere).unwrap();
+        for found in [&mut in_box, &mut in_sphere] {
+            found.sort_unstable();
+            assert!(found.windows(2).all(|w| w[0] != w[1]), "a triangle reported twice");
+        }
+        let eps = 1e-4;
+        let (lo, hi) = (b.min.as_dvec3(), b.max.as_dvec3());
+        for (id, m, _, inst_tris) in &tris {
+            for (i, tri) in inst_tris.iter().enumerate() {
+                let key = (*id, i as u32);
+                let (listed_box, listed_sphere) =
+                    (in_box.binary_search(&key).is_ok(), in_sphere.binary_search(&key).is_ok());
+                if m & mask == 0 {
+                    assert!(!listed_box && !listed_sphere, "a masked instance's triangle was reported");
+                    continue;
+                }
+                if clip_meets(*tri, lo + eps, hi - eps) {
+                    assert!(listed_box, "triangle {key:?} meets the box but was not reported");
+                }
+                if !clip_meets(*tri, lo - eps, hi + eps) {
+                    assert!(!listed_box, "triangle {key:?} misses the box but was reported");
+                }
+                let d = triangle_distance(c.as_dvec3(), *tri);
+                if d <= r as f64 - eps {
+                    assert!(listed_sphere, "triangle {key:?} is in the sphere but was not reported");
+                }
+                if d > r as f64 + eps {
+                    assert!(!listed_sphere, "triangle {key:?} is outside the sphere but was reported");
+                }
+            }
+        }
+        compared += in_box.len() + in_sphere.len();
+    }
+    compared
+}
+
 /// Brute-force closest hit: (t, instance, triangle).
 fn brute_pick(meshes: &[Arc<MeshBvh>], model: &[Model], ray: &Ray, mask: u32) -> Option<(f64, InstanceId, u32)> {
     let o = ray.origin().to_array().map(|x| x as f64);
@@ -249,6 +337,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             }
             seen[3] += check_policies(scene, meshes, model, ray, mask);
         }
+        seen[3] += check_proximity(rng, scene, meshes, model);
         assert_eq!(
             scene.intersect_batch(&rays, mask).unwrap(),
             rays.iter().map(|r| scene.intersect(r, mask).unwrap()).collect::<Vec<_>>()

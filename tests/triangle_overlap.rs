@@ -5,11 +5,11 @@
 //! reported if it meets the query shrunk by a small margin, and must not be if it misses the query
 //! grown by it.
 
-use glam::{DVec3, Vec3, Vec3A};
+use glam::{Vec3, Vec3A};
 use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
 
 use common::rng::Rng;
-use common::triangle::{random_triangles, triangle_distance};
+use common::triangle::{clip_meets, random_triangles, triangle_distance};
 use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
@@ -20,34 +20,6 @@ fn soup(n: usize, seed: u64) -> TriMesh {
     t.push([k, k, k]);
     t.push([k + 1, k + 2, k + 2]);
     TriMesh::new(p, t).unwrap()
-}
-
-/// Whether the triangle keeps a point after clipping to the box `[lo, hi]` (f64).
-fn clip_meets(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {
-    let mut poly: Vec<DVec3> = tri.to_vec();
-    for a in 0..3 {
-        for (bound, keep_below) in [(lo[a], false), (hi[a], true)] {
-            let inside = |p: DVec3| if keep_below { p[a] <= bound } else { p[a] >= bound };
-            let mut next = Vec::new();
-            for i in 0..poly.len() {
-                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
-                if inside(p) {
-                    next.push(p);
-                }
-                if inside(p) != inside(q) {
-                    let t = (bound - p[a]) / (q[a] - p[a]);
-                    let mut x = p + (q - p) * t;
-                    x[a] = bound;
-                    next.push(x);
-                }
-            }
-            poly = next;
-            if poly.is_empty() {
-                return false;
-            }
-        }
-    }
-    true
 }
 
 #[test]

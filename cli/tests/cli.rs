@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use glam::{Vec3, Vec3A};
 use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
+use common::gltf::{base64, glb};
 use slabtree_testkit as common;
 
 fn bin() -> Command {
@@ -273,23 +274,6 @@ fn trace_equals_the_library_batch_query() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Standard base64.
-fn base64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::new();
-    for c in data.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for k in 0..4 {
-            if k <= c.len() {
-                s.push(A[(n >> (18 - 6 * k) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
 /// One triangle (0,0,0), (1,0,0), (0,1,0) as a buffer: 3 positions then 3 u16 indices.
 fn triangle_buffer() -> Vec<u8> {
     let mut b = Vec::new();
@@ -331,26 +315,6 @@ fn triangle_gltf(buffer_uri: Option<&str>, byte_length: usize) -> String {
   "buffers": [{{{uri}"byteLength": {byte_length}}}]
 }}"#
     )
-}
-
-/// A binary glTF: header, JSON chunk, BIN chunk.
-fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
-    let mut j = json.as_bytes().to_vec();
-    while !j.len().is_multiple_of(4) {
-        j.push(b' ');
-    }
-    let total = 12 + 8 + j.len() + 8 + bin.len();
-    let mut out = Vec::new();
-    out.extend_from_slice(b"glTF");
-    out.extend_from_slice(&2u32.to_le_bytes());
-    out.extend_from_slice(&(total as u32).to_le_bytes());
-    out.extend_from_slice(&(j.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"JSON");
-    out.extend_from_slice(&j);
-    out.extend_from_slice(&(bin.len() as u32).to_le_bytes());
-    out.extend_from_slice(b"BIN\0");
-    out.extend_from_slice(bin);
-    out
 }
 
 #[test]
@@ -658,8 +622,8 @@ fn is_tie(mesh: &TriMesh, ours: u32, theirs: u32, ray: &Ray, t: f32) -> bool {
 /// Found by the `load_gltf` fuzz target (crash 6c322d77): a glTF whose primitive's POSITION
 /// names an accessor that does not exist makes the `gltf-json` crate's validation index out of
 /// bounds (gltf-json 1.4.1, src/mesh.rs:151) and panic, so `slabtree info` ends with "internal
-/// error (a bug in slabtree ...)" instead of a one-line "invalid glTF" error. `cli/src/gltf.rs`
-/// now catches that panic of `Gltf::from_slice` and reports the file as invalid.
+/// error (a bug in slabtree ...)" instead of a one-line "invalid glTF" error. The library's
+/// reader (`src/io/gltf.rs`) now checks every attribute's accessor before gltf-json validates.
 #[test]
 fn gltf_position_accessor_out_of_range_is_an_error_not_a_panic() {
     let doc = r#"{"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],"nodes":[{"mesh":0}],

@@ -1,4 +1,4 @@
-//! Loading triangle meshes from Wavefront OBJ and PLY files.
+//! Loading triangle meshes from Wavefront OBJ and PLY files, and (feature `gltf`) glTF scenes.
 //!
 //! * [`load_mesh`] picks the format from the file extension (`.obj` or `.ply`, any case).
 //! * [`load_obj`] / [`parse_obj`]: Wavefront OBJ. Only `v` positions and `f` faces are read;
@@ -34,9 +34,13 @@ use std::path::Path;
 use crate::mesh::MeshError;
 use crate::mesh::TriMesh;
 
+#[cfg(feature = "gltf")]
+mod gltf;
 mod obj;
 mod ply;
 
+#[cfg(feature = "gltf")]
+pub use gltf::{GltfDocument, GltfInstance, GltfMesh, load_gltf, parse_gltf, read_gltf};
 pub use obj::{load_obj, parse_obj};
 pub use ply::{load_ply, parse_ply};
 
@@ -236,6 +240,9 @@ pub enum LoadErrorKind {
     /// The mesh was rejected by [`TriMesh::new`]. The loaders check indices and coordinates
     /// themselves, so this is not expected.
     Mesh(MeshError),
+    /// A glTF file that cannot be read (feature `gltf`): the message names the place in the
+    /// document (a JSON line, a buffer, accessor, mesh, primitive or node) and what is wrong.
+    Gltf(String),
 }
 
 impl fmt::Display for LoadErrorKind {
@@ -268,6 +275,7 @@ impl fmt::Display for LoadErrorKind {
             LoadErrorKind::BadHeader { message } => write!(f, "bad PLY header: {message}"),
             LoadErrorKind::Unsupported { message } => write!(f, "unsupported PLY: {message}"),
             LoadErrorKind::Mesh(e) => write!(f, "invalid mesh: {e}"),
+            LoadErrorKind::Gltf(message) => write!(f, "invalid glTF: {message}"),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! leaf, each triangle's nearest point is found by Ericson's region test ("Real-Time Collision
 //! Detection", 5.1.5, `ClosestPtPointTriangle`), which also gives its barycentrics.
 
-use glam::Vec3;
+use glam::{Affine3A, Vec3};
 use wide::f32x8;
 
 use super::bvh::{LeafTest, PackVisitor, STACK};
@@ -95,20 +95,72 @@ impl NodeTest for PointLanes {
     }
 }
 
-/// The nearest point of a pack's triangles, for [`PackVisitor`]: the key is the squared
-/// distance, within `tmax` (the bound so far).
-struct NearestLeaf<'m> {
-    p: Vec3,
-    mesh: &'m TriMesh,
+/// A point as the node test of a mesh placed in the world by an affine map (a scene's instance):
+/// each lane's box is taken to the world as the scene bounds its instances (the centre mapped,
+/// the half-extents by the map's absolute values; `scene::transform_aabb`), padded for the
+/// rounding of that arithmetic, and the key is the squared distance from the world point to
+/// that box. The placed box lies inside it, so the key bounds the distance to any placed
+/// triangle below it, whatever the map's scale and shear.
+struct PlacedPointLanes {
+    p: [f32x8; 3],
+    /// `m[i][a]`: row `i`, column `a` of the linear part, and its absolute value.
+    m: [[f32x8; 3]; 3],
+    abs_m: [[f32x8; 3]; 3],
+    t: [f32x8; 3],
 }
 
-impl LeafTest for NearestLeaf<'_> {
-    /// The nearest point and its barycentrics.
+impl PlacedPointLanes {
+    fn new(p: Vec3, place: &Affine3A) -> Self {
+        let cols = [place.matrix3.x_axis, place.matrix3.y_axis, place.matrix3.z_axis];
+        let m = [0, 1, 2].map(|i| [0, 1, 2].map(|a| f32x8::splat(cols[a][i])));
+        let abs_m = [0, 1, 2].map(|i| [0, 1, 2].map(|a| f32x8::splat(cols[a][i].abs())));
+        let t = [0, 1, 2].map(|i| f32x8::splat(place.translation[i]));
+        PlacedPointLanes { p: [f32x8::splat(p.x), f32x8::splat(p.y), f32x8::splat(p.z)], m, abs_m, t }
+    }
+}
+
+impl NodeTest for PlacedPointLanes {
+    #[inline(always)]
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+        let (zero, half) = (f32x8::splat(0.0), f32x8::splat(0.5));
+        let lo = [0, 1, 2].map(|a| f32x8::new(node.bounds[0][a]));
+        let hi = [0, 1, 2].map(|a| f32x8::new(node.bounds[1][a]));
+        let c = [0, 1, 2].map(|a| (lo[a] + hi[a]) * half);
+        let h = [0, 1, 2].map(|a| (hi[a] - lo[a]) * half);
+        let mut d2 = zero;
+        for i in 0..3 {
+            let (m, am) = (&self.m[i], &self.abs_m[i]);
+            let centre = m[0] * c[0] + m[1] * c[1] + m[2] * c[2] + self.t[i];
+            let extent = am[0] * h[0] + am[1] * h[1] + am[2] * h[2];
+            // Each term rounds by at most half an ulp of its magnitude: 2^-20 of the sum of the
+            // magnitudes covers the few roundings many times over.
+            let size = am[0] * c[0].abs() + am[1] * c[1].abs() + am[2] * c[2].abs() + self.t[i].abs() + extent;
+            let pad = size * f32x8::splat(1.0 / 1_048_576.0) + f32x8::splat(f32::MIN_POSITIVE);
+            let d = ((self.p[i] - centre).abs() - extent - pad).fast_max(zero);
+            d2 += d * d;
+        }
+        // An empty lane's centre is NaN, which no comparison admits; the mask says so anyway.
+        let used = lo[0].simd_le(hi[0]);
+        ((d2.simd_le(f32x8::splat(tmax)) & used).to_bitmask(), d2)
+    }
+}
+
+/// The nearest point of a pack's triangles, for [`PackVisitor`]: the key is the squared
+/// distance, within `tmax` (the bound so far). `place` maps a triangle to where the query point
+/// lives (the identity for a mesh's own query, an instance's transform for a scene's).
+struct NearestLeaf<'m, P> {
+    p: Vec3,
+    mesh: &'m TriMesh,
+    place: P,
+}
+
+impl<P: Fn([Vec3; 3]) -> [Vec3; 3]> LeafTest for NearestLeaf<'_, P> {
+    /// The nearest point and its barycentrics (which an affine map keeps).
     type Hit = (Vec3, f32, f32);
     fn test(&mut self, _: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)> {
         let mut best: Option<(u32, f32, Self::Hit)> = None;
         for &prim in pack.prim.iter().filter(|&&prim| prim != NO_PRIM) {
-            let (q, u, v) = closest_on_triangle(self.p, self.mesh.triangle(prim as usize));
+            let (q, u, v) = closest_on_triangle(self.p, (self.place)(self.mesh.triangle(prim as usize)));
             let d2 = (q - self.p).length_squared();
             if d2 <= best.map_or(tmax, |b| b.1) && best.is_none_or(|b| d2 < b.1) {
                 best = Some((prim, d2, (q, u, v)));
@@ -142,18 +194,41 @@ impl MeshBvh {
             return Ok(None);
         }
         let lanes = PointLanes([f32x8::splat(p.x), f32x8::splat(p.y), f32x8::splat(p.z)]);
-        let mut leaf = NearestLeaf { p, mesh: &self.mesh };
+        Ok(self.nearest_with(&lanes, p, max_distance, |t| t))
+    }
+
+    /// The point nearest to world point `p` within `max_distance` of this mesh placed in the
+    /// world by `place` (a scene's instance), in world terms: point, distance, and the
+    /// barycentrics on the triangle. `p` is finite and `max_distance` not NaN nor negative.
+    pub(crate) fn closest_point_placed(&self, p: Vec3, max_distance: f32, place: &Affine3A) -> Option<ClosestPoint> {
+        if self.mesh.is_empty() {
+            return None;
+        }
+        let lanes = PlacedPointLanes::new(p, place);
+        self.nearest_with(&lanes, p, max_distance, |t: [Vec3; 3]| t.map(|v| place.transform_point3(v)))
+    }
+
+    /// The best-first descent of both: `lanes` keys the nodes, `place` maps each triangle before
+    /// its nearest point is found.
+    fn nearest_with(
+        &self,
+        lanes: &impl NodeTest,
+        p: Vec3,
+        max_distance: f32,
+        place: impl Fn([Vec3; 3]) -> [Vec3; 3],
+    ) -> Option<ClosestPoint> {
+        let mut leaf = NearestLeaf { p, mesh: &self.mesh, place };
         let mut packs = PackVisitor::<false, _> { blocks: &self.blocks, leaf: &mut leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         // The bound, squared, is the loop's `tmax`: a pack is opened only if its box is no farther.
         let bound2 = max_distance * max_distance;
-        closest_first::<false, false, _, _, _, _>(&self.blocks, &lanes, 0.0, bound2, &mut stack, &mut packs);
-        Ok(packs.best.map(|(triangle, (point, u, v))| ClosestPoint {
+        closest_first::<false, false, _, _, _, _>(&self.blocks, lanes, 0.0, bound2, &mut stack, &mut packs);
+        packs.best.map(|(triangle, (point, u, v))| ClosestPoint {
             point,
             triangle,
             u,
             v,
             distance: (point - p).length(),
-        }))
+        })
     }
 }

@@ -10,7 +10,7 @@ mod closest;
 pub(crate) mod collapse;
 mod error;
 mod layout;
-mod overlap;
+pub(crate) mod overlap;
 mod policy;
 mod saved;
 mod shapes;

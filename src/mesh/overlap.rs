@@ -67,7 +67,7 @@ impl MeshBvh {
     pub fn triangles_in_box(&self, b: &Aabb, out: &mut Vec<u32>) -> Result<(), InputError> {
         b.validate()?;
         let (centre, half) = (Vec3::from(b.center()), Vec3::from(b.half_extents()));
-        self.overlapping(b, out, |tri| triangle_overlaps_box(centre, half, tri));
+        self.overlapping(b, |tri| triangle_overlaps_box(centre, half, tri), |prim| out.push(prim));
         Ok(())
     }
 
@@ -78,16 +78,19 @@ impl MeshBvh {
         if !centre.is_finite() || !radius.is_finite() || radius < 0.0 {
             return Err(InputError::InvalidPointQuery { point: centre, max_distance: radius });
         }
-        let bounds = Aabb::from_center_half_extents(glam::Vec3A::from(centre), glam::Vec3A::splat(radius));
-        let r2 = radius * radius;
-        self.overlapping(&bounds, out, |tri| (closest_on_triangle(centre, tri).0 - centre).length_squared() <= r2);
+        self.overlapping(
+            &sphere_bounds(centre, radius),
+            |tri| sphere_touches(centre, radius, tri),
+            |prim| out.push(prim),
+        );
         Ok(())
     }
 
-    /// Every triangle in a leaf whose box overlaps `bounds`, for which `hit` says yes: the rays'
-    /// traversal loop in its any-order form, with a box as the node test and a visitor that
-    /// never ends the walk.
-    fn overlapping(&self, bounds: &Aabb, out: &mut Vec<u32>, hit: impl Fn([Vec3; 3]) -> bool) {
+    /// Hands `found` every triangle in a leaf whose box overlaps `bounds` for which `hit` says
+    /// yes: the rays' traversal loop in its any-order form, with a box as the node test and a
+    /// visitor that never ends the walk. (The scene's queries pass an instance's triangles to
+    /// `hit` placed in the world.)
+    pub(crate) fn overlapping(&self, bounds: &Aabb, hit: impl Fn([Vec3; 3]) -> bool, found: impl FnMut(u32)) {
         if self.mesh.is_empty() || !self.bounds.overlaps(bounds) {
             return;
         }
@@ -95,7 +98,7 @@ impl MeshBvh {
             lo: [0, 1, 2].map(|a| f32x8::splat(bounds.min[a])),
             hi: [0, 1, 2].map(|a| f32x8::splat(bounds.max[a])),
         };
-        let mut visitor = Collect { blocks: &self.blocks, mesh: &self.mesh, hit, out };
+        let mut visitor = Collect { blocks: &self.blocks, mesh: &self.mesh, hit, found };
         let mut stack = FixedStack::<_, STACK>::new();
         closest_first::<true, false, _, _, _, _>(&self.blocks, &lanes, 0.0, f32::INFINITY, &mut stack, &mut visitor);
     }
@@ -121,22 +124,32 @@ impl NodeTest for BoxLanes {
     }
 }
 
-/// The leaves of an overlap walk: each pack's triangles that `hit` accepts go to `out`.
-struct Collect<'a, F> {
+/// The leaves of an overlap walk: each pack's triangles that `hit` accepts go to `found`.
+struct Collect<'a, F, G> {
     blocks: &'a Blocks,
     mesh: &'a TriMesh,
     hit: F,
-    out: &'a mut Vec<u32>,
+    found: G,
 }
 
-impl<F: Fn([Vec3; 3]) -> bool> LeafVisitor for Collect<'_, F> {
+impl<F: Fn([Vec3; 3]) -> bool, G: FnMut(u32)> LeafVisitor for Collect<'_, F, G> {
     fn visit(&mut self, index: u32, _: f32, _: &mut f32) -> bool {
         let pack = self.blocks.pack(index).expect("a leaf reference names a pack");
         for &prim in pack.prim.iter().filter(|&&p| p != NO_PRIM) {
             if (self.hit)(self.mesh.triangle(prim as usize)) {
-                self.out.push(prim);
+                (self.found)(prim);
             }
         }
         true
     }
+}
+
+/// The box around a sphere.
+pub(crate) fn sphere_bounds(centre: Vec3, radius: f32) -> Aabb {
+    Aabb::from_center_half_extents(glam::Vec3A::from(centre), glam::Vec3A::splat(radius))
+}
+
+/// Whether triangle `tri` has a point within `radius` of `centre` (touching counts).
+pub(crate) fn sphere_touches(centre: Vec3, radius: f32, tri: [Vec3; 3]) -> bool {
+    (closest_on_triangle(centre, tri).0 - centre).length_squared() <= radius * radius
 }

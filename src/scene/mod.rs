@@ -34,6 +34,7 @@
 
 mod error;
 mod policy;
+mod proximity;
 mod query;
 mod stream;
 mod sweep;
@@ -49,6 +50,7 @@ use crate::mesh::MeshBvh;
 
 pub use error::SceneError;
 pub use policy::{SceneHitCandidate, SceneHitPolicy};
+pub use proximity::SceneClosestPoint;
 pub use query::SceneHit;
 pub use sweep::SceneSweepHit;
 

@@ -5,6 +5,7 @@
 //! * [`triangle`]: the f64 ray–triangle reference;
 //! * [`rays`]: coherent primary rays in packet tiles;
 //! * [`box2d`]: the reader of the Box2D reference vectors;
+//! * [`gltf`]: glTF files written by hand (base64, the binary container);
 //! * [`moving_instances`]: the moving-instances workload of the scene example, bench and peer;
 //! * at the top level, the brute-force model of a [`Dbvt`]: every query answered by looping over
 //!   all live proxies, with the scalar reference tests.
@@ -13,6 +14,7 @@
 #![allow(missing_docs)]
 
 pub mod box2d;
+pub mod gltf;
 pub mod moving_instances;
 pub mod rays;
 pub mod rng;

@@ -66,3 +66,32 @@ pub fn random_triangles(n: usize, seed: u64, size: impl Fn(u32) -> f32) -> (Vec<
     }
     (p, t)
 }
+
+/// Whether the triangle keeps a point after clipping to the box `[lo, hi]` (f64,
+/// Sutherland–Hodgman against the six planes): the triangle–box oracle of the overlap tests.
+pub fn clip_meets(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {
+    let mut poly: Vec<DVec3> = tri.to_vec();
+    for a in 0..3 {
+        for (bound, keep_below) in [(lo[a], false), (hi[a], true)] {
+            let inside = |p: DVec3| if keep_below { p[a] <= bound } else { p[a] >= bound };
+            let mut next = Vec::new();
+            for i in 0..poly.len() {
+                let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
+                if inside(p) {
+                    next.push(p);
+                }
+                if inside(p) != inside(q) {
+                    let t = (bound - p[a]) / (q[a] - p[a]);
+                    let mut x = p + (q - p) * t;
+                    x[a] = bound;
+                    next.push(x);
+                }
+            }
+            poly = next;
+            if poly.is_empty() {
+                return false;
+            }
+        }
+    }
+    true
+}
