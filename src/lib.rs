@@ -58,11 +58,11 @@ pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{
     BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError, MeshStats, SavedBvhError,
-    SweepHit, TraversalStats, TriMesh, TriangleTest,
+    ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,
 };
 pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,
-    SceneSweepHit,
+    SceneShapeCastHit, SceneSweepHit,
 };
 
 /// The README's examples, compiled and run as doctests so that they stay true.

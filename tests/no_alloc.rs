@@ -1,6 +1,6 @@
 //! Queries allocate nothing once their scratch has grown (as Box2D's): a counting global
 //! allocator watches the queries of the mesh BVH, the dynamic tree and the scene (rays, ray
-//! streams, hit policies and all hits, closest points and triangle overlaps, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
+//! streams, hit policies and all hits, closest points and triangle overlaps, sphere and capsule casts, box casts and sweeps, overlap, frustum and pairs callbacks) after one warm-up round. Queries that return a collection (`overlap`,
 //! `visible`) allocate their result and are not checked; `visible_into`, which fills the caller's vector, is.
 //!
 //! The count is per thread, so rayon's or the test harness's other threads do not disturb it.
@@ -132,6 +132,11 @@ fn ray_queries_allocate_nothing_once_warm() {
                 scene.triangles_in_box(&probe, Scene::ALL, &mut near_triangles).unwrap();
                 scene.triangles_in_sphere(p + Vec3::from(r.dir()) * 5.0, 1.0, Scene::ALL, &mut near_triangles).unwrap();
                 *count += near_triangles.len();
+                let step = Vec3::from(r.dir()) * 6.0;
+                *count += meshes[0].cast_sphere(p, 0.3, step).unwrap().is_some() as usize;
+                *count += meshes[1].cast_capsule(p, p + Vec3::Y, 0.3, step).unwrap().is_some() as usize;
+                *count += scene.cast_sphere(p, 0.3, step, Scene::ALL).unwrap().is_some() as usize;
+                *count += scene.cast_capsule(p, p + Vec3::Y, 0.3, step, Scene::ALL).unwrap().is_some() as usize;
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));

@@ -50,6 +50,14 @@ pub enum InputError {
         /// The maximum distance given.
         max_distance: f32,
     },
+    /// A sphere or capsule to cast with a NaN or infinite point, or a NaN, infinite or negative
+    /// radius.
+    InvalidShape {
+        /// The centre or segment end given (the first that is not finite, or the first).
+        point: Vec3,
+        /// The radius given.
+        radius: f32,
+    },
 }
 
 impl fmt::Display for InputError {
@@ -75,6 +83,9 @@ impl fmt::Display for InputError {
             }
             InputError::InvalidPointQuery { point, max_distance } => {
                 write!(f, "point query at {point} within {max_distance}: the point must be finite, the distance >= 0")
+            }
+            InputError::InvalidShape { point, radius } => {
+                write!(f, "shape at {point} with radius {radius}: points must be finite, the radius finite and >= 0")
             }
         }
     }

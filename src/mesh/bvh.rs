@@ -493,10 +493,22 @@ impl MeshBvh {
             return None;
         }
         let dv: Vec3 = d.into();
-        let mut leaf =
-            SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim) };
-        let (hit, _) = self.traverse::<false, true, _>(&ray, ext, &mut leaf);
-        hit.map(|(triangle, (t, normal))| (triangle, t, normal))
+        self.sweep_with(&ray, ext, |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim))
+    }
+
+    /// First contact of a swept shape: the BVH box-cast along `ray` (`t` in its range) with a box
+    /// of half-extents `ext` around the shape, nearest leaf first and clipped at each contact,
+    /// and each triangle tested by `hit(triangle, limit)`, which gives the contact's `t` and its
+    /// payload. `ray` must be valid and `ext` finite.
+    pub(crate) fn sweep_with<H: Copy>(
+        &self,
+        ray: &Ray,
+        ext: Vec3A,
+        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
+    ) -> Option<(u32, f32, H)> {
+        let mut leaf = SweepLeaf { mesh: &self.mesh, hit };
+        let (found, _) = self.traverse::<false, true, _>(ray, ext, &mut leaf);
+        found.map(|(triangle, (t, h))| (triangle, t, h))
     }
 
     /// Whether `ray` (valid) enters a child of the root node: the first node test of its walk, in
@@ -640,18 +652,19 @@ pub(super) trait LeafTest {
     }
 }
 
-/// A swept box against triangles, one at a time, by the exact separating-axis test `hit(tri,
-/// limit)`: the axis-aligned box's ([`MeshBvh::sweep_box`]) or an instance's oriented box's
-/// ([`MeshBvh::sweep_obb`]).
+/// A swept shape against triangles, one at a time, by its exact test `hit(tri, limit)`, which
+/// gives the time of first contact and what else the query reports: the axis-aligned box's
+/// ([`MeshBvh::sweep_box`]), an instance's oriented box's ([`MeshBvh::sweep_obb`]), a sphere's or
+/// a capsule's (`super::cast`).
 struct SweepLeaf<'m, F> {
     mesh: &'m TriMesh,
     hit: F,
 }
 
-impl<F: Fn(&[Vec3; 3], f32) -> Option<(f32, Vec3)>> LeafTest for SweepLeaf<'_, F> {
-    type Hit = (f32, Vec3);
-    fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, Vec3))> {
-        let mut best: Option<(u32, f32, (f32, Vec3))> = None;
+impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf<'_, F> {
+    type Hit = (f32, H);
+    fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, H))> {
+        let mut best: Option<(u32, f32, (f32, H))> = None;
         for lane in 0..4 {
             let prim = p.prim[lane];
             if prim == NO_PRIM {

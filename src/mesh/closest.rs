@@ -8,7 +8,7 @@
 //! leaf, each triangle's nearest point is found by Ericson's region test ("Real-Time Collision
 //! Detection", 5.1.5, `ClosestPtPointTriangle`), which also gives its barycentrics.
 
-use glam::{Affine3A, Vec3};
+use glam::{Affine3A, DVec3, Vec3};
 use wide::f32x8;
 
 use super::bvh::{LeafTest, PackVisitor, STACK};
@@ -34,8 +34,15 @@ pub struct ClosestPoint {
 
 /// The nearest point of triangle `[a, b, c]` to `p`, as (point, u, v): Ericson 5.1.5, which
 /// classifies `p` against the triangle's Voronoi regions (three corners, three edges, the face).
-/// A degenerate triangle (a segment or a point) falls into a corner or edge region.
-pub(crate) fn closest_on_triangle(p: Vec3, [a, b, c]: [Vec3; 3]) -> (Vec3, f32, f32) {
+/// A degenerate triangle (a segment or a point) falls into a corner or edge region. Computed in
+/// f64 ([`closest_on_triangle64`]), so the regions' dot products do not cancel.
+pub(crate) fn closest_on_triangle(p: Vec3, tri: [Vec3; 3]) -> (Vec3, f32, f32) {
+    let (q, u, v) = closest_on_triangle64(p.as_dvec3(), tri.map(Vec3::as_dvec3));
+    (q.as_vec3(), u as f32, v as f32)
+}
+
+/// [`closest_on_triangle`] in f64.
+pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, f64, f64) {
     let (ab, ac, ap) = (b - a, c - a, p - a);
     let (d1, d2) = (ab.dot(ap), ac.dot(ap));
     if d1 <= 0.0 && d2 <= 0.0 {

@@ -6,6 +6,7 @@
 //!   swept-box queries.
 
 mod bvh;
+pub(crate) mod cast;
 mod closest;
 pub(crate) mod collapse;
 mod error;
@@ -23,6 +24,7 @@ pub use sweep::SweepHit;
 
 use glam::Vec3;
 
+pub use cast::ShapeCastHit;
 pub use closest::ClosestPoint;
 pub use error::MeshError;
 pub use policy::{HitCandidate, HitControl, HitPolicy};

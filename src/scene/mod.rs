@@ -52,7 +52,7 @@ pub use error::SceneError;
 pub use policy::{SceneHitCandidate, SceneHitPolicy};
 pub use proximity::SceneClosestPoint;
 pub use query::SceneHit;
-pub use sweep::SceneSweepHit;
+pub use sweep::{SceneShapeCastHit, SceneSweepHit};
 
 /// The user data the scene stores in its [`Dbvt`]: the slot of the instance in the scene's table
 /// and a copy of its filter mask, so that filtered and frustum queries never touch the table for

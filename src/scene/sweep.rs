@@ -19,7 +19,9 @@ use glam::{Mat3A, Vec3, Vec3A};
 use super::query::with_ws;
 use super::{InstanceId, InstanceSlot, Scene};
 use crate::dbvt::{RayControl, RayLeaf};
+use crate::math::Ray;
 use crate::math::{Aabb, InputError};
+use crate::mesh::cast::{check_shape, sweep_capsule_triangle, sweep_sphere_triangle};
 use crate::mesh::sweep::Obb;
 
 /// The first contact of a swept box with a scene.
@@ -91,5 +93,132 @@ impl Scene {
                 normal: inst.normal_to_world(Vec3A::from(n)).into(),
             }
         }))
+    }
+}
+
+/// The first contact of a swept sphere or capsule with a scene.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceneShapeCastHit {
+    /// Fraction of the displacement at first contact, in `[0, 1]`; 0 when the shape starts in
+    /// contact.
+    pub t: f32,
+    /// The instance touched.
+    pub instance: InstanceId,
+    /// Its user id.
+    pub user_id: u64,
+    /// The triangle touched, in its mesh's input order.
+    pub triangle: u32,
+    /// The point of contact, on the triangle, in world space.
+    pub point: Vec3,
+    /// Unit contact normal in world space, from the triangle towards the shape.
+    pub normal: Vec3,
+}
+
+impl Scene {
+    /// First contact of a sphere (`center`, `radius`) moving by `displacement` (`t` in `[0, 1]`)
+    /// with the triangles of the instances whose mask shares a bit with `mask`: exact in world
+    /// space under any transform (each candidate triangle is placed in the world and tested
+    /// there, as [`MeshBvh::cast_sphere`](crate::MeshBvh::cast_sphere) tests). Bad input as for
+    /// that method.
+    pub fn cast_sphere(
+        &self,
+        center: Vec3,
+        radius: f32,
+        displacement: Vec3,
+        mask: u32,
+    ) -> Result<Option<SceneShapeCastHit>, InputError> {
+        check_shape(&[center], radius, displacement)?;
+        let bounds = Aabb::from_center_half_extents(Vec3A::from(center), Vec3A::splat(radius));
+        Ok(self.cast_shape(&bounds, displacement, mask, |tri, limit| {
+            sweep_sphere_triangle(center, radius, displacement, tri, limit)
+        }))
+    }
+
+    /// First contact of a capsule (segment `[a, b]`, `radius`) moving by `displacement` with the
+    /// scene's triangles, exact as [`Scene::cast_sphere`]: a character controller's step through
+    /// a level of instances.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use glam::{Affine3A, Vec3};
+    /// use slabtree::{BuildOptions, MeshBvh, Scene, TriMesh};
+    ///
+    /// let cube = Arc::new(MeshBvh::build(&TriMesh::cuboid(Vec3::splat(0.5)), &BuildOptions::default()));
+    /// let mut scene = Scene::new();
+    /// // A wall: the cube stretched to 4 units high and moved to x = 3 (its face at x = 2.5).
+    /// let wall = Affine3A::from_scale_rotation_translation(Vec3::new(1.0, 4.0, 4.0), Default::default(), Vec3::X * 3.0);
+    /// scene.add(cube, wall, 9, Scene::ALL)?;
+    /// let hit = scene.cast_capsule(Vec3::ZERO, Vec3::Y, 0.5, Vec3::X * 4.0, Scene::ALL)?.unwrap();
+    /// assert_eq!((hit.user_id, hit.t, hit.normal), (9, 0.5, -Vec3::X));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cast_capsule(
+        &self,
+        a: Vec3,
+        b: Vec3,
+        radius: f32,
+        displacement: Vec3,
+        mask: u32,
+    ) -> Result<Option<SceneShapeCastHit>, InputError> {
+        check_shape(&[a, b], radius, displacement)?;
+        let bounds = Aabb::new(Vec3A::from(a.min(b)), Vec3A::from(a.max(b))).expand(radius);
+        Ok(self.cast_shape(&bounds, displacement, mask, |tri, limit| {
+            sweep_capsule_triangle(a, b, radius, displacement, tri, limit)
+        }))
+    }
+
+    /// The casts' walk: the instance tree box-cast with the shape's world box; each instance's
+    /// BVH box-cast in its space with a box around the world box's preimage (as
+    /// [`Scene::sweep_box`] does), and each candidate triangle placed in the world and tested by
+    /// `hit(world triangle, limit)`. An affine map keeps `t`.
+    fn cast_shape(
+        &self,
+        bounds: &Aabb,
+        displacement: Vec3,
+        mask: u32,
+        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, (Vec3, Vec3))>,
+    ) -> Option<SceneShapeCastHit> {
+        if bounds.validate().is_err() {
+            // A finite shape whose box overflows: nothing it can touch is representable.
+            return None;
+        }
+        let d = Vec3A::from(displacement);
+        let (center, half) = (bounds.center(), bounds.half_extents());
+        let mut best: Option<(u32, u32, f32, (Vec3, Vec3))> = None;
+        let _ = with_ws(|ws| {
+            self.tree.box_cast(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+                if leaf.data.mask & mask == 0 {
+                    return RayControl::Continue;
+                }
+                let inst = self.slot(leaf.data.index);
+                let limit = best.map_or(1.0, |b| b.2);
+                let m: Mat3A = inst.inverse.matrix3;
+                let local = inst.inverse.transform_point3a(center);
+                let ext = m.x_axis.abs() * half.x + m.y_axis.abs() * half.y + m.z_axis.abs() * half.z;
+                let pad = (local.abs() + ext + (m * d * limit).abs()) * 1e-5 + Vec3A::splat(f32::MIN_POSITIVE);
+                let ray = Ray::new(local, m * d).with_range(0.0, limit);
+                let ext = (ext + pad).min(Vec3A::splat(f32::MAX));
+                if ray.validate().is_err() || !ext.is_finite() {
+                    return RayControl::Continue;
+                }
+                let t = inst.transform;
+                let placed = |tri: &[Vec3; 3], lim: f32| hit(&tri.map(|v| t.transform_point3(v)), lim);
+                match inst.mesh.sweep_with(&ray, ext, placed) {
+                    Some((prim, t, h)) if best.is_none_or(|b| t < b.2) => {
+                        best = Some((leaf.data.index, prim, t, h));
+                        RayControl::Clip(t)
+                    }
+                    _ => RayControl::Continue,
+                }
+            })
+        });
+        best.map(|(s, triangle, t, (point, normal))| SceneShapeCastHit {
+            t,
+            instance: self.id_of(s),
+            user_id: self.slot(s).user_id,
+            triangle,
+            point,
+            normal,
+        })
     }
 }
