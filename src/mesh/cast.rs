@@ -181,6 +181,12 @@ fn segment_triangle(p0: DVec3, p1: DVec3, tri: [DVec3; 3]) -> (DVec3, DVec3) {
     best
 }
 
+/// Whether the box of triangle `tri` meets the box `[lo, hi]` (touching counts).
+fn boxes_meet(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {
+    let (tlo, thi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
+    tlo.cmple(hi).all() && thi.cmpge(lo).all()
+}
+
 /// The contact normal from the triangle's point `q` towards the shape's core point `x`; the
 /// triangle's normal facing against the motion when they coincide (a shape that starts deep).
 fn contact_normal(x: DVec3, q: DVec3, tri: [DVec3; 3], d: DVec3) -> Vec3 {
@@ -204,9 +210,11 @@ pub(crate) fn sweep_sphere_triangle(
 ) -> Option<(f32, (Vec3, Vec3))> {
     let tri64 = tri.map(Vec3::as_dvec3);
     let (c, d, r) = (c.as_dvec3(), d.as_dvec3(), f64::from(r));
-    let q0 = nearest_on_triangle(c, tri64);
-    if c.distance_squared(q0) <= r * r {
-        return Some((0.0, (q0.as_vec3(), contact_normal(c, q0, tri64, d))));
+    if boxes_meet(tri64, c - r, c + r) {
+        let q0 = nearest_on_triangle(c, tri64);
+        if c.distance_squared(q0) <= r * r {
+            return Some((0.0, (q0.as_vec3(), contact_normal(c, q0, tri64, d))));
+        }
     }
     let (t, q) = sphere_first_touch(c, r, d, tri64, f64::from(limit))?;
     Some((t as f32, (q.as_vec3(), contact_normal(c + d * t, q, tri64, d))))
@@ -224,9 +232,12 @@ pub(crate) fn sweep_capsule_triangle(
 ) -> Option<(f32, (Vec3, Vec3))> {
     let tri64 = tri.map(Vec3::as_dvec3);
     let (p0, p1, d, r, limit) = (p0.as_dvec3(), p1.as_dvec3(), d.as_dvec3(), f64::from(r), f64::from(limit));
-    let (x0, q0) = segment_triangle(p0, p1, tri64);
-    if x0.distance_squared(q0) <= r * r {
-        return Some((0.0, (q0.as_vec3(), contact_normal(x0, q0, tri64, d))));
+    // Already in contact: only where the triangle's box meets the capsule's at the start.
+    if boxes_meet(tri64, p0.min(p1) - r, p0.max(p1) + r) {
+        let (x0, q0) = segment_triangle(p0, p1, tri64);
+        if x0.distance_squared(q0) <= r * r {
+            return Some((0.0, (q0.as_vec3(), contact_normal(x0, q0, tri64, d))));
+        }
     }
     let mut best: Option<(f64, DVec3)> = None;
     let mut keep = |hit: Option<(f64, DVec3)>| {
@@ -350,7 +361,21 @@ impl MeshBvh {
         if ray.validate().is_err() || !ext.is_finite() {
             return None;
         }
-        let (triangle, t, (point, normal)) = self.sweep_with(&ray, ext, hit)?;
+        // A triangle whose box misses the box of the sweep up to the current limit cannot be
+        // touched: most of those the walk hands over are refused here before the exact test
+        // (the leaf's box holds four triangles).
+        let (c, d) = (Vec3::from(centre), displacement);
+        let e = Vec3::from(ext);
+        let screened = |tri: &[Vec3; 3], limit: f32| {
+            let (lo, hi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
+            let (a, b) = (c, c + d * limit);
+            let (slo, shi) = (a.min(b) - e, a.max(b) + e);
+            if lo.cmpgt(shi).any() || hi.cmplt(slo).any() {
+                return None;
+            }
+            hit(tri, limit)
+        };
+        let (triangle, t, (point, normal)) = self.sweep_with(&ray, ext, screened)?;
         Some(ShapeCastHit { t, triangle, point, normal })
     }
 }
