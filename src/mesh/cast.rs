@@ -14,7 +14,7 @@ use glam::{DVec3, Vec3, Vec3A};
 
 use super::MeshBvh;
 use super::closest::closest_on_triangle64;
-use crate::math::{InputError, Ray};
+use crate::math::{Aabb, InputError, Ray};
 
 /// The first contact of a swept sphere or capsule with a mesh.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -201,13 +201,7 @@ fn contact_normal(x: DVec3, q: DVec3, tri: [DVec3; 3], d: DVec3) -> Vec3 {
 
 /// First contact, `t` in `[0, limit]`, of the sphere (`c`, `r`) moving by `d` with triangle
 /// `tri`: (t, contact point, unit normal).
-pub(crate) fn sweep_sphere_triangle(
-    c: Vec3,
-    r: f32,
-    d: Vec3,
-    tri: &[Vec3; 3],
-    limit: f32,
-) -> Option<(f32, (Vec3, Vec3))> {
+fn sweep_sphere_triangle(c: Vec3, r: f32, d: Vec3, tri: &[Vec3; 3], limit: f32) -> Option<(f32, (Vec3, Vec3))> {
     let tri64 = tri.map(Vec3::as_dvec3);
     let (c, d, r) = (c.as_dvec3(), d.as_dvec3(), f64::from(r));
     if boxes_meet(tri64, c - r, c + r) {
@@ -222,7 +216,7 @@ pub(crate) fn sweep_sphere_triangle(
 
 /// First contact, `t` in `[0, limit]`, of the capsule (segment `[p0, p1]`, radius `r`) moving by
 /// `d` with triangle `tri`: (t, contact point, unit normal).
-pub(crate) fn sweep_capsule_triangle(
+fn sweep_capsule_triangle(
     p0: Vec3,
     p1: Vec3,
     r: f32,
@@ -307,11 +301,7 @@ impl MeshBvh {
         radius: f32,
         displacement: Vec3,
     ) -> Result<Option<ShapeCastHit>, InputError> {
-        check_shape(&[center], radius, displacement)?;
-        let ext = Vec3A::splat(radius);
-        Ok(self.cast(Vec3A::from(center), ext, displacement, |tri, limit| {
-            sweep_sphere_triangle(center, radius, displacement, tri, limit)
-        }))
+        Ok(self.cast(&Swept::new(center, center, radius, displacement)?))
     }
 
     /// First contact of the capsule (the points within `radius` of segment `[a, b]`) moving by
@@ -338,23 +328,14 @@ impl MeshBvh {
         radius: f32,
         displacement: Vec3,
     ) -> Result<Option<ShapeCastHit>, InputError> {
-        check_shape(&[a, b], radius, displacement)?;
-        let centre = Vec3A::from((a + b) * 0.5);
-        let ext = Vec3A::from((b - a).abs() * 0.5) + Vec3A::splat(radius);
-        Ok(self.cast(centre, ext, displacement, |tri, limit| {
-            sweep_capsule_triangle(a, b, radius, displacement, tri, limit)
-        }))
+        Ok(self.cast(&Swept::new(a, b, radius, displacement)?))
     }
 
-    /// The BVH walk of both casts, with the shape's box (centre, half-extents) padded so that
-    /// f32 rounding never makes it smaller than the shape.
-    fn cast(
-        &self,
-        centre: Vec3A,
-        ext: Vec3A,
-        displacement: Vec3,
-        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, (Vec3, Vec3))>,
-    ) -> Option<ShapeCastHit> {
+    /// The BVH walk of both casts, with the shape's box padded so that f32 rounding never makes
+    /// it smaller than the shape.
+    fn cast(&self, shape: &Swept) -> Option<ShapeCastHit> {
+        let bounds = shape.bounds();
+        let (centre, ext, displacement) = (bounds.center(), bounds.half_extents(), shape.d);
         let pad = (centre.abs() + ext) * 1e-6 + Vec3A::splat(f32::MIN_POSITIVE);
         let ext = (ext + pad).min(Vec3A::splat(f32::MAX));
         let ray = Ray::new(centre, Vec3A::from(displacement)).with_range(0.0, 1.0);
@@ -373,21 +354,53 @@ impl MeshBvh {
             if lo.cmpgt(shi).any() || hi.cmplt(slo).any() {
                 return None;
             }
-            hit(tri, limit)
+            shape.hit(tri, limit)
         };
         let (triangle, t, (point, normal)) = self.sweep_with(&ray, ext, screened)?;
         Some(ShapeCastHit { t, triangle, point, normal })
     }
 }
 
-/// The input checks of the casts.
-pub(crate) fn check_shape(points: &[Vec3], radius: f32, displacement: Vec3) -> Result<(), InputError> {
-    if !displacement.is_finite() {
-        return Err(InputError::NonFiniteDisplacement);
+/// A sphere or a capsule moving by `d`, checked: the points within `r` of segment `[a, b]` (a
+/// sphere when the ends coincide). The casts of meshes and scenes both take one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Swept {
+    a: Vec3,
+    b: Vec3,
+    r: f32,
+    d: Vec3,
+}
+
+impl Swept {
+    /// The shape, or the error for a non-finite point or displacement, or a NaN, infinite or
+    /// negative radius.
+    pub(crate) fn new(a: Vec3, b: Vec3, r: f32, d: Vec3) -> Result<Swept, InputError> {
+        if !d.is_finite() {
+            return Err(InputError::NonFiniteDisplacement);
+        }
+        let bad = [a, b].into_iter().find(|p| !p.is_finite()).or((!r.is_finite() || r < 0.0).then_some(a));
+        match bad {
+            Some(point) => Err(InputError::InvalidShape { point, radius: r }),
+            None => Ok(Swept { a, b, r, d }),
+        }
     }
-    let bad = points.iter().find(|p| !p.is_finite()).or((!radius.is_finite() || radius < 0.0).then_some(&points[0]));
-    match bad {
-        Some(&point) => Err(InputError::InvalidShape { point, radius }),
-        None => Ok(()),
+
+    /// Its box at the start (infinite when the radius overflows the coordinates).
+    pub(crate) fn bounds(&self) -> Aabb {
+        Aabb::new(Vec3A::from(self.a.min(self.b)), Vec3A::from(self.a.max(self.b))).expand(self.r)
+    }
+
+    /// Its displacement.
+    pub(crate) fn displacement(&self) -> Vec3 {
+        self.d
+    }
+
+    /// Its first contact with triangle `tri` by `limit`: (t, contact point, unit normal).
+    pub(crate) fn hit(&self, tri: &[Vec3; 3], limit: f32) -> Option<(f32, (Vec3, Vec3))> {
+        if self.a == self.b {
+            sweep_sphere_triangle(self.a, self.r, self.d, tri, limit)
+        } else {
+            sweep_capsule_triangle(self.a, self.b, self.r, self.d, tri, limit)
+        }
     }
 }

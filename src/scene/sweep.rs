@@ -21,7 +21,7 @@ use super::{InstanceId, InstanceSlot, Scene};
 use crate::dbvt::{RayControl, RayLeaf};
 use crate::math::Ray;
 use crate::math::{Aabb, InputError};
-use crate::mesh::cast::{check_shape, sweep_capsule_triangle, sweep_sphere_triangle};
+use crate::mesh::cast::Swept;
 use crate::mesh::sweep::Obb;
 
 /// The first contact of a swept box with a scene.
@@ -127,11 +127,7 @@ impl Scene {
         displacement: Vec3,
         mask: u32,
     ) -> Result<Option<SceneShapeCastHit>, InputError> {
-        check_shape(&[center], radius, displacement)?;
-        let bounds = Aabb::from_center_half_extents(Vec3A::from(center), Vec3A::splat(radius));
-        Ok(self.cast_shape(&bounds, displacement, mask, |tri, limit| {
-            sweep_sphere_triangle(center, radius, displacement, tri, limit)
-        }))
+        Ok(self.cast_shape(&Swept::new(center, center, radius, displacement)?, mask))
     }
 
     /// First contact of a capsule (segment `[a, b]`, `radius`) moving by `displacement` with the
@@ -160,24 +156,15 @@ impl Scene {
         displacement: Vec3,
         mask: u32,
     ) -> Result<Option<SceneShapeCastHit>, InputError> {
-        check_shape(&[a, b], radius, displacement)?;
-        let bounds = Aabb::new(Vec3A::from(a.min(b)), Vec3A::from(a.max(b))).expand(radius);
-        Ok(self.cast_shape(&bounds, displacement, mask, |tri, limit| {
-            sweep_capsule_triangle(a, b, radius, displacement, tri, limit)
-        }))
+        Ok(self.cast_shape(&Swept::new(a, b, radius, displacement)?, mask))
     }
 
     /// The casts' walk: the instance tree box-cast with the shape's world box; each instance's
     /// BVH box-cast in its space with a box around the world box's preimage (as
     /// [`Scene::sweep_box`] does), and each candidate triangle placed in the world and tested by
-    /// `hit(world triangle, limit)`. An affine map keeps `t`.
-    fn cast_shape(
-        &self,
-        bounds: &Aabb,
-        displacement: Vec3,
-        mask: u32,
-        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, (Vec3, Vec3))>,
-    ) -> Option<SceneShapeCastHit> {
+    /// the shape's exact test. An affine map keeps `t`.
+    fn cast_shape(&self, shape: &Swept, mask: u32) -> Option<SceneShapeCastHit> {
+        let (bounds, displacement) = (&shape.bounds(), shape.displacement());
         if bounds.validate().is_err() {
             // A finite shape whose box overflows: nothing it can touch is representable.
             return None;
@@ -202,7 +189,7 @@ impl Scene {
                     return RayControl::Continue;
                 }
                 let t = inst.transform;
-                let placed = |tri: &[Vec3; 3], lim: f32| hit(&tri.map(|v| t.transform_point3(v)), lim);
+                let placed = |tri: &[Vec3; 3], lim: f32| shape.hit(&tri.map(|v| t.transform_point3(v)), lim);
                 match inst.mesh.sweep_with(&ray, ext, placed) {
                     Some((prim, t, h)) if best.is_none_or(|b| t < b.2) => {
                         best = Some((leaf.data.index, prim, t, h));
