@@ -14,7 +14,7 @@ use glam::{Vec3, Vec3A};
 use super::TriMesh;
 use super::collapse::collapse;
 use super::layout::Blocks;
-use super::policy::{HitPolicy, PolicyLeaf, RayLeaf};
+use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::build::{BinnedSah, BuildItem};
@@ -374,19 +374,10 @@ impl MeshBvh {
         self.trace::<true>(ray)
     }
 
-    /// A valid ray's nearest (or, with `ANY`, first) pack hit, with the mesh's triangle test
-    /// chosen once here: each test gets its own traversal loop, without a per-leaf branch or the
-    /// other test's per-ray set-up.
+    /// A valid ray's nearest (or, with `ANY`, first) pack hit.
     #[inline(always)]
     fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
-        match self.options.triangle_test {
-            TriangleTest::MollerTrumbore => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false>::new(ray))
-            }
-            TriangleTest::Watertight => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true>::new(ray))
-            }
-        }
+        self.trace_deciding::<ANY, _>(ray, Nearest)
     }
 
     /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
@@ -395,12 +386,23 @@ impl MeshBvh {
         ray: &Ray,
         policy: &mut P,
     ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace_deciding::<ANY, _>(ray, Offer(policy))
+    }
+
+    /// Every ray query's walk, with the mesh's triangle test chosen once here: each test gets
+    /// its own traversal loop, without a per-leaf branch or the other test's per-ray set-up.
+    #[inline(always)]
+    fn trace_deciding<const ANY: bool, D: Decide>(
+        &self,
+        ray: &Ray,
+        decide: D,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut PolicyLeaf::<false, _>::new(ray, policy))
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false, _>::new(ray, decide))
             }
             TriangleTest::Watertight => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut PolicyLeaf::<true, _>::new(ray, policy))
+                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true, _>::new(ray, decide))
             }
         }
     }

@@ -3,11 +3,12 @@
 //! The counterpart, for triangles, of the dynamic tree's [`crate::RayPolicy`], and of Embree's
 //! filter functions: at each candidate hit (triangle, `t`, `u`, `v`) the policy accepts it (the
 //! ray is clipped to it), ignores it (an alpha-tested leaf, the ray's own surface) or stops the
-//! query at it. Policy queries run on the fixed queries' kernel (the one traversal loop,
-//! `wide::closest_first`, and the mesh's pack visitor), with a leaf test that offers each hit to
-//! the policy where the fixed queries' takes the pack's nearest: [`MeshBvh::intersect_with`] on
-//! the closest-first walk, [`MeshBvh::occluded_with`] on the any-hit walk. All hits along a ray
-//! ([`MeshBvh::intersect_all`]) is the policy that ignores every hit.
+//! query at it. Every ray query runs on one kernel: the traversal loop (`wide::closest_first`),
+//! the mesh's pack visitor, and one leaf test ([`RayLeaf`]) generic over what decides at a hit:
+//! the fixed queries' take the pack's nearest hit ([`Nearest`]), the policy queries offer each
+//! hit to the caller ([`Offer`]); [`MeshBvh::intersect_with`] walks closest first,
+//! [`MeshBvh::occluded_with`] any hit first. All hits along a ray ([`MeshBvh::intersect_all`]) is
+//! the policy that ignores every hit.
 //!
 //! Within a pack, candidates are offered nearest first (the lowest lane on equal distances), and
 //! an accepted one ends the pack: the others lie at or beyond it. So a policy that accepts
@@ -15,7 +16,7 @@
 //! it).
 
 use super::bvh::{Hit, LeafTest, MeshBvh};
-use super::triangle::{LaneHits, PackHit, TriPack, TriRay};
+use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{InputError, Ray};
 
 /// A triangle a ray crosses within its current range, offered to a [`HitPolicy`].
@@ -61,65 +62,74 @@ impl<F: FnMut(&HitCandidate) -> HitControl> HitPolicy for F {
     }
 }
 
-/// Ray against triangles, by the watertight test or by Möller–Trumbore: the nearest hit of each
-/// pack, the leaf test of the fixed queries. (A [`PolicyLeaf`] whose policy accepts everything
-/// gives the same hits, but its loop over a pack's lanes cost 2-3% more instructions per
-/// closest-hit ray on the bunny, callgrind.)
-pub(super) struct RayLeaf<const WATERTIGHT: bool> {
+/// How a [`RayLeaf`] decides at a pack's hits: every hit offered to a caller's [`HitPolicy`]
+/// ([`Offer`]), or the pack's nearest taken at once ([`Nearest`], the fixed queries). Known at
+/// compile time, so the fixed queries' leaf test is the nearest-lane one with nothing of the
+/// policy loop left in it (that loop, with a policy that accepts everything, cost 2-3% more
+/// instructions per closest-hit bunny ray, callgrind).
+pub(super) trait Decide {
+    /// Whether only the pack's nearest hit matters, taken without asking.
+    const NEAREST: bool;
+    /// What to do with `candidate`.
+    fn decide(&mut self, candidate: &HitCandidate) -> HitControl;
+}
+
+/// The fixed queries: the nearest hit is taken.
+pub(super) struct Nearest;
+
+impl Decide for Nearest {
+    const NEAREST: bool = true;
+    #[inline(always)]
+    fn decide(&mut self, _: &HitCandidate) -> HitControl {
+        HitControl::Accept
+    }
+}
+
+/// A caller's policy, asked at every hit.
+pub(super) struct Offer<'p, P>(pub(super) &'p mut P);
+
+impl<P: HitPolicy> Decide for Offer<'_, P> {
+    const NEAREST: bool = false;
+    #[inline(always)]
+    fn decide(&mut self, candidate: &HitCandidate) -> HitControl {
+        self.0.visit(candidate)
+    }
+}
+
+/// Ray against triangles, by the watertight test or by Möller–Trumbore, with `D` deciding at the
+/// hits: the one leaf test of every ray query, fixed or with a policy.
+pub(super) struct RayLeaf<const WATERTIGHT: bool, D> {
     tr: TriRay,
-}
-
-impl<const WATERTIGHT: bool> RayLeaf<WATERTIGHT> {
-    #[inline(always)]
-    pub(super) fn new(ray: &Ray) -> Self {
-        RayLeaf { tr: TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT) }
-    }
-
-    /// The pack's hits within `tmax`.
-    #[inline(always)]
-    fn lanes(&self, p: &TriPack, tmax: f32) -> Option<LaneHits> {
-        if WATERTIGHT { self.tr.intersect_watertight_lanes(p, tmax) } else { self.tr.intersect_mt_lanes(p, tmax) }
-    }
-}
-
-impl<const WATERTIGHT: bool> LeafTest for RayLeaf<WATERTIGHT> {
-    type Hit = PackHit;
-
-    #[inline(always)]
-    fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
-        let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
-        h.pack = index;
-        Some((p.prim[h.lane], h.t, h))
-    }
-}
-
-/// Ray against triangles with `policy` deciding at each hit.
-pub(super) struct PolicyLeaf<'p, const WATERTIGHT: bool, P> {
-    ray: RayLeaf<WATERTIGHT>,
-    policy: &'p mut P,
+    decide: D,
     stopped: bool,
 }
 
-impl<'p, const WATERTIGHT: bool, P: HitPolicy> PolicyLeaf<'p, WATERTIGHT, P> {
+impl<const WATERTIGHT: bool, D: Decide> RayLeaf<WATERTIGHT, D> {
     #[inline(always)]
-    pub(super) fn new(ray: &Ray, policy: &'p mut P) -> Self {
-        PolicyLeaf { ray: RayLeaf::new(ray), policy, stopped: false }
+    pub(super) fn new(ray: &Ray, decide: D) -> Self {
+        RayLeaf { tr: TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT), decide, stopped: false }
     }
 }
 
-impl<const WATERTIGHT: bool, P: HitPolicy> LeafTest for PolicyLeaf<'_, WATERTIGHT, P> {
+impl<const WATERTIGHT: bool, D: Decide> LeafTest for RayLeaf<WATERTIGHT, D> {
     type Hit = PackHit;
 
     #[inline(always)]
     fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
-        let lanes = self.ray.lanes(p, tmax)?;
+        if D::NEAREST {
+            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
+            h.pack = index;
+            return Some((p.prim[h.lane], h.t, h));
+        }
+        let lanes =
+            if WATERTIGHT { self.tr.intersect_watertight_lanes(p, tmax) } else { self.tr.intersect_mt_lanes(p, tmax) }?;
         let mut left = lanes.mask;
         while left != 0 {
             let lane = lanes.nearest_of(left);
             left &= !(1 << lane);
             let found = lanes.hit(index, lane);
             let candidate = HitCandidate { triangle: p.prim[lane], t: found.t, u: found.u, v: found.v, found };
-            match self.policy.visit(&candidate) {
+            match self.decide.decide(&candidate) {
                 HitControl::Accept => return Some((candidate.triangle, found.t, found)),
                 HitControl::Ignore => {}
                 HitControl::Stop => {
@@ -133,7 +143,7 @@ impl<const WATERTIGHT: bool, P: HitPolicy> LeafTest for PolicyLeaf<'_, WATERTIGH
 
     #[inline(always)]
     fn stopped(&self) -> bool {
-        self.stopped
+        !D::NEAREST && self.stopped
     }
 }
 
