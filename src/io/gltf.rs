@@ -75,7 +75,12 @@ impl GltfDocument {
     /// Fails on a transform that is not finite or takes its mesh beyond the f32 range, which
     /// [`read_gltf`] never gives.
     pub fn build_scene(&self, options: &BuildOptions) -> Result<Scene, SceneError> {
-        let used: Vec<bool> = (0..self.meshes.len()).map(|m| self.instances.iter().any(|i| i.mesh == m)).collect();
+        let mut used = vec![false; self.meshes.len()];
+        for inst in &self.instances {
+            if let Some(u) = used.get_mut(inst.mesh) {
+                *u = true;
+            }
+        }
         let bvhs: Vec<Option<Arc<MeshBvh>>> = crate::par::map_range(self.meshes.len() as u32, 1, |m| {
             let g = &self.meshes[m as usize];
             (used[m as usize] && !g.mesh.is_empty()).then(|| Arc::new(MeshBvh::build(&g.mesh, options)))

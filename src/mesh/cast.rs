@@ -342,21 +342,7 @@ impl MeshBvh {
         if ray.validate().is_err() || !ext.is_finite() {
             return None;
         }
-        // A triangle whose box misses the box of the sweep up to the current limit cannot be
-        // touched: most of those the walk hands over are refused here before the exact test
-        // (the leaf's box holds four triangles).
-        let (c, d) = (Vec3::from(centre), displacement);
-        let e = Vec3::from(ext);
-        let screened = |tri: &[Vec3; 3], limit: f32| {
-            let (lo, hi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
-            let (a, b) = (c, c + d * limit);
-            let (slo, shi) = (a.min(b) - e, a.max(b) + e);
-            if lo.cmpgt(shi).any() || hi.cmplt(slo).any() {
-                return None;
-            }
-            shape.hit(tri, limit)
-        };
-        let (triangle, t, (point, normal)) = self.sweep_with(&ray, ext, screened)?;
+        let (triangle, t, (point, normal)) = self.sweep_with(&ray, ext, |tri, limit| shape.hit(tri, limit))?;
         Some(ShapeCastHit { t, triangle, point, normal })
     }
 }
@@ -369,6 +355,9 @@ pub(crate) struct Swept {
     b: Vec3,
     r: f32,
     d: Vec3,
+    /// The shape's box at the start, padded for the screen in [`Swept::hit`].
+    lo: Vec3,
+    hi: Vec3,
 }
 
 impl Swept {
@@ -379,10 +368,13 @@ impl Swept {
             return Err(InputError::NonFiniteDisplacement);
         }
         let bad = [a, b].into_iter().find(|p| !p.is_finite()).or((!r.is_finite() || r < 0.0).then_some(a));
-        match bad {
-            Some(point) => Err(InputError::InvalidShape { point, radius: r }),
-            None => Ok(Swept { a, b, r, d }),
+        if let Some(point) = bad {
+            return Err(InputError::InvalidShape { point, radius: r });
         }
+        // 1e-6 of the largest coordinate the screen's sums meet covers their f32 rounding.
+        let (lo, hi) = (a.min(b), a.max(b));
+        let pad = r + (lo.abs().max(hi.abs()) + d.abs() + r) * 1e-6 + Vec3::splat(f32::MIN_POSITIVE);
+        Ok(Swept { a, b, r, d, lo: lo - pad, hi: hi + pad })
     }
 
     /// Its box at the start (infinite when the radius overflows the coordinates).
@@ -396,7 +388,20 @@ impl Swept {
     }
 
     /// Its first contact with triangle `tri` by `limit`: (t, contact point, unit normal).
+    ///
+    /// A triangle whose box misses the box of the sweep up to `limit` cannot be touched, and is
+    /// refused before the exact f64 test: most of those a walk hands over are (a leaf's box holds
+    /// four triangles), and the capsule casts on the bunny went from 130 to 91 ms per 5,000
+    /// (`queries_vs_parry`). The start box is padded (see [`Swept::new`]) so that f32 rounding
+    /// never refuses a contact. Inlined into the leaf loop: called per triangle, the screen cost
+    /// the bunny's capsule casts 5% (97 against 92 ms).
+    #[inline(always)]
     pub(crate) fn hit(&self, tri: &[Vec3; 3], limit: f32) -> Option<(f32, (Vec3, Vec3))> {
+        let (lo, hi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
+        let moved = self.d * limit;
+        if lo.cmpgt(self.hi + moved.max(Vec3::ZERO)).any() || hi.cmplt(self.lo + moved.min(Vec3::ZERO)).any() {
+            return None;
+        }
         if self.a == self.b {
             sweep_sphere_triangle(self.a, self.r, self.d, tri, limit)
         } else {

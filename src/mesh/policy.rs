@@ -153,7 +153,7 @@ impl MeshBvh {
     /// its current end, each at most once, roughly nearest first. An invalid ray is refused, as by
     /// [`MeshBvh::intersect`].
     ///
-    /// An alpha test that lets the ray through the left half of each triangle:
+    /// An alpha test that cuts one triangle away:
     ///
     /// ```
     /// use slabtree::{BuildOptions, HitControl, MeshBvh, Ray, TriMesh};

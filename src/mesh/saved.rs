@@ -254,17 +254,13 @@ impl MeshBvh {
         if stored != computed {
             return Err(SavedBvhError::Checksum { stored, computed });
         }
-        fn u32s(range: &[u8]) -> impl Iterator<Item = u32> + '_ {
-            range.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        }
-        let positions: Vec<Vec3> = u32s(&bytes[at[0]..at[1]])
-            .map(f32::from_bits)
-            .collect::<Vec<f32>>()
-            .chunks_exact(3)
-            .map(|c| Vec3::new(c[0], c[1], c[2]))
-            .collect();
-        let tris: Vec<[u32; 3]> =
-            u32s(&bytes[at[1]..at[2]]).collect::<Vec<u32>>().chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        // Three little-endian words of a 12-byte record.
+        let words = |c: &[u8]| -> [u32; 3] {
+            std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes")))
+        };
+        let positions: Vec<Vec3> =
+            bytes[at[0]..at[1]].chunks_exact(12).map(|c| Vec3::from_array(words(c).map(f32::from_bits))).collect();
+        let tris: Vec<[u32; 3]> = bytes[at[1]..at[2]].chunks_exact(12).map(words).collect();
         let mesh = TriMesh::new(positions, tris).map_err(SavedBvhError::Mesh)?;
         let mut blocks = Blocks::zeroed(blocks as usize);
         blocks.fill_from_le_bytes(&bytes[at[2]..at[3]]);

@@ -144,67 +144,67 @@ macro_rules! moller_trumbore {
 /// `$then(mask, t, u, v)` over the hit lanes; a macro for the reason given at `moller_trumbore`.
 macro_rules! watertight {
     ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
-            let [kx, ky, kz] = $ray.k;
-            let [sx, sy, _] = $ray.shear;
-            // Vertices relative to the origin, then sheared into ray space.
-            let rel = |k: usize| -> [f32x4; 3] {
-                [$p.lanes(k, 0) - $ray.o[0], $p.lanes(k, 1) - $ray.o[1], $p.lanes(k, 2) - $ray.o[2]]
-            };
-            let (ra, rb, rc) = (rel(0), rel(1), rel(2));
-            let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
-            let [ax, ay] = shear(&ra);
-            let [bx, by] = shear(&rb);
-            let [cx, cy] = shear(&rc);
-            let mut u = cx * by - cy * bx;
-            let mut v = ax * cy - ay * cx;
-            let mut w = bx * ay - by * ax;
-            let zero = f32x4::ZERO;
-            let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
-            if (any_zero & $p.valid()).any() {
-                // Recompute exactly-zero edge functions in double precision (section 3.4 of the
-                // paper): the f32 products are exact in f64, so the sign is the true sign.
-                let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
-                let (axa, aya, bxa, bya, cxa, cya) =
-                    (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
-                for l in 0..4 {
-                    if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
-                        let f = |a: f32| a as f64;
-                        ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
-                        va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
-                        wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
-                    }
+        let [kx, ky, kz] = $ray.k;
+        let [sx, sy, _] = $ray.shear;
+        // Vertices relative to the origin, then sheared into ray space.
+        let rel = |k: usize| -> [f32x4; 3] {
+            [$p.lanes(k, 0) - $ray.o[0], $p.lanes(k, 1) - $ray.o[1], $p.lanes(k, 2) - $ray.o[2]]
+        };
+        let (ra, rb, rc) = (rel(0), rel(1), rel(2));
+        let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
+        let [ax, ay] = shear(&ra);
+        let [bx, by] = shear(&rb);
+        let [cx, cy] = shear(&rc);
+        let mut u = cx * by - cy * bx;
+        let mut v = ax * cy - ay * cx;
+        let mut w = bx * ay - by * ax;
+        let zero = f32x4::ZERO;
+        let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
+        if (any_zero & $p.valid()).any() {
+            // Recompute exactly-zero edge functions in double precision (section 3.4 of the
+            // paper): the f32 products are exact in f64, so the sign is the true sign.
+            let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
+            let (axa, aya, bxa, bya, cxa, cya) =
+                (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
+            for l in 0..4 {
+                if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
+                    let f = |a: f32| a as f64;
+                    ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
+                    va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
+                    wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
                 }
-                u = f32x4::new(ua);
-                v = f32x4::new(va);
-                w = f32x4::new(wa);
             }
-            let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
-            let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
-            let det = u + v + w;
-            // The edge functions decide inside or outside (watertight). The distance, though, is taken
-            // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
-            // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
-            // distance to the origin and lost up to 1e-3 relative on large triangles near the origin
-            // (Sponza's walls).
-            let e1 = [$p.lanes(1, 0) - $p.lanes(0, 0), $p.lanes(1, 1) - $p.lanes(0, 1), $p.lanes(1, 2) - $p.lanes(0, 2)];
-            let e2 = [$p.lanes(2, 0) - $p.lanes(0, 0), $p.lanes(2, 1) - $p.lanes(0, 1), $p.lanes(2, 2) - $p.lanes(0, 2)];
-            let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
-            let den = n[0] * $ray.d[0] + n[1] * $ray.d[1] + n[2] * $ray.d[2];
-            let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
-            let mask = $p.valid()
-                & !(neg & pos)
-                & det.simd_ne(zero)
-                & t.simd_ge(f32x4::splat($ray.tmin))
-                & t.simd_le(f32x4::splat($tmax))
-                // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
-                & t.simd_lt(f32x4::splat(f32::INFINITY));
-            let inv = f32x4::ONE / det;
-            let (bu, bv) = (v * inv, w * inv);
-            // Edge functions of a triangle with coordinates near f32::MAX overflow to inf and NaN, and
-            // a NaN passes "not on both sides" (every comparison is false): demand finite
-            // barycentrics (a fuzzing finding, tests/regressions.rs).
-            let mask = mask & bu.is_finite() & bv.is_finite();
-            $then(mask, t, bu, bv)
+            u = f32x4::new(ua);
+            v = f32x4::new(va);
+            w = f32x4::new(wa);
+        }
+        let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
+        let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
+        let det = u + v + w;
+        // The edge functions decide inside or outside (watertight). The distance, though, is taken
+        // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
+        // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
+        // distance to the origin and lost up to 1e-3 relative on large triangles near the origin
+        // (Sponza's walls).
+        let e1 = [$p.lanes(1, 0) - $p.lanes(0, 0), $p.lanes(1, 1) - $p.lanes(0, 1), $p.lanes(1, 2) - $p.lanes(0, 2)];
+        let e2 = [$p.lanes(2, 0) - $p.lanes(0, 0), $p.lanes(2, 1) - $p.lanes(0, 1), $p.lanes(2, 2) - $p.lanes(0, 2)];
+        let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+        let den = n[0] * $ray.d[0] + n[1] * $ray.d[1] + n[2] * $ray.d[2];
+        let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
+        let mask = $p.valid()
+            & !(neg & pos)
+            & det.simd_ne(zero)
+            & t.simd_ge(f32x4::splat($ray.tmin))
+            & t.simd_le(f32x4::splat($tmax))
+            // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
+            & t.simd_lt(f32x4::splat(f32::INFINITY));
+        let inv = f32x4::ONE / det;
+        let (bu, bv) = (v * inv, w * inv);
+        // Edge functions of a triangle with coordinates near f32::MAX overflow to inf and NaN, and
+        // a NaN passes "not on both sides" (every comparison is false): demand finite
+        // barycentrics (a fuzzing finding, tests/regressions.rs).
+        let mask = mask & bu.is_finite() & bv.is_finite();
+        $then(mask, t, bu, bv)
     }};
 }
 
@@ -420,7 +420,9 @@ impl LaneHits {
 }
 
 /// The lane with the smallest `t` among `mask` (the first on ties), as a hit of pack 0 (the
-/// caller sets the pack).
+/// caller sets the pack). The same choice as [`LaneHits::nearest_of`], written out again: calling
+/// one shared loop from both cost the closest-hit walk 8-11 instructions per bunny ray
+/// (callgrind), by the register allocation of the loop that inlines this.
 #[inline(always)]
 fn nearest(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<PackHit> {
     let bits = mask.to_bitmask();

@@ -75,7 +75,8 @@ impl Scene {
     ) -> Result<Option<SceneHit>, InputError> {
         ray.validate()?;
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
-        self.walk_with::<false>(ray, mask, policy, &mut |slot, hit, stopped| {
+        self.walk_with::<false>(ray, mask, policy, &mut |slot, finish, stopped| {
+            let hit = finish();
             // Equal distances in two instances keep the first, as `Scene::intersect` does.
             if stopped || best.is_none_or(|b| hit.t < b.1.t) {
                 best = Some((slot, hit));
@@ -139,15 +140,16 @@ impl Scene {
     }
 
     /// The instance walk of the policy queries: each instance's mesh walk (closest-first, or any
-    /// hit with `ANY`) with `policy` seeing its candidates; `found(slot, hit, stopped)` gets every
-    /// hit taken (accepted, or stopped at and then the last), each at or before the ray's end
-    /// as clipped by the hits before it.
+    /// hit with `ANY`) with `policy` seeing its candidates; `found(slot, finish, stopped)` gets
+    /// every hit taken (accepted, or stopped at and then the last), each at or before the ray's
+    /// end as clipped by the hits before it, with `finish` making its public hit (in f64, so
+    /// only where the hit is kept: `occluded_with` needs none).
     fn walk_with<const ANY: bool>(
         &self,
         ray: &Ray,
         mask: u32,
         policy: &mut impl SceneHitPolicy,
-        found: &mut impl FnMut(u32, crate::mesh::Hit, bool),
+        found: &mut impl FnMut(u32, &dyn Fn() -> crate::mesh::Hit, bool),
     ) {
         let mut cast = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -176,8 +178,7 @@ impl Scene {
             let (hit, _) = inst.mesh.trace_with::<ANY, _>(&local, &mut inner);
             match hit {
                 Some((prim, h)) => {
-                    let hit = inst.mesh.finish(prim, h, &local);
-                    found(slot, hit, stopped);
+                    found(slot, &|| inst.mesh.finish(prim, h, &local), stopped);
                     if ANY || stopped { RayControl::Stop } else { RayControl::Clip(h.t) }
                 }
                 None => RayControl::Continue,

@@ -14,7 +14,7 @@
 //! axes, the box's 3 face normals, the triangle's normal and the 9 cross products of box edges
 //! with triangle edges, each giving one interval of overlap in `t`.
 
-use glam::{Mat3A, Vec3, Vec3A};
+use glam::{Affine3A, Mat3A, Vec3, Vec3A};
 
 use super::query::with_ws;
 use super::{InstanceId, InstanceSlot, Scene};
@@ -40,6 +40,18 @@ pub struct SceneSweepHit {
     pub normal: Vec3,
 }
 
+/// A world box (centre, half-extents) moving by `d` up to `limit`, seen from an instance through
+/// its `inverse` transform: the box's centre in instance space, and half-extents of a box around
+/// its image there (a parallelepiped), padded so that f32 rounding never makes it smaller. Its
+/// sweep covers the image's; the box sweep and the shape casts walk an instance's BVH with it.
+fn local_sweep_box(inverse: &Affine3A, center: Vec3A, half: Vec3A, d: Vec3A, limit: f32) -> (Vec3A, Vec3A) {
+    let m: Mat3A = inverse.matrix3;
+    let local = inverse.transform_point3a(center);
+    let ext = m.x_axis.abs() * half.x + m.y_axis.abs() * half.y + m.z_axis.abs() * half.z;
+    let pad = (local.abs() + ext + (m * d * limit).abs()) * 1e-5 + Vec3A::splat(f32::MIN_POSITIVE);
+    (local, ext + pad)
+}
+
 impl Scene {
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the triangles
     /// of the instances whose mask shares a bit with `mask`, or `None` when nothing is touched.
@@ -59,16 +71,13 @@ impl Scene {
                 let inst = self.slot(leaf.data.index);
                 let limit = best.map_or(1.0, |b| b.2);
                 let m: Mat3A = inst.inverse.matrix3;
+                let (local, ext) = local_sweep_box(&inst.inverse, center, half, displacement, limit);
                 let obb = Obb {
-                    center: inst.inverse.transform_point3a(center).into(),
+                    center: local.into(),
                     axes: [m.x_axis.into(), m.y_axis.into(), m.z_axis.into()],
                     half: half.into(),
                 };
-                // A box around the parallelepiped in instance space, padded so that f32
-                // rounding never makes it smaller; its sweep covers the parallelepiped's.
-                let ext = m.x_axis.abs() * half.x + m.y_axis.abs() * half.y + m.z_axis.abs() * half.z;
-                let pad = (Vec3A::from(obb.center).abs() + ext + (m * displacement * limit).abs()) * 1e-5;
-                let found = inst.mesh.sweep_obb(&obb, ext + pad, m * displacement, limit);
+                let found = inst.mesh.sweep_obb(&obb, ext, m * displacement, limit);
                 match found {
                     Some((prim, t, n)) if best.is_none_or(|b| t < b.2) => {
                         best = Some((leaf.data.index, prim, t, n));
@@ -179,12 +188,9 @@ impl Scene {
                 }
                 let inst = self.slot(leaf.data.index);
                 let limit = best.map_or(1.0, |b| b.2);
-                let m: Mat3A = inst.inverse.matrix3;
-                let local = inst.inverse.transform_point3a(center);
-                let ext = m.x_axis.abs() * half.x + m.y_axis.abs() * half.y + m.z_axis.abs() * half.z;
-                let pad = (local.abs() + ext + (m * d * limit).abs()) * 1e-5 + Vec3A::splat(f32::MIN_POSITIVE);
-                let ray = Ray::new(local, m * d).with_range(0.0, limit);
-                let ext = (ext + pad).min(Vec3A::splat(f32::MAX));
+                let (local, ext) = local_sweep_box(&inst.inverse, center, half, d, limit);
+                let ray = Ray::new(local, inst.inverse.matrix3 * d).with_range(0.0, limit);
+                let ext = ext.min(Vec3A::splat(f32::MAX));
                 if ray.validate().is_err() || !ext.is_finite() {
                     return RayControl::Continue;
                 }

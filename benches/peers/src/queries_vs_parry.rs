@@ -22,7 +22,7 @@ use std::time::Instant;
 use glam::Vec3;
 use parry3d::math::{Pose, Vector};
 use parry3d::query::{PointQuery, ShapeCastOptions, cast_shapes};
-use parry3d::shape::{Ball, Capsule, TriMesh as PTriMesh};
+use parry3d::shape::{Ball, Capsule, Shape, TriMesh as PTriMesh};
 use slabtree::{BuildOptions, MeshBvh, load_mesh};
 use slabtree_testkit::rng::Rng;
 
@@ -35,6 +35,25 @@ struct Kind {
 
 fn v(p: Vec3) -> Vector {
     Vector::new(p.x, p.y, p.z)
+}
+
+/// parry3d's time of impact (NaN for a miss) of `shape` moving from `a` to `b` for each cast.
+fn parry_casts(mesh: &PTriMesh, casts: &[(Vec3, Vec3)], shape: &dyn Shape) -> Vec<f32> {
+    let opts = ShapeCastOptions {
+        max_time_of_impact: 1.0,
+        target_distance: 0.0,
+        stop_at_penetration: true,
+        compute_impact_geometry_on_penetration: false,
+    };
+    casts
+        .iter()
+        .map(|&(a, b)| {
+            let pos = Pose::translation(a.x, a.y, a.z);
+            cast_shapes(&pos, v(b - a), shape, &Pose::IDENTITY, Vector::ZERO, mesh, opts)
+                .expect("supported")
+                .map_or(f32::NAN, |h| h.time_of_impact)
+        })
+        .collect()
 }
 
 /// Answers (a distance or a time of impact; NaN for a miss) of `n` queries, and the time.
@@ -70,12 +89,6 @@ fn main() {
         let points: Vec<Vec3> = (0..20_000).map(|_| point(1.5)).collect();
         let casts: Vec<(Vec3, Vec3)> = (0..5_000).map(|_| (point(1.2), point(1.2))).collect();
         let (r_sphere, half_capsule) = (0.01 * diag, 0.02 * diag);
-        let opts = ShapeCastOptions {
-            max_time_of_impact: 1.0,
-            target_distance: 0.0,
-            stop_at_penetration: true,
-            compute_impact_geometry_on_penetration: false,
-        };
         let kinds: Vec<(&'static str, usize, Box<dyn Fn() -> Vec<f32>>, Box<dyn Fn() -> Vec<f32>>)> = vec![
             (
                 "closest point",
@@ -102,18 +115,7 @@ fn main() {
                         .map(|&(a, b)| bvh.cast_sphere(a, r_sphere, b - a).unwrap().map_or(f32::NAN, |h| h.t))
                         .collect()
                 }),
-                Box::new(|| {
-                    let ball = Ball::new(r_sphere);
-                    casts
-                        .iter()
-                        .map(|&(a, b)| {
-                            let pos = Pose::translation(a.x, a.y, a.z);
-                            cast_shapes(&pos, v(b - a), &ball, &Pose::IDENTITY, Vector::ZERO, &pmesh, opts)
-                                .expect("supported")
-                                .map_or(f32::NAN, |h| h.time_of_impact)
-                        })
-                        .collect()
-                }),
+                Box::new(|| parry_casts(&pmesh, &casts, &Ball::new(r_sphere))),
             ),
             (
                 "capsule cast",
@@ -127,18 +129,7 @@ fn main() {
                         })
                         .collect()
                 }),
-                Box::new(|| {
-                    let capsule = Capsule::new_y(half_capsule, r_sphere);
-                    casts
-                        .iter()
-                        .map(|&(a, b)| {
-                            let pos = Pose::translation(a.x, a.y, a.z);
-                            cast_shapes(&pos, v(b - a), &capsule, &Pose::IDENTITY, Vector::ZERO, &pmesh, opts)
-                                .expect("supported")
-                                .map_or(f32::NAN, |h| h.time_of_impact)
-                        })
-                        .collect()
-                }),
+                Box::new(|| parry_casts(&pmesh, &casts, &Capsule::new_y(half_capsule, r_sphere))),
             ),
         ];
         for (name, n, slab, parry) in &kinds {
