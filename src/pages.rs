@@ -71,6 +71,26 @@ impl<T: Copy> PagedSlice<T> {
     /// # Safety
     /// All-zero bytes must be a valid `T` (plain integer and float data).
     pub(crate) unsafe fn zeroed(len: usize) -> PagedSlice<T> {
+        // SAFETY: zero bytes are a valid `T` by this function's contract.
+        unsafe { Self::written(len, None) }
+    }
+
+    /// The elements whose bytes, in memory order, are `bytes`, advised for huge pages before
+    /// they are first written. Panics unless `bytes` holds a whole number of elements.
+    ///
+    /// # Safety
+    /// Any bytes must be a valid `T` (plain integer and float data).
+    pub(crate) unsafe fn from_bytes(bytes: &[u8]) -> PagedSlice<T> {
+        assert_eq!(bytes.len() % size_of::<T>(), 0, "a whole number of elements");
+        // SAFETY: any bytes are a valid `T` by this function's contract.
+        unsafe { Self::written(bytes.len() / size_of::<T>(), Some(bytes)) }
+    }
+
+    /// `len` elements of the bytes of `src` (zeros without it).
+    ///
+    /// # Safety
+    /// Those bytes must be a valid `T`; `src`, when given, holds `len` elements' bytes.
+    unsafe fn written(len: usize, src: Option<&[u8]>) -> PagedSlice<T> {
         let layout = Self::layout(len);
         if layout.size() == 0 {
             return PagedSlice { ptr: NonNull::dangling(), len };
@@ -81,9 +101,9 @@ impl<T: Copy> PagedSlice<T> {
         if layout.align() >= HUGE_PAGE {
             advise_huge_pages(raw, layout.size());
         }
-        // SAFETY: `raw` has room for `len` elements and nothing else holds it yet; zero bytes are a
-        // valid `T` by this function's contract.
-        unsafe { zero_in_pieces(raw, len * size_of::<T>()) };
+        // SAFETY: `raw` has room for `len` elements and nothing else holds it yet; `src` holds
+        // as many bytes, and the bytes written are a valid `T` by this function's contract.
+        unsafe { write_in_pieces(raw, len * size_of::<T>(), src) };
         PagedSlice { ptr, len }
     }
 }
@@ -119,25 +139,31 @@ impl<T: Copy> Drop for PagedSlice<T> {
     }
 }
 
-/// Writes zeros over `[raw, raw + bytes)`, on rayon's threads a huge page each when it spans
-/// several: the first write to a page also takes its fault (and the kernel's zeroing of a huge
-/// page), which was a tenth of a two-thread Sponza build when serial.
+/// Writes `src` (or zeros) over `[raw, raw + bytes)`, on rayon's threads a huge page each when
+/// it spans several: the first write to a page also takes its fault (and the kernel's zeroing of
+/// a huge page), which was a tenth of a two-thread Sponza build when serial.
 ///
 /// # Safety
-/// `raw` is valid for writes of `bytes` bytes, and nothing else accesses them meanwhile.
-unsafe fn zero_in_pieces(raw: *mut u8, bytes: usize) {
+/// `raw` is valid for writes of `bytes` bytes, and nothing else accesses them meanwhile; `src`,
+/// when given, holds `bytes` bytes.
+unsafe fn write_in_pieces(raw: *mut u8, bytes: usize, src: Option<&[u8]>) {
+    debug_assert!(src.is_none_or(|s| s.len() == bytes));
+    let base = SharedPtr(raw);
+    let piece = |start: usize, n: usize| match src {
+        // SAFETY: `[start, start + n)` lies in the range of the contract, in `src` as in `raw`,
+        // which do not overlap (`raw` is fresh), and each piece is written by one task only.
+        Some(s) => unsafe { std::ptr::copy_nonoverlapping(s.as_ptr().add(start), base.get().add(start), n) },
+        // SAFETY: as above.
+        None => unsafe { std::ptr::write_bytes(base.get().add(start), 0, n) },
+    };
     if bytes <= HUGE_PAGE {
         // One piece: no task to hand to another thread.
-        // SAFETY: by the contract.
-        unsafe { std::ptr::write_bytes(raw, 0, bytes) };
+        piece(0, bytes);
         return;
     }
-    let base = SharedPtr(raw);
     crate::par::map_range(bytes.div_ceil(HUGE_PAGE) as u32, 1, |i| {
         let start = i as usize * HUGE_PAGE;
-        // SAFETY: `[start, start + n)` lies in the range of the contract, and each piece is
-        // written by one task only.
-        unsafe { std::ptr::write_bytes(base.get().add(start), 0, HUGE_PAGE.min(bytes - start)) };
+        piece(start, HUGE_PAGE.min(bytes - start));
     });
 }
 
@@ -151,7 +177,7 @@ impl SharedPtr {
     }
 }
 
-// SAFETY: used only by `zero_in_pieces`, whose tasks write disjoint ranges.
+// SAFETY: used only by `write_in_pieces`, whose tasks write disjoint ranges.
 unsafe impl Send for SharedPtr {}
 // SAFETY: as above.
 unsafe impl Sync for SharedPtr {}
@@ -194,19 +220,29 @@ mod tests {
         }
     }
 
-    /// Ranges of one piece and of several (zeroed on several tasks, the last piece short) come
-    /// out zero everywhere, and nothing past them is written.
+    /// Ranges of one piece and of several (written on several tasks, the last piece short) come
+    /// out zero, or the source's bytes, everywhere, and nothing past them is written.
     #[test]
-    fn zeroes_every_byte_of_one_or_several_pieces() {
+    fn writes_every_byte_of_one_or_several_pieces() {
         for n in [0usize, 1, 1000, 2 << 20, (9 << 20) + 5] {
-            let mut v = vec![0xffu8; n + 1];
-            // SAFETY: `v` holds `n + 1` bytes and is borrowed mutably here only.
-            unsafe { super::zero_in_pieces(v.as_mut_ptr(), n) };
-            assert!(v[..n].iter().all(|&x| x == 0), "n = {n}");
-            assert_eq!(v[n], 0xff, "n = {n}");
+            let src: Vec<u8> = (0..n).map(|i| (i % 251) as u8 + 1).collect();
+            for from in [None, Some(&src[..])] {
+                let mut v = vec![0xffu8; n + 1];
+                // SAFETY: `v` holds `n + 1` bytes and is borrowed mutably here only; `src` holds `n`.
+                unsafe { super::write_in_pieces(v.as_mut_ptr(), n, from) };
+                match from {
+                    None => assert!(v[..n].iter().all(|&x| x == 0), "n = {n}"),
+                    Some(s) => assert!(v[..n] == *s, "n = {n}"),
+                }
+                assert_eq!(v[n], 0xff, "n = {n}");
+            }
         }
-        // SAFETY: zero bytes are a valid `u64`.
+        // SAFETY: zero bytes, and any bytes, are a valid `u64`.
         let p = unsafe { PagedSlice::<u64>::zeroed((9 << 20) / 8 + 5) };
         assert!(p.iter().all(|&x| x == 0));
+        let bytes: Vec<u8> = (0..(9 << 20) + 40).map(|i| (i * 7 % 256) as u8).collect();
+        // SAFETY: as above.
+        let p = unsafe { PagedSlice::<u64>::from_bytes(&bytes) };
+        assert!(p.iter().zip(bytes.chunks_exact(8)).all(|(&x, b)| x.to_ne_bytes() == *b));
     }
 }

@@ -166,7 +166,8 @@ fn debug_of_trees_meshes_and_scenes_is_a_summary() {
 }
 
 /// Found by the `saved_bvh` fuzz target (`tests/data/graze-2e29.bvh`, a saved BVH whose checksum
-/// the target forged after mutating it; read here the same way): a mesh with a vertex at -2e29,
+/// the target forged after mutating it; read here the same way, its version word since set to
+/// the current format's): a mesh with a vertex at -2e29,
 /// and rays along x through the edge shared by two long, thin triangles whose planes hold the x
 /// axis to within a few parts in 1e28. Without FMA (the portable build, which `.ci/run` tests
 /// too) the f32 test accepts the graze of probe rays 48 and 51 at t near 10, on the triangle; the

@@ -1,7 +1,8 @@
-//! Saved BVHs (`MeshBvh::to_bytes` / `from_bytes`): a round trip gives the same bytes and answers
-//! every ray as brute force over the triangles does; every truncation and every damaged byte is
-//! an error; and files whose tree was altered and whose checksum was then forged are either
-//! refused or answer as brute force does, never panic and never miss.
+//! Saved BVHs (`MeshBvh::to_bytes` / `from_bytes` / `from_untrusted_bytes`): a round trip gives
+//! the same bytes and answers every ray as brute force over the triangles does; every truncation
+//! and every damaged byte is an error; and files whose tree was altered and whose checksum was
+//! then forged are refused by both reads or accepted by both; the untrusted read then answers as
+//! brute force does, and neither read's queries ever panic.
 
 use glam::Vec3;
 use slabtree::mesh::saved_checksum;
@@ -75,8 +76,11 @@ fn round_trips_give_the_same_bytes_and_brute_force_answers() {
             let bvh = MeshBvh::build(&mesh, &options(test));
             let bytes = bvh.to_bytes();
             let back = MeshBvh::from_bytes(&bytes).unwrap();
-            // The boxes and rows are computed again on reading: equal bytes mean equal contents.
             assert_eq!(back.to_bytes(), bytes, "n = {n}, {test:?}");
+            // The untrusted read computes the boxes and rows again: equal bytes mean the stored
+            // ones are the mesh's.
+            let checked = MeshBvh::from_untrusted_bytes(&bytes).unwrap();
+            assert_eq!(checked.to_bytes(), bytes, "n = {n}, {test:?}");
             assert_eq!(back.options().triangle_test, test);
             assert_eq!((back.stats().nodes, back.stats().depth), (bvh.stats().nodes, bvh.stats().depth));
             assert!(agrees_with_brute_force(&back, &rays(seed, 300)) > 200);
@@ -111,8 +115,36 @@ fn every_truncation_and_every_damaged_byte_is_an_error() {
     bad[0] = b'X';
     assert_eq!(MeshBvh::from_bytes(&bad).err(), Some(SavedBvhError::NotASavedBvh));
     let mut bad = bytes.clone();
-    bad[8] = 2;
-    assert_eq!(MeshBvh::from_bytes(&bad).err(), Some(SavedBvhError::UnsupportedVersion(2)));
+    bad[8] = 1;
+    assert_eq!(MeshBvh::from_bytes(&bad).err(), Some(SavedBvhError::UnsupportedVersion(1)));
+}
+
+#[test]
+fn damage_anywhere_in_a_large_file_is_an_error() {
+    // Over 1 MiB, so that the checksum's chunks (1 MiB each, hashed apart) are several.
+    let bytes = MeshBvh::build(&soup(40_000, 12), &BuildOptions::default()).to_bytes();
+    assert!(bytes.len() > 3 << 20, "{} bytes", bytes.len());
+    let mut r = Rng(5);
+    for _ in 0..100 {
+        let mut bad = bytes.clone();
+        let at = r.below(bytes.len() - 8);
+        bad[at] ^= 1 << r.below(8);
+        assert!(matches!(MeshBvh::from_bytes(&bad), Err(SavedBvhError::Checksum { .. })), "byte {at}");
+    }
+    // Two whole chunks exchanged, and two words of one chunk exchanged.
+    let mut bad = bytes.clone();
+    let (a, b) = bad[1 << 20..3 << 20].split_at_mut(1 << 20);
+    a.swap_with_slice(b);
+    assert_ne!(bad, bytes);
+    assert!(matches!(MeshBvh::from_bytes(&bad), Err(SavedBvhError::Checksum { .. })));
+    let mut bad = bytes.clone();
+    let at = (1 << 20) + 4096;
+    let word = |i: usize| bytes[i..i + 8].to_vec();
+    let (w0, w1) = (word(at), word(at + 8));
+    assert_ne!(w0, w1);
+    bad[at..at + 8].copy_from_slice(&w1);
+    bad[at + 8..at + 16].copy_from_slice(&w0);
+    assert!(matches!(MeshBvh::from_bytes(&bad), Err(SavedBvhError::Checksum { .. })));
 }
 
 /// Rewrites the checksum so that only the structure checks stand between the bytes and a query.
@@ -148,12 +180,24 @@ fn forged_files_are_refused_or_answer_as_brute_force() {
                 bad[4 * word..4 * word + 4].copy_from_slice(&new.to_le_bytes());
             }
             forge(&mut bad);
-            match MeshBvh::from_bytes(&bad) {
-                Err(SavedBvhError::BadTree { .. }) => refused += 1,
+            let fast = MeshBvh::from_bytes(&bad);
+            match MeshBvh::from_untrusted_bytes(&bad) {
+                Err(e @ SavedBvhError::BadTree { .. }) => {
+                    assert_eq!(fast.err(), Some(e), "round {round}: the two reads check alike");
+                    refused += 1;
+                }
                 Err(e) => panic!("round {round}: a forged tree refused as {e}"),
                 Ok(bvh) => {
                     accepted += 1;
                     agrees_with_brute_force(&bvh, &test_rays);
+                    // The fast read keeps the forged contents, whatever they answer, but its
+                    // queries neither panic nor read out of bounds.
+                    let fast = fast.unwrap_or_else(|e| panic!("round {round}: only the fast read refused: {e}"));
+                    for &(o, d) in &test_rays {
+                        let ray = Ray::new(o, d);
+                        let _ = (fast.intersect(&ray).unwrap(), fast.occluded(&ray).unwrap());
+                        let _ = fast.closest_point(o, f32::INFINITY);
+                    }
                 }
             }
         }
@@ -184,7 +228,7 @@ fn root_word(bytes: &[u8], at: usize, w: usize) -> u32 {
 }
 
 #[test]
-fn a_forged_box_is_computed_again_and_a_forged_overlap_is_refused() {
+fn a_forged_box_is_kept_by_the_fast_read_and_computed_again_by_the_untrusted_one() {
     let mesh = soup(300, 8);
     let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
     let bytes = bvh.to_bytes();
@@ -197,17 +241,52 @@ fn a_forged_box_is_computed_again_and_a_forged_overlap_is_refused() {
         bad[at + 4 * w..at + 4 * w + 4].copy_from_slice(&0f32.to_le_bytes());
     }
     forge(&mut bad);
-    let back = MeshBvh::from_bytes(&bad).unwrap();
+    let back = MeshBvh::from_untrusted_bytes(&bad).unwrap();
     assert_eq!(back.to_bytes(), bytes, "the boxes are not the mesh's");
     assert!(agrees_with_brute_force(&back, &rays(8, 200)) > 150);
+    // The fast read uses the boxes as stored (that is its speed), and so misses.
+    let fast = MeshBvh::from_bytes(&bad).unwrap();
+    assert_eq!(fast.to_bytes(), bad);
+    let misses = rays(8, 200).iter().filter(|&&(o, d)| fast.intersect(&Ray::new(o, d)).unwrap().is_none()).count();
+    assert!(misses > 150, "{misses} misses");
+}
 
+#[test]
+fn a_forged_overlap_is_refused() {
+    let mesh = soup(300, 8);
+    let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let bytes = bvh.to_bytes();
+    let at = blocks_at(&bvh);
     // The root's second child made to start one block inside its first: two records sharing
-    // blocks, which the rewrite of one would corrupt for the other. (The bytes read there also
-    // fail the reference checks, so this asserts the refusal, not which check makes it.)
+    // blocks, which a refit of one would corrupt for the other. (The bytes read there also fail
+    // the reference checks, so this asserts the refusal, not which check makes it.)
     let (r0, r1) = (root_word(&bytes, at, 48), root_word(&bytes, at, 49));
     assert_eq!(r0 >> 31, r1 >> 31, "the root's first two children are of one kind in this mesh");
     let mut bad = bytes.clone();
     bad[at + 4 * 49..at + 4 * 50].copy_from_slice(&(r0 + 1).to_le_bytes());
     forge(&mut bad);
     assert!(matches!(MeshBvh::from_bytes(&bad), Err(SavedBvhError::BadTree { .. })));
+    assert!(matches!(MeshBvh::from_untrusted_bytes(&bad), Err(SavedBvhError::BadTree { .. })));
+}
+
+#[test]
+fn an_unused_lane_with_a_box_is_refused() {
+    // Two triangles: the root holds one pack, and its lanes 1 to 7 are unused. A box in one of
+    // them would lead the traversal to follow the empty reference out of the array.
+    let bvh = MeshBvh::build(&soup(1, 1), &BuildOptions::default());
+    let bytes = bvh.to_bytes();
+    let at = blocks_at(&bvh);
+    assert_eq!(root_word(&bytes, at, 49), u32::MAX, "lane 1 is unused");
+    for (side, value) in [(0, -1.0f32), (1, 1.0)] {
+        for axis in 0..3 {
+            let mut bad = bytes.clone();
+            let w = 24 * side + 8 * axis + 1;
+            bad[at + 4 * w..at + 4 * w + 4].copy_from_slice(&value.to_le_bytes());
+            forge(&mut bad);
+            for read in [MeshBvh::from_bytes, MeshBvh::from_untrusted_bytes] {
+                let e = read(&bad).err();
+                assert!(matches!(e, Some(SavedBvhError::BadTree { reason: "an unused lane with a box", .. })), "{e:?}");
+            }
+        }
+    }
 }

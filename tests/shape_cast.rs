@@ -4,7 +4,8 @@
 //! triangle minus the shape's core), so its minimum over any interval is found by ternary search
 //! on f64 point–triangle distances. No triangle may come within the radius before the reported
 //! `t` (no tunnelling, no late contact), the reported triangle must be at the radius at `t` (no
-//! early contact), and a miss means that no triangle comes within the radius at all.
+//! early contact), and a miss means that no triangle comes within the radius at all. Dense time
+//! sampling (128 times over the interval) checks the same claims without the convexity argument.
 
 use glam::{DVec3, Vec3};
 use slabtree::{BuildOptions, InputError, MeshBvh, ShapeCastHit, TriMesh};
@@ -65,17 +66,28 @@ fn check(mesh: &TriMesh, shape: &Shape, got: Option<ShapeCastHit>, what: &str) -
             for (i, tri) in &tris {
                 let m = convex_min(0.0, 1.0, |t| shape.distance(t, *tri));
                 assert!(m > shape.r - tol, "{what}: missed triangle {i}, which comes within {m} of {shape:?}");
+                for k in 0..=128 {
+                    let at = shape.distance(f64::from(k) / 128.0, *tri);
+                    assert!(at > shape.r - tol, "{what}: missed triangle {i}, within {at} at t = {k}/128");
+                }
             }
             false
         }
         Some(h) => {
             let t = f64::from(h.t);
             assert!((0.0..=1.0).contains(&t), "{what}: t = {t}");
-            // No triangle within the radius before t (allowing the rounding of t itself).
+            // No triangle within the radius before t (allowing the rounding of t itself): the
+            // exact minimum by the convexity above, and, as a check of that oracle that assumes
+            // nothing, the distance at 128 evenly spaced times.
             let before = (t - 1e-6).max(0.0);
             for (i, tri) in &tris {
                 let m = convex_min(0.0, before, |s| shape.distance(s, *tri));
                 assert!(m > shape.r - tol || t == 0.0, "{what}: triangle {i} within {m} at t < {t} ({shape:?})");
+                for k in 0..128 {
+                    let s = before * f64::from(k) / 128.0;
+                    let at = shape.distance(s, *tri);
+                    assert!(at > shape.r - tol || t == 0.0, "{what}: triangle {i} within {at} at t = {s} < {t}");
+                }
             }
             // The reported triangle is at the radius at t (or nearer at t = 0: started in contact).
             let tri = mesh.triangle(h.triangle as usize).map(Vec3::as_dvec3);

@@ -111,13 +111,18 @@ impl Blocks {
         self.blocks.len()
     }
 
-    /// Sets every block's words from `bytes`, 32 little-endian bytes per block in order: for
-    /// reading the array back (`super::saved`). Panics unless `bytes` holds exactly the blocks.
-    pub(crate) fn fill_from_le_bytes(&mut self, bytes: &[u8]) {
-        assert_eq!(bytes.len(), 32 * self.blocks.len(), "32 bytes per block");
-        for (b, src) in self.blocks.iter_mut().zip(bytes.chunks_exact(32)) {
-            b.0 = std::array::from_fn(|i| u32::from_le_bytes(src[4 * i..4 * i + 4].try_into().expect("4 bytes")));
+    /// The blocks whose words are `bytes`, 32 little-endian bytes per block in order: for
+    /// reading the array back (`super::saved`). Panics unless `bytes` holds whole blocks.
+    pub(crate) fn from_le_bytes(bytes: &[u8]) -> Blocks {
+        // SAFETY: a block is plain `u32` data, for which any bytes are a valid value.
+        let mut blocks = Blocks { blocks: unsafe { PagedSlice::<Block>::from_bytes(bytes) } };
+        // The bytes went in as they are, which is each word's value on a little-endian machine.
+        if cfg!(target_endian = "big") {
+            for w in blocks.blocks.iter_mut().flat_map(|b| &mut b.0) {
+                *w = u32::from_le(*w);
+            }
         }
+        blocks
     }
 
     /// An array of `len` blocks, zeroed, for a [`BlockWriter`] to fill.

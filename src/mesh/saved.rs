@@ -18,13 +18,19 @@
 //! | 32 `b` | blocks, eight `u32` words each |
 //! | 8 | checksum of all the above ([`saved_checksum`]) |
 //!
-//! Reading never trusts the file: a wrong length, magic, version or checksum is an error, and so
-//! is any structure the traversal could not walk safely (a reference out of range or backwards,
-//! which could make a cycle, a triangle listed twice or never, a tree deeper than the traversal
-//! stack). The file stores the tree's shape; every box and every triangle row is then computed
-//! again from the mesh, as [`MeshBvh::refit`] computes them, so even a file whose checksum was
-//! forged answers every query exactly as the BVH it describes, never with a box that misses its
-//! triangles. That pass costs a small part of a build (measured in `docs/performance.md`).
+//! Reading checks what safety needs, whatever made the file: a wrong length, magic, version or
+//! checksum is an error, and so is any structure the traversal could not walk safely (a
+//! reference out of range or backwards, which could make a cycle, records that overlap, an
+//! unused node lane whose box is not the empty one, a triangle listed twice or never, a tree
+//! deeper than the traversal stack). No file makes a query panic, loop or read out of bounds.
+//!
+//! What the checksum guards is the contents: the boxes and triangle rows, which
+//! [`MeshBvh::from_bytes`] uses as stored. That is the fast read, for a cache one's own program
+//! wrote: about a tenth of the dragon's build (`docs/performance.md`). A file from a source one
+//! does not trust may have had its checksum forged over boxes that miss their triangles;
+//! [`MeshBvh::from_untrusted_bytes`] therefore computes every box and row again from the mesh,
+//! as [`MeshBvh::refit`] does, so that such a file still answers every query exactly as a BVH of
+//! the shape it describes over its mesh.
 
 use std::time::Instant;
 
@@ -39,7 +45,7 @@ use crate::math::Aabb;
 pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
 
 /// The version this library writes, and the only one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Wide-node depth a saved tree may have: the traversal stacks hold 1024 entries and a level
 /// pushes at most 7 (see `MeshBvh`'s stack bound); a build never comes near (48 + log2(n)).
@@ -127,22 +133,53 @@ impl std::error::Error for SavedBvhError {
     }
 }
 
-/// The checksum of a saved BVH's contents: 64-bit words (the tail zero-padded), each mixed in
-/// with a multiply and a rotation (as FxHash), then finalised with SplitMix64's mixer. It detects
-/// damage, not tampering; reading does not depend on it for safety (see the module docs).
+/// The checksum of a saved BVH's contents. It detects damage, not tampering; reading does not
+/// depend on it for safety (see the module docs).
+///
+/// The bytes are taken in chunks of 1 MiB, hashed on rayon's threads. In a chunk, the 64-bit
+/// words (the tail zero-padded) go in turn to four running hashes, each word mixed in with a
+/// multiply and a rotation as FxHash mixes: four independent chains keep the multiplier busy
+/// where one would wait out its latency at every word. The chunks' values, then the length, are
+/// mixed in the same way, and the result is finalised with SplitMix64's mixer.
 pub fn saved_checksum(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h = bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for w in &mut words {
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w.try_into().expect("8 bytes"))).wrapping_mul(K);
-    }
-    let mut tail = [0u8; 8];
-    tail[..words.remainder().len()].copy_from_slice(words.remainder());
-    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
+    const CHUNK: usize = 1 << 20;
+    let chunks = crate::par::map_range(bytes.len().div_ceil(CHUNK) as u32, 1, |i| {
+        let start = i as usize * CHUNK;
+        chunk_hash(&bytes[start..bytes.len().min(start + CHUNK)])
+    });
+    let h = chunks.iter().fold(bytes.len() as u64, |h, &c| fx(h, c));
+    split_mix(h)
+}
+
+/// One mixing step of FxHash (rustc's hasher): rotate, xor in the word, multiply.
+#[inline(always)]
+fn fx(h: u64, word: u64) -> u64 {
+    (h.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// SplitMix64's finaliser: every input bit reaches every output bit.
+fn split_mix(mut h: u64) -> u64 {
     h = (h ^ (h >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     h = (h ^ (h >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     h ^ (h >> 31)
+}
+
+/// A chunk's value for [`saved_checksum`]: four interleaved FxHash chains over its words.
+fn chunk_hash(chunk: &[u8]) -> u64 {
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
+    let mut h = [1u64, 2, 3, 4];
+    let mut quads = chunk.chunks_exact(32);
+    for q in &mut quads {
+        for (k, h) in h.iter_mut().enumerate() {
+            *h = fx(*h, word(&q[8 * k..8 * k + 8]));
+        }
+    }
+    let mut tail = [0u8; 32];
+    tail[..quads.remainder().len()].copy_from_slice(quads.remainder());
+    for (k, h) in h.iter_mut().enumerate() {
+        *h = fx(*h, word(&tail[8 * k..8 * k + 8]));
+    }
+    h.iter().fold(chunk.len() as u64, |a, &b| fx(a, b))
 }
 
 impl MeshBvh {
@@ -199,81 +236,140 @@ impl MeshBvh {
         out
     }
 
-    /// Reads a BVH written by [`MeshBvh::to_bytes`], without rebuilding it: the tree's shape is
-    /// checked, and its boxes and triangle rows are computed again from the mesh (see the module
-    /// docs of `mesh::saved` for the format and what is checked). The build options other than
-    /// the triangle test take their defaults; they only matter to a build.
+    /// Reads a BVH written by [`MeshBvh::to_bytes`], without rebuilding it. This is the fast
+    /// path, for a cache of BVHs one's own program wrote: the header, the length and the
+    /// checksum are checked, and the tree's structure is walked once, so that no file, however
+    /// made, can make a query panic, loop or read out of bounds (see the module docs of
+    /// `mesh::saved`). The boxes and triangle rows are then used as stored: damage is caught by
+    /// the checksum, but a file made to pass it with boxes that do not hold their triangles
+    /// would answer for those boxes. Bytes from a source you do not trust go through
+    /// [`MeshBvh::from_untrusted_bytes`]. The build options other than the triangle test take
+    /// their defaults; they only matter to a build.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]])?;
+    /// let bytes = MeshBvh::build(&mesh, &BuildOptions::default()).to_bytes();
+    /// let bvh = MeshBvh::from_bytes(&bytes)?;
+    /// let hit = bvh.intersect(&Ray::new(Vec3::new(0.25, 0.25, 1.0), -Vec3::Z))?.unwrap();
+    /// assert_eq!((hit.triangle, hit.t), (0, 1.0));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<MeshBvh, SavedBvhError> {
-        let start = Instant::now();
-        let truncated = |part, needed| SavedBvhError::Truncated { part, needed, len: bytes.len() };
-        if bytes.len() < HEADER {
-            return Err(if bytes.len() >= 8 && bytes[..8] != MAGIC {
-                SavedBvhError::NotASavedBvh
-            } else {
-                truncated("header", HEADER as u64)
-            });
-        }
-        if bytes[..8] != MAGIC {
-            return Err(SavedBvhError::NotASavedBvh);
-        }
-        let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
-        let [version, test, vertices, triangles, blocks, reserved] = std::array::from_fn(word);
-        if version != FORMAT_VERSION {
-            return Err(SavedBvhError::UnsupportedVersion(version));
-        }
-        let triangle_test = match test {
-            0 => TriangleTest::MollerTrumbore,
-            1 => TriangleTest::Watertight,
-            value => return Err(SavedBvhError::BadHeader { field: "triangle test", value }),
-        };
-        if reserved != 0 {
-            return Err(SavedBvhError::BadHeader { field: "reserved word", value: reserved });
-        }
-        // In u64: the counts are u32, so no product overflows.
-        let ends = [
-            ("positions", 12 * u64::from(vertices)),
-            ("triangles", 12 * u64::from(triangles)),
-            ("blocks", 32 * u64::from(blocks)),
-            ("checksum", 8),
-        ];
-        let mut end = HEADER as u64;
-        let mut at = [0usize; 4];
-        for (i, (part, size)) in ends.iter().enumerate() {
-            at[i] = end as usize;
-            end += size;
-            if end > bytes.len() as u64 {
-                return Err(truncated(part, end));
-            }
-        }
-        if end < bytes.len() as u64 {
-            return Err(SavedBvhError::TrailingBytes { expected: end, len: bytes.len() });
-        }
-        let body = &bytes[..at[3]];
-        let stored = u64::from_le_bytes(bytes[at[3]..].try_into().expect("8 bytes"));
-        let computed = saved_checksum(body);
-        if stored != computed {
-            return Err(SavedBvhError::Checksum { stored, computed });
-        }
-        // Three little-endian words of a 12-byte record.
-        let words = |c: &[u8]| -> [u32; 3] {
-            std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes")))
-        };
-        let positions: Vec<Vec3> =
-            bytes[at[0]..at[1]].chunks_exact(12).map(|c| Vec3::from_array(words(c).map(f32::from_bits))).collect();
-        let tris: Vec<[u32; 3]> = bytes[at[1]..at[2]].chunks_exact(12).map(words).collect();
-        let mesh = TriMesh::new(positions, tris).map_err(SavedBvhError::Mesh)?;
-        let mut blocks = Blocks::zeroed(blocks as usize);
-        blocks.fill_from_le_bytes(&bytes[at[2]..at[3]]);
-        let options = BuildOptions { triangle_test, ..BuildOptions::default() };
-        let depth = shape_and_refit(&mesh, &mut blocks, &options)?;
-        let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
-        Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed() })
+        read(bytes, Contents::Stored)
+    }
+
+    /// Reads a BVH written by [`MeshBvh::to_bytes`] from a source that is not trusted: as
+    /// [`MeshBvh::from_bytes`], and then every box and every triangle row is computed again from
+    /// the file's mesh, as [`MeshBvh::refit`] computes them. A file whose checksum was forged
+    /// then still answers every query exactly as a BVH over its mesh, never with a box that
+    /// misses its triangles. This costs about as much again as the fast read (measured in
+    /// `docs/performance.md`).
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y], vec![[0, 1, 2]])?;
+    /// let bytes = MeshBvh::build(&mesh, &BuildOptions::default()).to_bytes();
+    /// assert_eq!(MeshBvh::from_untrusted_bytes(&bytes)?.to_bytes(), bytes);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_untrusted_bytes(bytes: &[u8]) -> Result<MeshBvh, SavedBvhError> {
+        read(bytes, Contents::Recomputed)
     }
 }
 
-/// Checks that `blocks` is a tree the traversal can walk over `mesh` (see the module docs), then
-/// writes every pack's rows and every lane's box from the mesh. Returns the wide depth.
-fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) -> Result<u32, SavedBvhError> {
+/// Whether a read uses the stored boxes and rows or computes them again from the mesh.
+#[derive(Clone, Copy, PartialEq)]
+enum Contents {
+    Stored,
+    Recomputed,
+}
+
+/// [`MeshBvh::from_bytes`] and [`MeshBvh::from_untrusted_bytes`].
+fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
+    let start = Instant::now();
+    let truncated = |part, needed| SavedBvhError::Truncated { part, needed, len: bytes.len() };
+    if bytes.len() < HEADER {
+        return Err(if bytes.len() >= 8 && bytes[..8] != MAGIC {
+            SavedBvhError::NotASavedBvh
+        } else {
+            truncated("header", HEADER as u64)
+        });
+    }
+    if bytes[..8] != MAGIC {
+        return Err(SavedBvhError::NotASavedBvh);
+    }
+    let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
+    let [version, test, vertices, triangles, blocks, reserved] = std::array::from_fn(word);
+    if version != FORMAT_VERSION {
+        return Err(SavedBvhError::UnsupportedVersion(version));
+    }
+    let triangle_test = match test {
+        0 => TriangleTest::MollerTrumbore,
+        1 => TriangleTest::Watertight,
+        value => return Err(SavedBvhError::BadHeader { field: "triangle test", value }),
+    };
+    if reserved != 0 {
+        return Err(SavedBvhError::BadHeader { field: "reserved word", value: reserved });
+    }
+    // In u64: the counts are u32, so no product overflows.
+    let ends = [
+        ("positions", 12 * u64::from(vertices)),
+        ("triangles", 12 * u64::from(triangles)),
+        ("blocks", 32 * u64::from(blocks)),
+        ("checksum", 8),
+    ];
+    let mut end = HEADER as u64;
+    let mut at = [0usize; 4];
+    for (i, (part, size)) in ends.iter().enumerate() {
+        at[i] = end as usize;
+        end += size;
+        if end > bytes.len() as u64 {
+            return Err(truncated(part, end));
+        }
+    }
+    if end < bytes.len() as u64 {
+        return Err(SavedBvhError::TrailingBytes { expected: end, len: bytes.len() });
+    }
+    let body = &bytes[..at[3]];
+    let stored = u64::from_le_bytes(bytes[at[3]..].try_into().expect("8 bytes"));
+    let computed = saved_checksum(body);
+    if stored != computed {
+        return Err(SavedBvhError::Checksum { stored, computed });
+    }
+    // Three little-endian words of a 12-byte record.
+    let words = |c: &[u8]| -> [u32; 3] {
+        std::array::from_fn(|i| u32::from_le_bytes(c[4 * i..4 * i + 4].try_into().expect("4 bytes")))
+    };
+    // The mesh is read while the block array is copied (the copy waits mostly on the kernel's
+    // first touch of fresh pages).
+    let (mesh, mut blocks) = crate::par::join(
+        || {
+            let positions: Vec<Vec3> =
+                bytes[at[0]..at[1]].chunks_exact(12).map(|c| Vec3::from_array(words(c).map(f32::from_bits))).collect();
+            let tris: Vec<[u32; 3]> = bytes[at[1]..at[2]].chunks_exact(12).map(words).collect();
+            TriMesh::new(positions, tris).map_err(SavedBvhError::Mesh)
+        },
+        || Blocks::from_le_bytes(&bytes[at[2]..at[3]]),
+    );
+    let mesh = mesh?;
+    let options = BuildOptions { triangle_test, ..BuildOptions::default() };
+    let depth = walk_and_fill(&mesh, &mut blocks, &options, contents)?;
+    let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
+    Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed() })
+}
+
+/// Checks that `blocks` is a tree the traversal can walk over `mesh` (see the module docs), and
+/// with [`Contents::Recomputed`] writes every pack's rows and every lane's box from the mesh.
+/// Returns the wide depth.
+fn walk_and_fill(
+    mesh: &TriMesh,
+    blocks: &mut Blocks,
+    options: &BuildOptions,
+    contents: Contents,
+) -> Result<u32, SavedBvhError> {
     let len = blocks.len() as u64;
     let bad = |block: u32, reason: &'static str| SavedBvhError::BadTree { block, reason };
     if mesh.is_empty() {
@@ -285,18 +381,14 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
     // A walk from the root. References only point forward, past the record that holds them
     // (the writer puts children after their parent), so the walk ends, no cycle is possible,
     // and children come at higher blocks than their parents. `seen` marks every block of every
-    // record reached, so records neither repeat nor overlap (an overlap would let the rewrite
-    // below turn one record's bytes into another's).
-    let mut seen = vec![false; len as usize];
-    let mut claim = |at: u32, size: usize| -> bool {
-        let span = &mut seen[at as usize..at as usize + size];
-        if span.iter().any(|&s| s) {
-            return false;
-        }
-        span.fill(true);
-        true
-    };
-    let mut listed = vec![false; mesh.len()];
+    // record reached, so records neither repeat nor overlap (an overlap would let a rewrite of
+    // one record, below or by `MeshBvh::refit`, turn its bytes into another's). Both marks are
+    // bit sets: the triangles of consecutive packs are scattered over the mesh, and a bit per
+    // triangle keeps the marks in cache where a byte per triangle did not (the walk took 14 of
+    // the dragon's 40 ms that way).
+    let mut seen = Bits::new(len as usize);
+    let mut claim = |at: u32, size: usize| -> bool { (at as usize..at as usize + size).all(|b| seen.set(b)) };
+    let mut listed = Bits::new(mesh.len());
     let mut node_at: Vec<u32> = Vec::new();
     let mut pack_at: Vec<u32> = Vec::new();
     let mut stack = vec![(0u32, 1u32)];
@@ -312,9 +404,19 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
         node_at.push(at);
         let node = blocks.node(at);
         let mut ended = false;
+        let pushed = stack.len();
         for lane in 0..8 {
             let c = node.child[lane];
             if c.is_empty() {
+                // An unused lane's box must be the empty one, which no ray or box can meet: the
+                // traversal trusts the box to keep it from following the empty reference.
+                let empty = (0..3).all(|a| {
+                    node.bounds[0][a][lane].to_bits() == f32::INFINITY.to_bits()
+                        && node.bounds[1][a][lane].to_bits() == f32::NEG_INFINITY.to_bits()
+                });
+                if !empty {
+                    return Err(bad(at, "an unused lane with a box"));
+                }
                 ended = true;
                 continue;
             }
@@ -338,10 +440,11 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
                     if prim == NO_PRIM {
                         continue;
                     }
-                    match listed.get_mut(prim as usize) {
-                        Some(l) if !*l => *l = true,
-                        Some(_) => return Err(bad(i, "triangle listed twice")),
-                        None => return Err(bad(i, "triangle index out of range")),
+                    if prim as usize >= mesh.len() {
+                        return Err(bad(i, "triangle index out of range"));
+                    }
+                    if !listed.set(prim as usize) {
+                        return Err(bad(i, "triangle listed twice"));
                     }
                 }
                 pack_at.push(i);
@@ -352,13 +455,43 @@ fn shape_and_refit(mesh: &TriMesh, blocks: &mut Blocks, options: &BuildOptions) 
         if node.child[0].is_empty() {
             return Err(bad(at, "node without children"));
         }
+        // The first child is walked first: the writer lays the tree out in that order, so the
+        // walk reads the array forwards, as the hardware prefetcher expects.
+        stack[pushed..].reverse();
     }
-    if let Some(missing) = listed.iter().position(|&l| !l) {
+    if let Some(missing) = listed.first_clear() {
         return Err(bad(missing as u32, "triangle in no pack"));
+    }
+    if contents == Contents::Stored {
+        return Ok(depth);
     }
     // The contents, from the mesh, as the refit writes them. Children sit at higher blocks than
     // their parents, so descending block order puts them first.
     node_at.sort_unstable_by_key(|&at| std::cmp::Reverse(at));
     super::bvh::write_contents(mesh, blocks, options.triangle_test.pack_rows(), &node_at, &pack_at);
     Ok(depth)
+}
+
+/// A set of indices below a bound, a bit each.
+struct Bits(Vec<u64>, usize);
+
+impl Bits {
+    fn new(len: usize) -> Bits {
+        Bits(vec![0; len.div_ceil(64)], len)
+    }
+
+    /// Adds `i`; `false` when it was there already.
+    #[inline]
+    fn set(&mut self, i: usize) -> bool {
+        let (w, bit) = (&mut self.0[i / 64], 1u64 << (i % 64));
+        let new = *w & bit == 0;
+        *w |= bit;
+        new
+    }
+
+    /// The least index not in the set, if any.
+    fn first_clear(&self) -> Option<usize> {
+        let (w, word) = self.0.iter().enumerate().find(|(_, w)| **w != u64::MAX)?;
+        Some(64 * w + word.trailing_ones() as usize).filter(|&i| i < self.1)
+    }
 }
