@@ -44,27 +44,31 @@ fuzz_target!(|data: &[u8]| {
         let _ = (fast.intersect(&ray).unwrap(), fast.occluded(&ray).unwrap());
         let _ = fast.closest_point(target.into(), f32::INFINITY).unwrap();
         let (got, want) = (bvh.intersect(&ray).unwrap(), fresh.intersect(&ray).unwrap());
+        // The cosine between the ray and the normal of a hit's triangle.
+        let cosine = |h: Hit| {
+            let [a, b, c] = bvh.mesh().triangle(h.triangle as usize).map(|v| v.as_dvec3());
+            let n = (b - a).cross(c - a);
+            n.dot(Vec3::from(axis).as_dvec3()).abs() / n.length()
+        };
         // A ray in a triangle's plane to f32 precision may get Möller–Trumbore's hit anywhere
         // along it (a documented limit, `docs/robustness.md`), so which of two trees' orders
         // meets that triangle first decides the answer: such rays are not compared.
-        let in_plane = |h: Option<Hit>| {
-            h.is_some_and(|h| {
-                let [a, b, c] = bvh.mesh().triangle(h.triangle as usize).map(|v| v.as_dvec3());
-                let n = (b - a).cross(c - a);
-                n.dot(Vec3::from(axis).as_dvec3()).abs() <= 1e-6 * n.length()
-            })
-        };
+        let in_plane = |h: Option<Hit>| h.is_some_and(|h| !(cosine(h) > 1e-6));
         if bvh.options().triangle_test == TriangleTest::MollerTrumbore && (in_plane(got) || in_plane(want)) {
             continue;
         }
         assert_eq!(got.is_some(), want.is_some(), "{ray:?}");
-        // Two trees may meet tied triangles in another order, and on a shared edge the tied
-        // triangles' distances agree only to f32 rounding at the scale of the coordinates (a
-        // fuzzed mesh with a vertex at 2e29 puts that rounding at 1e22; a ray nearly in one
-        // triangle's plane turns it into that much of t).
+        // Two trees may meet tied triangles in another order: triangles whose f32 distances tie,
+        // on a shared edge or where one is met at a graze, are kept in the order met. Their
+        // refined distances then differ by as much as f32 rounding at the scale of the
+        // coordinates (a fuzzed mesh with a vertex at 2e29 puts that rounding at 1e22), divided
+        // by the cosine of the graze (a ray 8.6e-5 off a triangle's plane gave 1.3751 against
+        // 1.375 from the tied triangle beside it).
         let scale = ray.origin().abs().max_element() + size.max_element() + 1.0;
         if let (Some(g), Some(w)) = (got, want) {
-            assert!((g.t - w.t).abs() <= 1e-5 * (w.t.abs() + scale), "{} vs {}", g.t, w.t);
+            let graze = cosine(g).min(cosine(w)).min(1.0) as f32;
+            let tolerance = 1e-5 * (w.t.abs() + scale) / graze;
+            assert!(!(tolerance < (g.t - w.t).abs()), "{} vs {}", g.t, w.t);
         }
         assert_eq!(bvh.occluded(&ray).unwrap(), want.is_some());
     }
