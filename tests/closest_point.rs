@@ -12,11 +12,17 @@ use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
     let (mut p, mut t) = random_triangles(n, seed, |_| 3.0);
-    // Degenerate triangles: a point and a segment.
+    // Degenerate triangles: a point, and segments with each pair of corners equal (Ericson's
+    // regions divide by an edge's squared length, which is zero for the repeated corners) or
+    // with three distinct corners on a line.
     let k = p.len() as u32;
     p.extend([Vec3::splat(30.0), Vec3::new(-5.0, 0.0, 0.0), Vec3::new(-5.0, 8.0, 0.0)]);
+    p.extend([Vec3::new(-20.0, -20.0, 0.0), Vec3::new(-18.0, -19.0, 1.0), Vec3::new(-14.0, -17.0, 3.0)]);
     t.push([k, k, k]);
     t.push([k + 1, k + 2, k + 2]);
+    t.push([k + 1, k + 1, k + 2]);
+    t.push([k + 2, k + 1, k + 2]);
+    t.push([k + 3, k + 5, k + 4]);
     TriMesh::new(p, t).unwrap()
 }
 
@@ -81,12 +87,28 @@ fn closest_points_match_brute_force() {
         for (n, seed) in [(1, 1), (7, 2), (500, 3)] {
             let bvh = MeshBvh::build(&soup(n, seed), &opts);
             check(&bvh, &points(seed, 150, Vec3::splat(10.0), 60.0));
+            // Points whose nearest triangle is one of the degenerate ones.
+            check(&bvh, &points(seed, 100, Vec3::new(-5.0, 4.0, 0.0), 6.0));
+            check(&bvh, &points(seed, 100, Vec3::new(-17.0, -18.5, 1.5), 8.0));
         }
         let bvh = MeshBvh::build(&sphere(), &opts);
         // Inside, outside, far away, and on the surface itself (the corners).
         let mut ps = points(9, 150, Vec3::splat(3.0), 16.0);
         ps.extend(bvh.mesh().positions().iter().step_by(37).copied());
         check(&bvh, &ps);
+    }
+}
+
+#[test]
+fn degenerate_triangles_alone_have_nearest_points() {
+    // Each degenerate form as the only triangle, so that no other can answer for it.
+    let (a, b) = (Vec3::new(-5.0, 0.0, 0.0), Vec3::new(-5.0, 8.0, 0.0));
+    let on_line = [Vec3::new(-20.0, -20.0, 0.0), Vec3::new(-14.0, -17.0, 3.0), Vec3::new(-18.0, -19.0, 1.0)];
+    for corners in [[a, a, a], [a, a, b], [a, b, a], [b, a, a], on_line] {
+        let mesh = TriMesh::new(corners.to_vec(), vec![[0, 1, 2]]).unwrap();
+        let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+        let centre = (corners[0] + corners[1] + corners[2]) / 3.0;
+        check(&bvh, &points(11, 200, centre, 20.0));
     }
 }
 

@@ -42,6 +42,13 @@ pub(crate) fn closest_on_triangle(p: Vec3, tri: [Vec3; 3]) -> (Vec3, f32, f32) {
 }
 
 /// [`closest_on_triangle`] in f64.
+///
+/// Each edge region divides by the edge's squared length (`d1 - d3` is `|ab|²`, `d2 - d6`
+/// `|ac|²`, and the third `|bc|²`), which Ericson's code takes to be positive. A triangle with two
+/// equal corners has a zero-length edge whose region test passes with 0/0: that edge is skipped
+/// (its corners' regions and the other edges cover it), and so is the face of a triangle whose
+/// corners are on one line (`va + vb + vc`, its squared doubled area, is zero), which the edge
+/// regions then cover.
 pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, f64, f64) {
     let (ab, ac, ap) = (b - a, c - a, p - a);
     let (d1, d2) = (ab.dot(ap), ac.dot(ap));
@@ -54,7 +61,7 @@ pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, 
         return (b, 1.0, 0.0);
     }
     let vc = d1 * d4 - d3 * d2;
-    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 {
+    if vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0 && d1 - d3 > 0.0 {
         let v = d1 / (d1 - d3);
         return (a + ab * v, v, 0.0);
     }
@@ -64,18 +71,30 @@ pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, 
         return (c, 0.0, 1.0);
     }
     let vb = d5 * d2 - d1 * d6;
-    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 {
+    if vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0 && d2 - d6 > 0.0 {
         let w = d2 / (d2 - d6);
         return (a + ac * w, 0.0, w);
     }
     let va = d3 * d6 - d5 * d4;
-    if va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0 {
+    if va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0 && (d4 - d3) + (d5 - d6) > 0.0 {
         let w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
         return (b + (c - b) * w, 1.0 - w, w);
     }
-    let denom = 1.0 / (va + vb + vc);
-    let (v, w) = (vb * denom, vc * denom);
-    (a + ab * v + ac * w, v, w)
+    if va + vb + vc > 0.0 {
+        let denom = 1.0 / (va + vb + vc);
+        let (v, w) = (vb * denom, vc * denom);
+        return (a + ab * v + ac * w, v, w);
+    }
+    // Corners on one line, with p in none of the regions above (rounding near a region's
+    // boundary): the nearest of the three edges, each a segment.
+    let on_segment = |s: DVec3, e: DVec3| {
+        let len2 = (e - s).length_squared();
+        let f = if len2 > 0.0 { ((p - s).dot(e - s) / len2).clamp(0.0, 1.0) } else { 0.0 };
+        (s + (e - s) * f, f)
+    };
+    let ((qab, fab), (qac, fac), (qbc, fbc)) = (on_segment(a, b), on_segment(a, c), on_segment(b, c));
+    let candidates = [(qab, fab, 0.0), (qac, 0.0, fac), (qbc, 1.0 - fbc, fbc)];
+    candidates.into_iter().min_by(|x, y| p.distance_squared(x.0).total_cmp(&p.distance_squared(y.0))).expect("three")
 }
 
 /// A point as the shared traversal loop's node test: each lane's key is the squared distance
