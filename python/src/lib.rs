@@ -1,0 +1,125 @@
+//! The Python module `slabtree._slabtree`: slabtree's mesh BVH and dynamic AABB tree on numpy
+//! arrays. The Python package `slabtree` (`python/slabtree/`) wraps it: it checks and converts
+//! the arrays (dtype, shape, contiguity) and gives the results their names, so this module takes
+//! C-contiguous `float32` and `uint32` arrays of the right shapes only.
+//!
+//! Every batch releases the GIL and runs on rayon's threads: all of them by default, or a pool of
+//! `threads` (cached per count). The library's typed errors become `ValueError` (bad input) or
+//! `KeyError` (a removed or unknown tree id) with the library's own message.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use glam::Vec3A;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use slabtree::Ray;
+
+mod mesh;
+mod tree;
+
+/// A returned float32 array.
+type F32s<'py> = Bound<'py, numpy::PyArray1<f32>>;
+/// A returned int64 array.
+type I64s<'py> = Bound<'py, numpy::PyArray1<i64>>;
+
+/// Runs `f` with `threads` worker threads (`None`: rayon's global pool, which has one per core).
+fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> PyResult<R> {
+    let Some(n) = threads else { return Ok(f()) };
+    if n == 0 {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let pool = {
+        let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        match pools.get(&n) {
+            Some(p) => p.clone(),
+            None => {
+                let p = rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .map_err(|e| PyValueError::new_err(format!("cannot start {n} threads: {e}")))?;
+                pools.entry(n).or_insert(Arc::new(p)).clone()
+            }
+        }
+    };
+    Ok(pool.install(f))
+}
+
+/// The rows of an `(n, 3)` array as vectors.
+fn rows(a: &PyReadonlyArray2<'_, f32>, what: &str) -> PyResult<Vec<Vec3A>> {
+    Ok(flat3(a, what)?.chunks_exact(3).map(|r| Vec3A::new(r[0], r[1], r[2])).collect())
+}
+
+/// The numbers of a C-contiguous `(n, 3)` array, row after row.
+fn flat3<'a>(a: &'a PyReadonlyArray2<'_, f32>, what: &str) -> PyResult<&'a [f32]> {
+    if a.shape()[1] != 3 {
+        return Err(PyValueError::new_err(format!("{what} must have shape (n, 3), not {:?}", a.shape())));
+    }
+    a.as_slice().map_err(|_| PyValueError::new_err(format!("{what} must be C-contiguous")))
+}
+
+/// A batch of rays as the caller's arrays: origins and directions `(n, 3)`, and one `tmin` and
+/// one `tmax` per ray. Each ray is made where it is traced, so a batch costs no array of rays.
+#[derive(Clone, Copy)]
+struct Rays<'a> {
+    origins: &'a [f32],
+    directions: &'a [f32],
+    tmin: &'a [f32],
+    tmax: &'a [f32],
+}
+
+impl Rays<'_> {
+    fn len(&self) -> usize {
+        self.tmin.len()
+    }
+
+    /// Ray `i`.
+    #[inline]
+    fn ray(&self, i: usize) -> Ray {
+        let (o, d) = (&self.origins[3 * i..3 * i + 3], &self.directions[3 * i..3 * i + 3]);
+        Ray::new(Vec3A::new(o[0], o[1], o[2]), Vec3A::new(d[0], d[1], d[2])).with_range(self.tmin[i], self.tmax[i])
+    }
+}
+
+/// The rays of origin and direction rows and their ranges (`tmin`, `tmax`: one value each per
+/// ray), each checked by the library (`Ray::validate`): the first invalid one is a `ValueError`
+/// naming its index.
+fn rays<'a>(
+    origins: &'a PyReadonlyArray2<'_, f32>,
+    directions: &'a PyReadonlyArray2<'_, f32>,
+    tmin: &'a PyReadonlyArray1<'_, f32>,
+    tmax: &'a PyReadonlyArray1<'_, f32>,
+) -> PyResult<Rays<'a>> {
+    let contiguous = |a: &'a PyReadonlyArray1<'_, f32>, what: &str| {
+        a.as_slice().map_err(|_| PyValueError::new_err(format!("{what} must be C-contiguous")))
+    };
+    let rays = Rays {
+        origins: flat3(origins, "origins")?,
+        directions: flat3(directions, "directions")?,
+        tmin: contiguous(tmin, "tmin")?,
+        tmax: contiguous(tmax, "tmax")?,
+    };
+    let (o, d) = (rays.origins.len() / 3, rays.directions.len() / 3);
+    if o != d || o != rays.tmin.len() || o != rays.tmax.len() {
+        return Err(PyValueError::new_err(format!(
+            "{o} origins, {d} directions, {} tmin and {} tmax",
+            rays.tmin.len(),
+            rays.tmax.len()
+        )));
+    }
+    for i in 0..rays.len() {
+        rays.ray(i).validate().map_err(|e| PyValueError::new_err(format!("ray {i}: {e}")))?;
+    }
+    Ok(rays)
+}
+
+/// The native part of the `slabtree` package.
+#[pymodule]
+fn _slabtree(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<mesh::PyMeshBvh>()?;
+    m.add_class::<tree::PyDbvt>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,256 @@
+//! `MeshBvh`: a triangle mesh's BVH, queried by batches of rays or points.
+
+use glam::Vec3;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
+
+use crate::{F32s, I64s, rays, rows, with_threads};
+
+/// Rays per task of a batch: enough to pay for the task, few enough to balance the threads.
+const CHUNK: usize = 1024;
+
+/// `closest_point`'s arrays: points, triangles, distances, u, v.
+type Nearest<'py> = (Bound<'py, PyArray2<f32>>, I64s<'py>, F32s<'py>, F32s<'py>, F32s<'py>);
+
+/// The BVH of a triangle mesh (the Python class `slabtree.MeshBvh` wraps this one).
+#[pyclass(module = "slabtree._slabtree", name = "MeshBvh", frozen)]
+pub struct PyMeshBvh {
+    bvh: MeshBvh,
+}
+
+#[pymethods]
+impl PyMeshBvh {
+    /// Builds the BVH of `vertices` (`(n, 3)` float32) and `faces` (`(m, 3)` uint32).
+    #[new]
+    #[pyo3(signature = (vertices, faces, watertight = true, threads = None))]
+    fn new(
+        py: Python<'_>,
+        vertices: PyReadonlyArray2<'_, f32>,
+        faces: PyReadonlyArray2<'_, u32>,
+        watertight: bool,
+        threads: Option<usize>,
+    ) -> PyResult<Self> {
+        let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
+        let f = faces.as_array();
+        if f.ncols() != 3 {
+            return Err(PyValueError::new_err(format!("faces must have shape (m, 3), not {:?}", f.shape())));
+        }
+        let triangles: Vec<[u32; 3]> = f.rows().into_iter().map(|r| [r[0], r[1], r[2]]).collect();
+        let mesh = TriMesh::new(positions, triangles).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let triangle_test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
+        let options = BuildOptions { triangle_test, ..BuildOptions::default() };
+        let bvh = py.detach(|| with_threads(threads, || MeshBvh::build(&mesh, &options)))?;
+        Ok(PyMeshBvh { bvh })
+    }
+
+    /// Closest hit of every ray: `(t, triangle, u, v)`, with `t = inf` and `triangle = -1` on a
+    /// miss.
+    #[pyo3(signature = (origins, directions, tmin, tmax, threads = None))]
+    fn intersect<'py>(
+        &self,
+        py: Python<'py>,
+        origins: PyReadonlyArray2<'py, f32>,
+        directions: PyReadonlyArray2<'py, f32>,
+        tmin: PyReadonlyArray1<'py, f32>,
+        tmax: PyReadonlyArray1<'py, f32>,
+        threads: Option<usize>,
+    ) -> PyResult<(F32s<'py>, I64s<'py>, F32s<'py>, F32s<'py>)> {
+        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        let n = rays.len();
+        let (mut t, mut tri, mut u, mut v) = (vec![f32::INFINITY; n], vec![-1i64; n], vec![0f32; n], vec![0f32; n]);
+        py.detach(|| {
+            with_threads(threads, || {
+                (t.par_chunks_mut(CHUNK), tri.par_chunks_mut(CHUNK), u.par_chunks_mut(CHUNK), v.par_chunks_mut(CHUNK))
+                    .into_par_iter()
+                    .enumerate()
+                    .for_each(|(c, (t, tri, u, v))| {
+                        for i in 0..t.len() {
+                            // Checked above: the query cannot refuse the ray.
+                            if let Ok(Some(h)) = self.bvh.intersect(&rays.ray(c * CHUNK + i)) {
+                                (t[i], tri[i], u[i], v[i]) = (h.t, i64::from(h.triangle), h.u, h.v);
+                            }
+                        }
+                    })
+            })
+        })?;
+        Ok((t.into_pyarray(py), tri.into_pyarray(py), u.into_pyarray(py), v.into_pyarray(py)))
+    }
+
+    /// Whether each ray hits any triangle within its range.
+    #[pyo3(signature = (origins, directions, tmin, tmax, threads = None))]
+    fn occluded<'py>(
+        &self,
+        py: Python<'py>,
+        origins: PyReadonlyArray2<'py, f32>,
+        directions: PyReadonlyArray2<'py, f32>,
+        tmin: PyReadonlyArray1<'py, f32>,
+        tmax: PyReadonlyArray1<'py, f32>,
+        threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray1<bool>>> {
+        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        let mut hit = vec![false; rays.len()];
+        py.detach(|| {
+            with_threads(threads, || {
+                hit.par_chunks_mut(CHUNK).enumerate().for_each(|(c, hit)| {
+                    for (i, h) in hit.iter_mut().enumerate() {
+                        *h = self.bvh.occluded(&rays.ray(c * CHUNK + i)).unwrap_or(false);
+                    }
+                })
+            })
+        })?;
+        Ok(hit.into_pyarray(py))
+    }
+
+    /// Every hit along every ray: `(ray_index, triangle, t)`, by ray, then by distance.
+    #[pyo3(signature = (origins, directions, tmin, tmax, threads = None))]
+    fn intersect_all<'py>(
+        &self,
+        py: Python<'py>,
+        origins: PyReadonlyArray2<'py, f32>,
+        directions: PyReadonlyArray2<'py, f32>,
+        tmin: PyReadonlyArray1<'py, f32>,
+        tmax: PyReadonlyArray1<'py, f32>,
+        threads: Option<usize>,
+    ) -> PyResult<(I64s<'py>, I64s<'py>, F32s<'py>)> {
+        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        let parts: Vec<(Vec<i64>, Vec<i64>, Vec<f32>)> = py.detach(|| {
+            with_threads(threads, || {
+                (0..rays.len().div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let (mut ray, mut tri, mut t) = (Vec::new(), Vec::new(), Vec::new());
+                        let mut hits = Vec::new();
+                        for i in 0..CHUNK.min(rays.len() - c * CHUNK) {
+                            if self.bvh.intersect_all(&rays.ray(c * CHUNK + i), &mut hits).is_ok() {
+                                for h in &hits {
+                                    ray.push((c * CHUNK + i) as i64);
+                                    tri.push(i64::from(h.triangle));
+                                    t.push(h.t);
+                                }
+                            }
+                        }
+                        (ray, tri, t)
+                    })
+                    .collect()
+            })
+        })?;
+        let (mut ray, mut tri, mut t) = (Vec::new(), Vec::new(), Vec::new());
+        for (r, tr, tt) in parts {
+            ray.extend(r);
+            tri.extend(tr);
+            t.extend(tt);
+        }
+        Ok((ray.into_pyarray(py), tri.into_pyarray(py), t.into_pyarray(py)))
+    }
+
+    /// The nearest point of the mesh to each point, within `max_distance`:
+    /// `(point, triangle, distance, u, v)`, with `triangle = -1`, `distance = inf` and a NaN
+    /// point when nothing is that near.
+    #[pyo3(signature = (points, max_distance = f32::INFINITY, threads = None))]
+    fn closest_point<'py>(
+        &self,
+        py: Python<'py>,
+        points: PyReadonlyArray2<'py, f32>,
+        max_distance: f32,
+        threads: Option<usize>,
+    ) -> PyResult<Nearest<'py>> {
+        let points: Vec<Vec3> = rows(&points, "points")?.into_iter().map(Vec3::from).collect();
+        if let Some(i) = points.iter().position(|p| !p.is_finite()) {
+            return Err(PyValueError::new_err(format!("point {i}: not finite: {}", points[i])));
+        }
+        // The library refuses a NaN or negative bound, with its own message.
+        if let Some(&p) = points.first() {
+            self.bvh.closest_point(p, max_distance).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        }
+        let found: Vec<Option<slabtree::ClosestPoint>> = py.detach(|| {
+            with_threads(threads, || {
+                points
+                    .par_iter()
+                    .with_min_len(256)
+                    .map(|&p| self.bvh.closest_point(p, max_distance).ok().flatten())
+                    .collect()
+            })
+        })?;
+        let n = found.len();
+        let mut at = Vec::with_capacity(3 * n);
+        let (mut tri, mut dist, mut u, mut v) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for c in &found {
+            match c {
+                Some(c) => {
+                    at.extend(c.point.to_array());
+                    tri.push(i64::from(c.triangle));
+                    dist.push(c.distance);
+                    u.push(c.u);
+                    v.push(c.v);
+                }
+                None => {
+                    at.extend([f32::NAN; 3]);
+                    tri.push(-1);
+                    dist.push(f32::INFINITY);
+                    u.push(0.0);
+                    v.push(0.0);
+                }
+            }
+        }
+        let at = at.into_pyarray(py).reshape([n, 3])?;
+        Ok((at, tri.into_pyarray(py), dist.into_pyarray(py), u.into_pyarray(py), v.into_pyarray(py)))
+    }
+
+    /// The BVH and its mesh in slabtree's saved format (`MeshBvh.from_bytes` reads it back).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.bvh.to_bytes())
+    }
+
+    /// Reads bytes written by `to_bytes`, without a rebuild; `untrusted` computes every box again
+    /// from the mesh.
+    #[staticmethod]
+    #[pyo3(signature = (data, untrusted = false))]
+    fn from_bytes(py: Python<'_>, data: &[u8], untrusted: bool) -> PyResult<Self> {
+        let read = if untrusted { MeshBvh::from_untrusted_bytes } else { MeshBvh::from_bytes };
+        let bvh = py.detach(|| read(data)).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyMeshBvh { bvh })
+    }
+
+    /// Whether the BVH uses the watertight triangle test.
+    #[getter]
+    fn watertight(&self) -> bool {
+        self.bvh.options().triangle_test == TriangleTest::Watertight
+    }
+
+    /// The mesh's vertices, `(n, 3)` float32 (a copy).
+    #[getter]
+    fn vertices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let p = self.bvh.mesh().positions();
+        let flat: Vec<f32> = p.iter().flat_map(|v| v.to_array()).collect();
+        flat.into_pyarray(py).reshape([p.len(), 3])
+    }
+
+    /// The mesh's faces, `(m, 3)` int64 (a copy).
+    #[getter]
+    fn faces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<i64>>> {
+        let t = self.bvh.mesh().triangles();
+        let flat: Vec<i64> = t.iter().flat_map(|f| f.map(i64::from)).collect();
+        flat.into_pyarray(py).reshape([t.len(), 3])
+    }
+
+    /// Triangles in the mesh.
+    fn __len__(&self) -> usize {
+        self.bvh.mesh().len()
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.bvh.stats();
+        format!(
+            "MeshBvh({} triangles, {} nodes, depth {}, watertight={})",
+            self.bvh.mesh().len(),
+            s.nodes,
+            s.depth,
+            if self.watertight() { "True" } else { "False" }
+        )
+    }
+}
