@@ -115,8 +115,8 @@ def _points(a, name: str) -> np.ndarray:
 
 def _rays(origins, directions, tmin=0.0, tmax=np.inf):
     """Origins and directions as two ``(n, 3)`` float32 arrays (one of them may be a single
-    row, which is repeated), and ``tmin`` and ``tmax`` as ``(n,)`` float32 (each may be one
-    number)."""
+    row, which is repeated), and ``tmin`` and ``tmax`` as float32 arrays of one value per ray or
+    one for all."""
     o, d = _points(origins, "origins"), _points(directions, "directions")
     if len(o) != len(d):
         if len(o) == 1:
@@ -131,7 +131,7 @@ def _rays(origins, directions, tmin=0.0, tmax=np.inf):
         r = _real_array(value, name)
         if r.ndim > 1 or (r.ndim == 1 and len(r) not in (1, n)):
             raise ValueError(f"{name} must be one number or one per ray ({n}), not of shape {r.shape}")
-        ranges.append(np.ascontiguousarray(np.broadcast_to(r.astype(np.float32), (n,))))
+        ranges.append(np.ascontiguousarray(r.reshape(-1), dtype=np.float32))
     return o, d, ranges[0], ranges[1]
 
 

@@ -1,4 +1,4 @@
-"""Type stubs of the native module. The package ``slabtree`` wraps it; use that instead: it
+"""Type stubs of the native module (``tmin`` and ``tmax``: one value per ray, or one for all). The package ``slabtree`` wraps it; use that instead: it
 checks and converts arrays, which this module takes only as C-contiguous float32 (points, rays,
 boxes), uint32 (faces) and int64 (ids)."""
 
