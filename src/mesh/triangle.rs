@@ -146,15 +146,18 @@ macro_rules! watertight {
     ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
         let [kx, ky, kz] = $ray.k;
         let [sx, sy, _] = $ray.shear;
-        // Vertices relative to the origin, then sheared into ray space.
-        let rel = |k: usize| -> [f32x4; 3] {
-            [$p.lanes(k, 0) - $ray.o[0], $p.lanes(k, 1) - $ray.o[1], $p.lanes(k, 2) - $ray.o[2]]
+        let [okx, oky, okz] = [$ray.o[kx], $ray.o[ky], $ray.o[kz]];
+        // Each corner relative to the origin along the ray's permuted axes, read straight from
+        // the pack's rows, then sheared into ray space. (Indexing an array of the three relative
+        // coordinates by kx, ky and kz instead put them on the stack and read them back, for
+        // every pack; the values are the same.)
+        let sheared = |k: usize| -> [f32x4; 2] {
+            let (x, y, z) = ($p.lanes(k, kx) - okx, $p.lanes(k, ky) - oky, $p.lanes(k, kz) - okz);
+            [x - sx * z, y - sy * z]
         };
-        let (ra, rb, rc) = (rel(0), rel(1), rel(2));
-        let shear = |a: &[f32x4; 3]| -> [f32x4; 2] { [a[kx] - sx * a[kz], a[ky] - sy * a[kz]] };
-        let [ax, ay] = shear(&ra);
-        let [bx, by] = shear(&rb);
-        let [cx, cy] = shear(&rc);
+        let [ax, ay] = sheared(0);
+        let [bx, by] = sheared(1);
+        let [cx, cy] = sheared(2);
         let mut u = cx * by - cy * bx;
         let mut v = ax * cy - ay * cx;
         let mut w = bx * ay - by * ax;
@@ -178,9 +181,18 @@ macro_rules! watertight {
             v = f32x4::new(va);
             w = f32x4::new(wa);
         }
-        let neg = u.simd_lt(zero) | v.simd_lt(zero) | w.simd_lt(zero);
-        let pos = u.simd_gt(zero) | v.simd_gt(zero) | w.simd_gt(zero);
+        // Not on both sides of the ray: all edge functions >= 0, or all <= 0 (as Embree's robust
+        // kernel tests them, by their minimum and maximum; a NaN is refused below, where the
+        // barycentrics must be finite).
+        let on_one_side = u.fast_min(v).fast_min(w).simd_ge(zero) | u.fast_max(v).fast_max(w).simd_le(zero);
         let det = u + v + w;
+        // Most packs a ray reaches miss: the edge functions alone say so, before the distance
+        // and its divisions are paid for (as Möller–Trumbore leaves its distance until a lane
+        // passes the edge tests).
+        let inside = $p.valid() & on_one_side & det.simd_ne(zero);
+        if inside.none() {
+            return None;
+        }
         // The edge functions decide inside or outside (watertight). The distance, though, is taken
         // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
         // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
@@ -190,10 +202,9 @@ macro_rules! watertight {
         let e2 = [$p.lanes(2, 0) - $p.lanes(0, 0), $p.lanes(2, 1) - $p.lanes(0, 1), $p.lanes(2, 2) - $p.lanes(0, 2)];
         let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
         let den = n[0] * $ray.d[0] + n[1] * $ray.d[1] + n[2] * $ray.d[2];
+        let ra = [$p.lanes(0, 0) - $ray.o[0], $p.lanes(0, 1) - $ray.o[1], $p.lanes(0, 2) - $ray.o[2]];
         let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
-        let mask = $p.valid()
-            & !(neg & pos)
-            & det.simd_ne(zero)
+        let mask = inside
             & t.simd_ge(f32x4::splat($ray.tmin))
             & t.simd_le(f32x4::splat($tmax))
             // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
