@@ -146,7 +146,7 @@ macro_rules! watertight {
     ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
         let [kx, ky, kz] = $ray.k;
         let [sx, sy, _] = $ray.shear;
-        let [okx, oky, okz] = [$ray.o[kx], $ray.o[ky], $ray.o[kz]];
+        let [okx, oky, okz] = $ray.o_k;
         // Each corner relative to the origin along the ray's permuted axes, read straight from
         // the pack's rows, then sheared into ray space. (Indexing an array of the three relative
         // coordinates by kx, ky and kz instead put them on the stack and read them back, for
@@ -162,10 +162,26 @@ macro_rules! watertight {
         let mut v = ax * cy - ay * cx;
         let mut w = bx * ay - by * ax;
         let zero = f32x4::ZERO;
+        // Not on both sides of the ray: all edge functions >= 0, or all <= 0 (as Embree's robust
+        // kernel tests them, by their minimum and maximum; a NaN is refused below, where the
+        // barycentrics must be finite).
+        let one_side = |u: f32x4, v: f32x4, w: f32x4| {
+            u.fast_min(v).fast_min(w).simd_ge(zero) | u.fast_max(v).fast_max(w).simd_le(zero)
+        };
+        // Most packs a ray reaches miss: the edge functions alone say so, before the distance
+        // and its divisions are paid for (as Möller–Trumbore leaves its distance until a lane
+        // passes the edge tests).
+        let mut inside = $p.valid() & one_side(u, v, w);
+        if inside.none() {
+            return None;
+        }
+        // Recompute exactly-zero edge functions in double precision (section 3.4 of the paper):
+        // the f32 products are exact in f64, so the sign is the true sign. Only lanes still in
+        // the running need it. A lane already out has a strictly positive and a strictly
+        // negative edge function, and a nonzero f32 edge function has its true sign (rounding is
+        // monotonic, so the rounded products keep their order), which f64 would only confirm.
         let any_zero = u.simd_eq(zero) | v.simd_eq(zero) | w.simd_eq(zero);
-        if (any_zero & $p.valid()).any() {
-            // Recompute exactly-zero edge functions in double precision (section 3.4 of the
-            // paper): the f32 products are exact in f64, so the sign is the true sign.
+        if (any_zero & inside).any() {
             let (mut ua, mut va, mut wa) = (u.to_array(), v.to_array(), w.to_array());
             let (axa, aya, bxa, bya, cxa, cya) =
                 (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
@@ -180,19 +196,10 @@ macro_rules! watertight {
             u = f32x4::new(ua);
             v = f32x4::new(va);
             w = f32x4::new(wa);
+            inside = inside & one_side(u, v, w);
         }
-        // Not on both sides of the ray: all edge functions >= 0, or all <= 0 (as Embree's robust
-        // kernel tests them, by their minimum and maximum; a NaN is refused below, where the
-        // barycentrics must be finite).
-        let on_one_side = u.fast_min(v).fast_min(w).simd_ge(zero) | u.fast_max(v).fast_max(w).simd_le(zero);
         let det = u + v + w;
-        // Most packs a ray reaches miss: the edge functions alone say so, before the distance
-        // and its divisions are paid for (as Möller–Trumbore leaves its distance until a lane
-        // passes the edge tests).
-        let inside = $p.valid() & on_one_side & det.simd_ne(zero);
-        if inside.none() {
-            return None;
-        }
+        let inside = inside & det.simd_ne(zero);
         // The edge functions decide inside or outside (watertight). The distance, though, is taken
         // from the triangle's plane, t = n·(v0 - o) / n·d with n from the edges, as Embree's robust
         // kernel does: Woop's T = U·Az + V·Bz + W·Cz multiplies errors that scale with the
@@ -224,10 +231,12 @@ macro_rules! watertight {
 pub(crate) struct TriRay {
     o: [f32x4; 3],
     d: [f32x4; 3],
-    /// Watertight: permutation (kx, ky, kz) and shear (Sx, Sy, Sz); Sz is unused since t comes
-    /// from the plane equation.
+    /// Watertight: permutation (kx, ky, kz) and shear (Sx, Sy, 0): Woop's Sz is not needed, since
+    /// t comes from the plane equation.
     k: [usize; 3],
     shear: [f32x4; 3],
+    /// Watertight: the origin's coordinates along kx, ky and kz.
+    o_k: [f32x4; 3],
     pub tmin: f32,
 }
 
@@ -253,12 +262,14 @@ impl TriRay {
                 d: [s(d.x), s(d.y), s(d.z)],
                 k: [0, 1, 2],
                 shear: [s(0.0); 3],
+                o_k: [s(o.x), s(o.y), s(o.z)],
                 tmin,
             };
         }
         // Woop et al. 2013, section 3: kz is the dimension where the direction is largest; swap kx
-        // and ky when d[kz] < 0 to keep the winding.
-        let ad = d.abs();
+        // and ky when d[kz] < 0 to keep the winding. (Plain arrays and a table of successors:
+        // glam's indexing by a runtime axis is a match, and `% 3` a multiply, per ray.)
+        let (da, ad) = (d.to_array(), d.abs());
         let kz = if ad.x >= ad.y && ad.x >= ad.z {
             0
         } else if ad.y >= ad.z {
@@ -266,17 +277,19 @@ impl TriRay {
         } else {
             2
         };
-        let mut kx = (kz + 1) % 3;
-        let mut ky = (kx + 1) % 3;
-        if d[kz] < 0.0 {
+        const NEXT: [usize; 3] = [1, 2, 0];
+        let (mut kx, mut ky) = (NEXT[kz], NEXT[NEXT[kz]]);
+        if da[kz] < 0.0 {
             std::mem::swap(&mut kx, &mut ky);
         }
-        let shear_s = [d[kx] / d[kz], d[ky] / d[kz], 1.0 / d[kz]];
+        // Woop's third shear factor, 1 / d[kz], scales only his distance, which is not used.
+        let shear_s = [da[kx] / da[kz], da[ky] / da[kz], 0.0];
         TriRay {
             o: [s(o.x), s(o.y), s(o.z)],
             d: [s(d.x), s(d.y), s(d.z)],
             k: [kx, ky, kz],
             shear: shear_s.map(s),
+            o_k: [kx, ky, kz].map(|k| s(o.to_array()[k])),
             tmin,
         }
     }
