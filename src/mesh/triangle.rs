@@ -196,7 +196,7 @@ macro_rules! watertight {
             u = f32x4::new(ua);
             v = f32x4::new(va);
             w = f32x4::new(wa);
-            inside = inside & one_side(u, v, w);
+            inside &= one_side(u, v, w);
         }
         let det = u + v + w;
         let inside = inside & det.simd_ne(zero);
