@@ -210,8 +210,22 @@ macro_rules! watertight {
         let n = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
         let den = n[0] * $ray.d[0] + n[1] * $ray.d[1] + n[2] * $ray.d[2];
         let ra = [$p.lanes(0, 0) - $ray.o[0], $p.lanes(0, 1) - $ray.o[1], $p.lanes(0, 2) - $ray.o[2]];
-        let t = (n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2]) / den;
-        let mask = inside
+        let t_num = n[0] * ra[0] + n[1] * ra[1] + n[2] * ra[2];
+        // Before dividing, the range is tested on t·|den| (the sign of den folded into the
+        // numerator, as in `moller_trumbore`): a closest-hit walk meets many packs past its
+        // current hit, whose lanes pass the edge functions, and leaves them without a division.
+        let sign = den & f32x4::splat(-0.0);
+        let (t_num, abs_den) = (t_num ^ sign, den ^ sign);
+        let near = inside
+            & t_num.simd_ge(abs_den * f32x4::splat($ray.tmin))
+            & t_num.simd_le(abs_den * f32x4::splat($tmax));
+        if near.none() {
+            return None;
+        }
+        let t = t_num / abs_den;
+        // The quotient is tested again: rounding can move it just outside where the scaled tests
+        // passed.
+        let mask = near
             & t.simd_ge(f32x4::splat($ray.tmin))
             & t.simd_le(f32x4::splat($tmax))
             // A hit is at a finite distance (a zero direction gives t = x / 0 = inf).
