@@ -153,7 +153,11 @@ macro_rules! watertight {
         // every pack; the values are the same.)
         let sheared = |k: usize| -> [f32x4; 2] {
             let (x, y, z) = ($p.lanes(k, kx) - okx, $p.lanes(k, ky) - oky, $p.lanes(k, kz) - okz);
-            [x - sx * z, y - sy * z]
+            // Fused where the target has FMA: a corner's sheared coordinates are one function of
+            // that corner, whichever triangle asks, which is all watertightness needs of them.
+            // (The edge functions below must not be fused: an edge's function would then not be
+            // the exact negative of itself seen from the neighbouring triangle.)
+            [sx.mul_neg_add(z, x), sy.mul_neg_add(z, y)]
         };
         let [ax, ay] = sheared(0);
         let [bx, by] = sheared(1);
