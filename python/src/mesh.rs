@@ -8,7 +8,7 @@ use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
 
-use crate::{F32s, I64s, rays, rows, with_threads};
+use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
 /// Rays per task of a batch: enough to pay for the task, few enough to balance the threads.
 const CHUNK: usize = 1024;
@@ -59,24 +59,55 @@ impl PyMeshBvh {
         tmax: PyReadonlyArray1<'py, f32>,
         threads: Option<usize>,
     ) -> PyResult<(F32s<'py>, I64s<'py>, F32s<'py>, F32s<'py>)> {
-        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        let rays = unchecked_rays(&origins, &directions, &tmin, &tmax)?;
         let n = rays.len();
-        let (mut t, mut tri, mut u, mut v) = (vec![f32::INFINITY; n], vec![-1i64; n], vec![0f32; n], vec![0f32; n]);
-        py.detach(|| {
+        // Every element is written below, chunk by chunk: no zeroing first (2% of a bunny
+        // primary batch).
+        let (mut t, mut tri, mut u, mut v): (Vec<f32>, Vec<i64>, Vec<f32>, Vec<f32>) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let refused = py.detach(|| {
             with_threads(threads, || {
-                (t.par_chunks_mut(CHUNK), tri.par_chunks_mut(CHUNK), u.par_chunks_mut(CHUNK), v.par_chunks_mut(CHUNK))
+                (
+                    t.spare_capacity_mut()[..n].par_chunks_mut(CHUNK),
+                    tri.spare_capacity_mut()[..n].par_chunks_mut(CHUNK),
+                    u.spare_capacity_mut()[..n].par_chunks_mut(CHUNK),
+                    v.spare_capacity_mut()[..n].par_chunks_mut(CHUNK),
+                )
                     .into_par_iter()
                     .enumerate()
-                    .for_each(|(c, (t, tri, u, v))| {
+                    .map(|(c, (t, tri, u, v))| {
+                        let mut refused = None;
                         for i in 0..t.len() {
-                            // Checked above: the query cannot refuse the ray.
-                            if let Ok(Some(h)) = self.bvh.intersect(&rays.ray(c * CHUNK + i)) {
-                                (t[i], tri[i], u[i], v[i]) = (h.t, i64::from(h.triangle), h.u, h.v);
-                            }
+                            let hit = match self.bvh.intersect(&rays.ray(c * CHUNK + i)) {
+                                Ok(h) => h,
+                                Err(e) => {
+                                    refused = refused.or(Some((c * CHUNK + i, e)));
+                                    None
+                                }
+                            };
+                            let (ht, htri, hu, hv) =
+                                hit.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
+                            t[i].write(ht);
+                            tri[i].write(htri);
+                            u[i].write(hu);
+                            v[i].write(hv);
                         }
+                        refused
                     })
+                    .reduce(|| None, first_refusal)
             })
         })?;
+        if let Some((i, e)) = refused {
+            return Err(bad_ray(i, e));
+        }
+        // SAFETY: the loop above wrote each of the first `n` elements of every vector once (the
+        // chunks cover `0..n`, and each index of a chunk is written).
+        unsafe {
+            t.set_len(n);
+            tri.set_len(n);
+            u.set_len(n);
+            v.set_len(n);
+        }
         Ok((t.into_pyarray(py), tri.into_pyarray(py), u.into_pyarray(py), v.into_pyarray(py)))
     }
 
@@ -91,17 +122,28 @@ impl PyMeshBvh {
         tmax: PyReadonlyArray1<'py, f32>,
         threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        let rays = unchecked_rays(&origins, &directions, &tmin, &tmax)?;
         let mut hit = vec![false; rays.len()];
-        py.detach(|| {
+        let refused = py.detach(|| {
             with_threads(threads, || {
-                hit.par_chunks_mut(CHUNK).enumerate().for_each(|(c, hit)| {
-                    for (i, h) in hit.iter_mut().enumerate() {
-                        *h = self.bvh.occluded(&rays.ray(c * CHUNK + i)).unwrap_or(false);
-                    }
-                })
+                hit.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .map(|(c, hit)| {
+                        let mut refused = None;
+                        for (i, h) in hit.iter_mut().enumerate() {
+                            match self.bvh.occluded(&rays.ray(c * CHUNK + i)) {
+                                Ok(o) => *h = o,
+                                Err(e) => refused = refused.or(Some((c * CHUNK + i, e))),
+                            }
+                        }
+                        refused
+                    })
+                    .reduce(|| None, first_refusal)
             })
         })?;
+        if let Some((i, e)) = refused {
+            return Err(bad_ray(i, e));
+        }
         Ok(hit.into_pyarray(py))
     }
 

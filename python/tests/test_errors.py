@@ -38,6 +38,12 @@ def test_bad_rays_name_the_ray():
     for query in (bvh.intersect, bvh.occluded, bvh.intersect_all):
         with pytest.raises(ValueError, match="ray 2"):
             query(o, d)
+    # In a batch of several chunks, the first invalid ray is named, whichever thread meets it.
+    many_o, many_d = np.zeros((5000, 3)), np.tile([0.0, 0.0, -1.0], (5000, 1))
+    many_d[[1500, 3000, 4999]] = np.nan
+    for query in (bvh.intersect, bvh.occluded, bvh.intersect_all):
+        with pytest.raises(ValueError, match="ray 1500:"):
+            query(many_o, many_d)
     # A zero direction is a valid ray that meets nothing.
     d[2] = [0, 0, 0]
     assert bvh.intersect(o + [0.25, 0.25, 1], d).triangle.tolist() == [0, 0, -1, 0]
