@@ -17,7 +17,7 @@
 use glam::{Affine3A, Mat3A, Vec3, Vec3A};
 
 use super::query::with_ws;
-use super::{InstanceId, InstanceSlot, Scene};
+use super::{Instance, InstanceId, InstanceSlot, Scene};
 use crate::dbvt::{RayControl, RayLeaf};
 use crate::math::Ray;
 use crate::math::{Aabb, InputError};
@@ -61,37 +61,16 @@ impl Scene {
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement);
         }
-        let (center, half) = (aabb.center(), aabb.half_extents());
-        let mut best: Option<(u32, u32, f32, Vec3)> = None;
-        let r = with_ws(|ws| {
-            self.tree.box_cast(aabb, displacement, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
-                if leaf.data.mask & mask == 0 {
-                    return RayControl::Continue;
-                }
-                let inst = self.slot(leaf.data.index);
-                let limit = best.map_or(1.0, |b| b.2);
-                let m: Mat3A = inst.inverse.matrix3;
-                let (local, ext) = local_sweep_box(&inst.inverse, center, half, displacement, limit);
-                let obb = Obb {
-                    center: local.into(),
-                    axes: [m.x_axis.into(), m.y_axis.into(), m.z_axis.into()],
-                    half: half.into(),
-                };
-                let found = inst.mesh.sweep_obb(&obb, ext, m * displacement, limit);
-                match found {
-                    Some((prim, t, n)) if best.is_none_or(|b| t < b.2) => {
-                        best = Some((leaf.data.index, prim, t, n));
-                        RayControl::Clip(t)
-                    }
-                    _ => RayControl::Continue,
-                }
-            })
+        let half = aabb.half_extents();
+        let best = self.first_contact(aabb, displacement, mask, |inst, local, ext, limit| {
+            let m: Mat3A = inst.inverse.matrix3;
+            let obb = Obb {
+                center: local.into(),
+                axes: [m.x_axis.into(), m.y_axis.into(), m.z_axis.into()],
+                half: half.into(),
+            };
+            inst.mesh.sweep_obb(&obb, ext, m * displacement, limit)
         });
-        // The input was checked above and the scene keeps its tree refitted, so the cast
-        // cannot be refused; were it, nothing was touched.
-        if r.is_err() {
-            return Ok(None);
-        }
         Ok(best.map(|(s, triangle, t, n)| {
             let inst = self.slot(s);
             SceneSweepHit {
@@ -179,31 +158,15 @@ impl Scene {
             return None;
         }
         let d = Vec3A::from(displacement);
-        let (center, half) = (bounds.center(), bounds.half_extents());
-        let mut best: Option<(u32, u32, f32, (Vec3, Vec3))> = None;
-        let _ = with_ws(|ws| {
-            self.tree.box_cast(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
-                if leaf.data.mask & mask == 0 {
-                    return RayControl::Continue;
-                }
-                let inst = self.slot(leaf.data.index);
-                let limit = best.map_or(1.0, |b| b.2);
-                let (local, ext) = local_sweep_box(&inst.inverse, center, half, d, limit);
-                let ray = Ray::new(local, inst.inverse.matrix3 * d).with_range(0.0, limit);
-                let ext = ext.min(Vec3A::splat(f32::MAX));
-                if ray.validate().is_err() || !ext.is_finite() {
-                    return RayControl::Continue;
-                }
-                let t = inst.transform;
-                let placed = |tri: &[Vec3; 3], lim: f32| shape.hit(&tri.map(|v| t.transform_point3(v)), lim);
-                match inst.mesh.sweep_with(&ray, ext, placed) {
-                    Some((prim, t, h)) if best.is_none_or(|b| t < b.2) => {
-                        best = Some((leaf.data.index, prim, t, h));
-                        RayControl::Clip(t)
-                    }
-                    _ => RayControl::Continue,
-                }
-            })
+        let best = self.first_contact(bounds, d, mask, |inst, local, ext, limit| {
+            let ray = Ray::new(local, inst.inverse.matrix3 * d).with_range(0.0, limit);
+            let ext = ext.min(Vec3A::splat(f32::MAX));
+            if ray.validate().is_err() || !ext.is_finite() {
+                return None;
+            }
+            let t = inst.transform;
+            let placed = |tri: &[Vec3; 3], lim: f32| shape.hit(&tri.map(|v| t.transform_point3(v)), lim);
+            inst.mesh.sweep_with(&ray, ext, placed)
         });
         best.map(|(s, triangle, t, (point, normal))| SceneShapeCastHit {
             t,
@@ -213,5 +176,43 @@ impl Scene {
             point,
             normal,
         })
+    }
+}
+
+impl Scene {
+    /// The walk of the box sweep and the shape casts: the instance tree box-cast with `bounds`
+    /// moving by `d`, and for each instance whose mask shares a bit with `mask`, `contact(inst,
+    /// local centre, local half-extents, limit)` ([`local_sweep_box`]), which gives the first
+    /// contact in that instance before `limit` as (triangle, t, what the query reports); the
+    /// walk is clipped at each nearer one. Returns the nearest, with its instance's slot.
+    fn first_contact<H: Copy>(
+        &self,
+        bounds: &Aabb,
+        d: Vec3A,
+        mask: u32,
+        mut contact: impl FnMut(&Instance, Vec3A, Vec3A, f32) -> Option<(u32, f32, H)>,
+    ) -> Option<(u32, u32, f32, H)> {
+        let (center, half) = (bounds.center(), bounds.half_extents());
+        let mut best: Option<(u32, u32, f32, H)> = None;
+        // The callers check the input and the scene keeps its tree refitted, so the cast cannot
+        // be refused; were it, nothing was touched.
+        let _ = with_ws(|ws| {
+            self.tree.box_cast(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+                if leaf.data.mask & mask == 0 {
+                    return RayControl::Continue;
+                }
+                let inst = self.slot(leaf.data.index);
+                let limit = best.map_or(1.0, |b| b.2);
+                let (local, ext) = local_sweep_box(&inst.inverse, center, half, d, limit);
+                match contact(inst, local, ext, limit) {
+                    Some((prim, t, h)) if best.is_none_or(|b| t < b.2) => {
+                        best = Some((leaf.data.index, prim, t, h));
+                        RayControl::Clip(t)
+                    }
+                    _ => RayControl::Continue,
+                }
+            })
+        });
+        best
     }
 }
