@@ -59,12 +59,15 @@ class RayMeshIntersector:
         return self._bvh
 
     def _rays(self, ray_origins, ray_directions):
+        """Origins and unit directions as ``(n, 3)`` float64, and which rays can be traced (finite,
+        with a direction): trimesh's intersectors skip the others rather than fail."""
         o = np.asarray(ray_origins, dtype=np.float64)
         d = np.asarray(ray_directions, dtype=np.float64)
         if o.shape != d.shape:
             raise ValueError("Ray origin and direction don't match!")
         o, d = o.reshape(-1, 3), d.reshape(-1, 3)
-        return o, _unit(d)
+        valid = np.isfinite(o).all(axis=1) & np.isfinite(d).all(axis=1) & (d != 0).any(axis=1)
+        return o, _unit(d), valid
 
     def intersects_id(
         self,
@@ -77,11 +80,10 @@ class RayMeshIntersector:
         """The triangles the rays hit: ``(index_tri, index_ray)``, and the hit points when
         ``return_locations``. With ``multiple_hits``, every hit of each ray (at most
         ``max_hits``), nearest first; otherwise the first hit of each ray that hits."""
-        o, d = self._rays(ray_origins, ray_directions)
+        o, d, valid = self._rays(ray_origins, ray_directions)
         if len(o) == 0:
             empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             return (*empty, np.zeros((0, 3))) if return_locations else empty
-        valid = np.isfinite(o).all(axis=1) & np.isfinite(d).all(axis=1) & (d != 0).any(axis=1)
         live = np.nonzero(valid)[0]
         if multiple_hits:
             hits = self.bvh.intersect_all(o[live], d[live], threads=self.threads)
@@ -120,18 +122,16 @@ class RayMeshIntersector:
 
     def intersects_first(self, ray_origins, ray_directions) -> np.ndarray:
         """The first triangle each ray hits, or -1."""
-        o, d = self._rays(ray_origins, ray_directions)
+        o, d, valid = self._rays(ray_origins, ray_directions)
         out = np.full(len(o), -1, dtype=np.int64)
-        valid = np.isfinite(o).all(axis=1) & np.isfinite(d).all(axis=1) & (d != 0).any(axis=1)
         if valid.any():
             out[valid] = self.bvh.intersect(o[valid], d[valid], threads=self.threads).triangle
         return out
 
     def intersects_any(self, ray_origins, ray_directions) -> np.ndarray:
         """Whether each ray hits the mesh."""
-        o, d = self._rays(ray_origins, ray_directions)
+        o, d, valid = self._rays(ray_origins, ray_directions)
         out = np.zeros(len(o), dtype=bool)
-        valid = np.isfinite(o).all(axis=1) & np.isfinite(d).all(axis=1) & (d != 0).any(axis=1)
         if valid.any():
             out[valid] = self.bvh.occluded(o[valid], d[valid], threads=self.threads)
         return out
