@@ -201,22 +201,17 @@ impl PyMeshBvh {
         threads: Option<usize>,
     ) -> PyResult<Nearest<'py>> {
         let points: Vec<Vec3> = rows(&points, "points")?.into_iter().map(Vec3::from).collect();
-        if let Some(i) = points.iter().position(|p| !p.is_finite()) {
-            return Err(PyValueError::new_err(format!("point {i}: not finite: {}", points[i])));
-        }
-        // The library refuses a NaN or negative bound, with its own message.
-        if let Some(&p) = points.first() {
-            self.bvh.closest_point(p, max_distance).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        }
-        let found: Vec<Option<slabtree::ClosestPoint>> = py.detach(|| {
+        // Each query checks its point and the bound (the library's message); the first refusal,
+        // by point, is raised.
+        let answers: Vec<Result<Option<slabtree::ClosestPoint>, slabtree::InputError>> = py.detach(|| {
             with_threads(threads, || {
-                points
-                    .par_iter()
-                    .with_min_len(256)
-                    .map(|&p| self.bvh.closest_point(p, max_distance).ok().flatten())
-                    .collect()
+                points.par_iter().with_min_len(256).map(|&p| self.bvh.closest_point(p, max_distance)).collect()
             })
         })?;
+        if let Some((i, e)) = answers.iter().enumerate().find_map(|(i, a)| a.as_ref().err().map(|e| (i, e))) {
+            return Err(PyValueError::new_err(format!("point {i}: {e}")));
+        }
+        let found: Vec<Option<slabtree::ClosestPoint>> = answers.into_iter().map(|a| a.ok().flatten()).collect();
         let n = found.len();
         let mut at = Vec::with_capacity(3 * n);
         let (mut tri, mut dist, mut u, mut v) =
