@@ -230,6 +230,16 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
         let BuildNode::Inner { left, right, .. } = build[c as usize] else { unreachable!() };
         children.split(i, left, right);
     }
+    // Largest box first. Embree's builder sorts a wide node's children likewise ("for faster
+    // shadow ray traversal"; by triangle count there): an any-hit walk enters the first child hit
+    // (`crate::wide::closest_first`), and the largest is the likeliest to hold an occluder. By
+    // area rather than count, since area is what a ray's chance of a hit follows: Sponza's shadow
+    // rays visit 13.2 nodes and 2.45 packs each, against 14.4 and 2.55 sorted by count and 17.8
+    // and 3.15 in split order (`examples/trace_rays`); the bunny and the dragon are within 2%.
+    // Closest-hit walks order children by distance, so only their ties see this order.
+    let n = children.len;
+    children.child[..n]
+        .sort_by(|a, b| build[*b as usize].bounds().half_area().total_cmp(&build[*a as usize].bounds().half_area()));
     children
 }
 
