@@ -6,7 +6,7 @@
 
 use wide::f32x8;
 
-use super::ray::{fused_origin, plane_rows};
+use super::ray::{fused_interval, fused_origin, plane_rows};
 use super::{ChildRef, FixedStack, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray};
 
@@ -248,9 +248,7 @@ impl Packet {
         if FUSED {
             let nt = |a: usize| planes.near[a].mul_sub(inv[a], org[a]);
             let ft = |a: usize| planes.far[a].mul_sub(inv[a], org[a]);
-            let near = nt(0).fast_max(nt(1)).fast_max(nt(2).fast_max(tmin)) - self.widen.group(g);
-            let far = (ft(0).fast_min(ft(1)).fast_min(ft(2)) * pad).fast_min(tmax);
-            near.simd_le(far).to_bitmask()
+            fused_interval([nt(0), nt(1), nt(2)], [ft(0), ft(1), ft(2)], tmin, self.widen.group(g), tmax).0
         } else {
             let mut near = tmin;
             let mut far = tmax;
