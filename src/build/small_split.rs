@@ -153,16 +153,11 @@ mod tests {
     #[test]
     fn pair_split_is_the_sweep_split() {
         use glam::Vec3A;
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut r = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32
-        };
+        use slabtree_testkit::rng::Rng;
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
         let mut compared = 0;
         for round in 0..4000 {
-            let mut corner = || Vec3A::new(r(), r(), r()) * 10.0;
+            let mut corner = || rng.unit3a() * 10.0;
             let lo = [corner(), corner()];
             let mut hi = [lo[0] + corner() * 0.3, lo[1] + corner() * 0.3];
             match round % 5 {

@@ -130,8 +130,9 @@ const FUSED_PAD: f32 = 4.0 * f32::EPSILON * 0.5;
 
 /// The fused form's per-ray constants, `o·inv` (rounded to nearest) and `Δ`, or `None` when they
 /// are not finite or the ray's range starts before its origin (`tmin < 0`, for which
-/// [`fused_interval`]'s integer maximum would not be exact); then the ray takes the exact form. The packets of `super::packet` take exactly
-/// the rays for which this is `Some`, and the same constants, whatever the target.
+/// [`fused_interval`]'s integer maximum would not be exact); then the ray takes the exact form.
+/// The packets of `super::packet` take exactly the rays for which this is `Some`, and the same
+/// constants, whatever the target.
 #[inline(always)]
 pub(crate) fn fused_origin(ray: &Ray) -> Option<(Vec3A, f32)> {
     let (o, inv) = (ray.origin(), ray.inv_dir());
@@ -195,9 +196,9 @@ impl NodeTest for FusedRay8 {
 /// +inf and -inf) enters at +inf and leaves at -inf, so the one comparison refuses it.
 ///
 /// The first two axes are combined by [`int_max`] and [`int_min`], as Embree's kernels combine
-/// all of them: one cycle off each node's dependency chain (three alternated runs of two peer
-/// programs: the mean ratio to Embree over the 12 shared sets 0.978 → 0.989, and to Embree robust
-/// 1.093 → 1.108, `docs/performance.md`). Only where that stays exact: the rays here have
+/// all of them: a shorter dependency chain per node visit (six alternated runs of the peer
+/// program with and without it: the mean ratio over the 12 shared sets about 1% higher against
+/// Embree and 2% against Embree robust, `docs/performance.md`). Only where that stays exact: the rays here have
 /// `tmin >= 0` ([`fused_origin`]), so the entry distance, the float maximum of that and of the
 /// third axis and `tmin`, is the float form's (see `int_max`); the exit distance can only come
 /// out later than the float minimum, when both of its axes exit behind the origin (see
@@ -215,8 +216,8 @@ pub(crate) fn fused_interval(
     (near.simd_le(far).to_bitmask(), near)
 }
 
-/// The larger of `a` and `b` lane by lane, their bits compared as `i32` (`vpmaxsd`: one cycle
-/// of latency against two for a float maximum here). Non-negative floats order as their bits
+/// The larger of `a` and `b` lane by lane, their bits compared as `i32` (`vpmaxsd`, an integer
+/// operation of shorter latency than a float maximum, as Embree's kernels use it). Non-negative floats order as their bits
 /// do, and every negative float's bits are below every non-negative one's, so this is the float
 /// maximum whenever one operand is at least +0; when both are negative it is one of them (the
 /// float minimum, as negative bits order backwards), never more than the maximum. An entry
