@@ -6,7 +6,8 @@
 //! (`madvise(MADV_HUGEPAGE)` in `common/sys/alloc.cpp`), which matters where THP is set to
 //! `madvise`, the default of many distributions. [`PagedSlice`] does the same for the mesh BVH's
 //! nodes and triangle packs: measured on the dragon (64 MB), random rays +18% and shadow rays
-//! +13% with THP on (`docs/performance.md`).
+//! +13% with THP on; on the bunny (4 MB, which the L2 TLB does map) still about 5% against
+//! Embree on its random and shadow rays (`docs/performance.md`).
 //!
 //! The advice is given before the memory is first written, so the kernel can back it with huge
 //! pages as it faults in. Elsewhere than Linux, or for arrays under [`HUGE_MIN`], this is a plain
@@ -19,9 +20,12 @@ use std::ptr::NonNull;
 /// The size of a huge page on x86-64 and most aarch64 Linux systems.
 const HUGE_PAGE: usize = 2 << 20;
 
-/// Arrays of at least this many bytes are placed on huge pages: their rounding up to whole 2 MB
-/// pages wastes at most a third.
-const HUGE_MIN: usize = 4 << 20;
+/// Arrays of at least this many bytes start on a huge page boundary and have their whole 2 MB
+/// pages advised. Their size is rounded up to whole huge pages only where that wastes at most an
+/// eighth; otherwise the tail past the last whole page stays on 4 KB pages. (Rounding every
+/// array up, as before, wasted up to a third and kept arrays under 4 MB, the bunny's BVH among
+/// them, off huge pages.)
+const HUGE_MIN: usize = HUGE_PAGE;
 
 /// A fixed-length array of `T` in one allocation, aligned to and advised for 2 MB pages when it
 /// is large. Dereferences to a slice.
@@ -40,8 +44,10 @@ impl<T: Copy> PagedSlice<T> {
     fn layout(len: usize) -> Layout {
         let plain = Layout::array::<T>(len).expect("array size overflows isize");
         if plain.size() >= HUGE_MIN && cfg!(target_os = "linux") {
-            Layout::from_size_align(plain.size().next_multiple_of(HUGE_PAGE), HUGE_PAGE.max(plain.align()))
-                .expect("rounded array size overflows isize")
+            // See `HUGE_MIN`.
+            let up = plain.size().next_multiple_of(HUGE_PAGE);
+            let size = if up - plain.size() <= plain.size() / 8 { up } else { plain.size() };
+            Layout::from_size_align(size, HUGE_PAGE.max(plain.align())).expect("array size overflows isize")
         } else {
             plain
         }
@@ -193,9 +199,12 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
         // The C library's `madvise(2)`, which the standard library already links on Linux.
         fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
     }
-    // SAFETY: the range is one whole allocation of ours, aligned to a huge page; madvise only
-    // reads the arguments and its result is ignored.
-    unsafe { madvise(ptr.cast(), len, MADV_HUGEPAGE) };
+    // Whole huge pages only: the kernel can back a huge page only where all of it lies in the
+    // advised range, so advising a shorter tail would change nothing.
+    let whole = len / HUGE_PAGE * HUGE_PAGE;
+    // SAFETY: the range is the start of one allocation of ours, aligned to a huge page; madvise
+    // only reads the arguments and its result is ignored.
+    unsafe { madvise(ptr.cast(), whole, MADV_HUGEPAGE) };
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -204,6 +213,26 @@ fn advise_huge_pages(_: *mut u8, _: usize) {}
 #[cfg(test)]
 mod tests {
     use super::PagedSlice;
+
+    /// Arrays of a huge page or more start on a huge page and are rounded up to whole ones only
+    /// where that wastes at most an eighth; smaller arrays keep their plain layout.
+    #[test]
+    fn large_layouts_are_aligned_and_rounded_up_only_when_cheap() {
+        use super::{HUGE_PAGE, Layout};
+        for bytes in
+            [64usize, HUGE_PAGE - 8, HUGE_PAGE, HUGE_PAGE + 8, 3 * HUGE_PAGE + 8, (4 << 20) - 4096, 9 * HUGE_PAGE - 8]
+        {
+            let l = PagedSlice::<u64>::layout(bytes / 8);
+            if bytes < HUGE_PAGE || !cfg!(target_os = "linux") {
+                assert_eq!(l, Layout::array::<u64>(bytes / 8).unwrap());
+                continue;
+            }
+            assert_eq!(l.align(), HUGE_PAGE);
+            let up = bytes.next_multiple_of(HUGE_PAGE);
+            let expected = if up - bytes <= bytes / 8 { up } else { bytes };
+            assert_eq!(l.size(), expected, "{bytes} bytes");
+        }
+    }
 
     #[test]
     fn copies_small_large_and_empty_arrays() {
