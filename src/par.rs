@@ -51,3 +51,23 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
         items.into_iter().map(f).collect()
     }
 }
+
+/// `f(input chunk, output chunk)` over `input` and `output` (of one length) in matching chunks
+/// of `chunk` elements, one task per chunk.
+pub(crate) fn for_chunks<T: Sync, R: Send>(
+    input: &[T],
+    output: &mut [R],
+    chunk: usize,
+    f: impl Fn(&[T], &mut [R]) + Sync + Send,
+) {
+    debug_assert_eq!(input.len(), output.len());
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        input.par_chunks(chunk).zip(output.par_chunks_mut(chunk)).for_each(|(i, o)| f(i, o));
+    }
+    #[cfg(not(feature = "parallel"))]
+    for (i, o) in input.chunks(chunk).zip(output.chunks_mut(chunk)) {
+        f(i, o);
+    }
+}

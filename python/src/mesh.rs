@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
-use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
+use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
@@ -76,17 +76,20 @@ impl PyMeshBvh {
                     .into_par_iter()
                     .enumerate()
                     .map(|(c, (t, tri, u, v))| {
-                        let mut refused = None;
+                        // The chunk's rays through the library's batch on this thread, which
+                        // keeps several rays in flight through a BVH larger than the cache.
+                        let base = c * CHUNK;
+                        let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
+                        let mut hits = Vec::with_capacity(chunk.len());
+                        let refused =
+                            self.bvh.intersect_each(&chunk, &mut hits).err().map(|e| (base + e.index, e.error));
+                        // A refused chunk has no hits; its elements are written all the same.
                         for i in 0..t.len() {
-                            let hit = match self.bvh.intersect(&rays.ray(c * CHUNK + i)) {
-                                Ok(h) => h,
-                                Err(e) => {
-                                    refused = refused.or(Some((c * CHUNK + i, e)));
-                                    None
-                                }
-                            };
-                            let (ht, htri, hu, hv) =
-                                hit.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
+                            let (ht, htri, hu, hv) = hits
+                                .get(i)
+                                .copied()
+                                .flatten()
+                                .map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
                             t[i].write(ht);
                             tri[i].write(htri);
                             u[i].write(hu);
@@ -129,13 +132,13 @@ impl PyMeshBvh {
                 hit.par_chunks_mut(CHUNK)
                     .enumerate()
                     .map(|(c, hit)| {
-                        let mut refused = None;
-                        for (i, h) in hit.iter_mut().enumerate() {
-                            match self.bvh.occluded(&rays.ray(c * CHUNK + i)) {
-                                Ok(o) => *h = o,
-                                Err(e) => refused = refused.or(Some((c * CHUNK + i, e))),
-                            }
-                        }
+                        // As in `intersect`: the chunk through the library's batch on this thread.
+                        let base = c * CHUNK;
+                        let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
+                        let mut occluded = Vec::with_capacity(chunk.len());
+                        let refused =
+                            self.bvh.occluded_each(&chunk, &mut occluded).err().map(|e| (base + e.index, e.error));
+                        hit[..occluded.len()].copy_from_slice(&occluded);
                         refused
                     })
                     .reduce(|| None, first_refusal)

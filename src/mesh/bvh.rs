@@ -13,7 +13,7 @@ use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
 use super::collapse::collapse;
-use super::layout::Blocks;
+use super::layout::{Block, Blocks};
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
@@ -187,6 +187,13 @@ impl std::fmt::Debug for MeshBvh {
 /// triangles.
 pub(super) const STACK: usize = 1024;
 
+/// BVHs of at least this many bytes (nodes and packs) have their batches traced several rays at
+/// a time ([`MeshBvh::intersect_each`]); smaller ones one ray after another. Measured on a
+/// machine with a 32 MB last-level cache, one thread: the dragon's 50 MB BVH gains 1.1-1.8x on
+/// its ray sets, while Sponza's 15 MB and the bunny's 4 MB, read from cache, lose up to half
+/// their speed to the rays' switching (`docs/performance.md`, "Batches of rays in flight").
+pub const INTERLEAVE_FROM: usize = 32 << 20;
+
 impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
     pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
@@ -304,17 +311,89 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
-    /// whole batch, before tracing any ray, when one is invalid, naming the first.
+    /// whole batch, before tracing any ray, when one is invalid, naming the first. Through a BVH
+    /// larger than the last-level cache, each thread traces several rays at once (see
+    /// [`MeshBvh::intersect_each`]).
     pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
         validate_rays(rays)?;
-        Ok(crate::par::map(rays, 256, |r| self.intersect_valid(r).0))
+        let mut out = vec![None; rays.len()];
+        crate::par::for_chunks(rays, &mut out, 256, |r, o| self.intersect_valid_rays(r, o));
+        Ok(out)
+    }
+
+    /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
+    /// one ray after another, or, through a BVH of [`INTERLEAVE_FROM`] bytes or more, several
+    /// rays in flight at once, each prefetching its next node while the others are tested, so
+    /// that the memory latency of one ray's walk hides behind the others' work (the answers
+    /// are the same, bit for bit). Refuses the whole slice, before tracing any ray, when one is
+    /// invalid, naming the first. Allocates nothing once `hits` has room.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let rays = [Ray::new(Vec3::Z, -Vec3::Z), Ray::new(Vec3::new(5.0, 0.0, 1.0), -Vec3::Z)];
+    /// let mut hits = Vec::new();
+    /// bvh.intersect_each(&rays, &mut hits)?;
+    /// assert_eq!(hits[0].map(|h| h.t), Some(1.0));
+    /// assert!(hits[1].is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_each(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        hits.clear();
+        hits.resize(rays.len(), None);
+        self.intersect_valid_rays(rays, hits);
+        Ok(())
+    }
+
+    /// The closest hits of valid `rays` into `out` (as long), on this thread.
+    fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
+        if self.interleaves() {
+            self.intersect_interleaved(rays, out);
+        } else {
+            for (r, o) in rays.iter().zip(out) {
+                *o = self.intersect_valid(r).0;
+            }
+        }
     }
 
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
-    /// as in [`MeshBvh::intersect_batch`].
+    /// as in [`MeshBvh::intersect_batch`], rays in flight as in [`MeshBvh::occluded_each`].
     pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
         validate_rays(rays)?;
-        Ok(crate::par::map(rays, 256, |r| self.occluded_valid(r)))
+        let mut out = vec![false; rays.len()];
+        crate::par::for_chunks(rays, &mut out, 256, |r, o| self.occluded_valid_rays(r, o));
+        Ok(out)
+    }
+
+    /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
+    /// first), with several rays in flight through a large BVH, as [`MeshBvh::intersect_each`]
+    /// does. Refuses the whole slice, before tracing any ray, when one is invalid, naming the
+    /// first.
+    pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        occluded.clear();
+        occluded.resize(rays.len(), false);
+        self.occluded_valid_rays(rays, occluded);
+        Ok(())
+    }
+
+    /// Whether the BVH is large enough for batches to keep several rays in flight.
+    fn interleaves(&self) -> bool {
+        self.blocks.len() * size_of::<Block>() >= INTERLEAVE_FROM
+    }
+
+    /// Any hit of each of valid `rays` into `out` (as long), on this thread.
+    fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
+        if self.interleaves() {
+            self.occluded_interleaved(rays, out);
+        } else {
+            for (r, o) in rays.iter().zip(out) {
+                *o = self.occluded_valid(r);
+            }
+        }
     }
 
     /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
@@ -351,7 +430,7 @@ impl MeshBvh {
     /// stores that wrote it, and those loads waited on store forwarding: a sixth of a bunny
     /// primary ray's time (`perf record -e cpu-clock`, the peer program).
     #[inline]
-    fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
+    pub(super) fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
         let (hit, stats) = self.trace_closest(ray);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
@@ -379,7 +458,7 @@ impl MeshBvh {
     /// allocation depends on the other's code (with both in one function, a change to the
     /// watertight test moved Möller–Trumbore's shadow rays by 6 instructions, callgrind).
     #[inline(always)]
-    fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+    pub(super) fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore => self.trace_test::<ANY, false>(ray),
             TriangleTest::Watertight => self.trace_test::<ANY, true>(ray),

@@ -10,6 +10,7 @@ pub(crate) mod cast;
 mod closest;
 pub(crate) mod collapse;
 mod error;
+mod interleave;
 mod layout;
 pub(crate) mod overlap;
 mod policy;
@@ -19,7 +20,7 @@ pub(crate) mod stream;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
 
-pub use bvh::{BuildOptions, Hit, MeshBvh, MeshStats, TraversalStats, TriangleTest};
+pub use bvh::{BuildOptions, Hit, INTERLEAVE_FROM, MeshBvh, MeshStats, TraversalStats, TriangleTest};
 pub use sweep::SweepHit;
 
 use glam::Vec3;

@@ -113,6 +113,7 @@ impl NodeTest for Ray8 {
 }
 
 /// One ray splatted once for the fused form of the test (see the module doc).
+#[derive(Clone, Copy)]
 pub(crate) struct FusedRay8 {
     inv_dir: [f32x8; 3],
     /// `o·inv`, rounded to nearest.

@@ -1,0 +1,327 @@
+//! Batches of incoherent rays, traced a few at a time in one thread, each ray's memory loads
+//! overlapping the others' work.
+//!
+//! A random ray through a large BVH waits on memory at most of its node and pack visits: the
+//! next node is known only once the current one is tested, so one ray has one load in flight at
+//! a time, apart from the children it pushes (prefetched, `crate::wide::traverse`). A batch has
+//! no such limit. Here [`LANES`] rays take turns, one visit each: a ray that has chosen its next
+//! node or pack prefetches it and yields to the next ray, and by its next turn the lines have
+//! arrived. This is "asynchronous memory access chaining" (Kocberber, Falsafi and Grot, "AMAC",
+//! VLDB 2015) applied to BVH traversal; Aila and Karras ("Architecture Considerations for
+//! Tracing Incoherent Rays", HPG 2010) make the same case for many rays in flight per core.
+//!
+//! Each ray's walk is the single-ray walk of `crate::wide::traverse::closest_first`, step for
+//! step: the same node test, the same order of children, the same pruning by the current
+//! `tmax`, the same triangle test. Only the interleaving of rays differs, so every answer is
+//! the single ray's answer, bit for bit (the tests below check it against `intersect`).
+//!
+//! It pays only where the nodes come from memory rather than cache: [`super::INTERLEAVE_FROM`]
+//! decides, by the BVH's size.
+
+use std::mem::MaybeUninit;
+
+use super::bvh::TriangleTest;
+use super::bvh::{Hit, LeafTest, MeshBvh, STACK};
+use super::layout::Blocks;
+use super::policy::{Nearest, RayLeaf};
+use super::triangle::{PackHit, TriPack};
+use crate::hint::prefetch_record;
+use crate::math::Ray;
+use crate::wide::{ChildRef, Entry, FusedRay8, Node8, NodeTest};
+
+/// Rays in flight per thread. On the dragon's random rays, 2, 4, 6 and 8 lanes measured 1.16x,
+/// 1.47x, 1.85x and 1.70x the single rays (one run each; `docs/performance.md`); 8 gave the
+/// diffuse rays the most with 6.
+pub(super) const LANES: usize = 8;
+
+/// One ray's walk, resumable one visit at a time: the closest hit, or with `ANY` any hit.
+struct Walk<const ANY: bool, const WATERTIGHT: bool> {
+    /// The ray's index in the batch.
+    ray: usize,
+    node_test: FusedRay8,
+    leaf: RayLeaf<WATERTIGHT, Nearest>,
+    tmin: f32,
+    tmax: f32,
+    /// The node or pack to visit next (prefetched when it was chosen).
+    cur: ChildRef,
+    best: Option<(u32, PackHit)>,
+    sp: usize,
+    stack: [MaybeUninit<Entry>; STACK],
+}
+
+impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
+    /// A walk of ray `r` from the root.
+    fn new(r: usize, ray: &Ray, node_test: FusedRay8) -> Self {
+        Walk {
+            ray: r,
+            node_test,
+            leaf: RayLeaf::new(ray, Nearest),
+            tmin: ray.tmin,
+            tmax: ray.tmax,
+            cur: ChildRef::node(0),
+            best: None,
+            sp: 0,
+            stack: [const { MaybeUninit::uninit() }; STACK],
+        }
+    }
+
+    /// Starts this walk again, for ray `r` (the stack's old entries are never read again).
+    fn restart(&mut self, r: usize, ray: &Ray, node_test: FusedRay8) {
+        (self.ray, self.node_test, self.leaf) = (r, node_test, RayLeaf::new(ray, Nearest));
+        (self.tmin, self.tmax, self.cur, self.best, self.sp) = (ray.tmin, ray.tmax, ChildRef::node(0), None, 0);
+    }
+
+    /// Visits `cur` and picks the next node or pack, as one turn of `closest_first`'s loop does.
+    /// Returns `false` when the walk is over.
+    #[inline(always)]
+    fn step(&mut self, blocks: &Blocks) -> bool {
+        let cur = self.cur;
+        if cur.is_leaf() {
+            // SAFETY: `cur` is a leaf reference read from this BVH's nodes (never an empty one).
+            let p = unsafe { blocks.pack_unchecked(cur.index()) };
+            if let Some((prim, t, h)) = self.leaf.test(cur.index(), p, self.tmax) {
+                self.best = Some((prim, h));
+                if ANY {
+                    return false;
+                }
+                self.tmax = t;
+            }
+        } else {
+            // SAFETY: `cur` is the root (the BVH is not empty) or a node reference read from one
+            // of its nodes.
+            let node: &Node8 = unsafe { blocks.node_unchecked(cur.index()) };
+            let (mut mask, near) = self.node_test.test::<false>(node, self.tmax);
+            if mask != 0 {
+                let d = near.to_array();
+                let first = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if mask == 0 {
+                    self.cur = node.child[first];
+                    prefetch(blocks, self.cur);
+                    return true;
+                }
+                assert!(self.sp + 8 <= STACK, "traversal stack overflow: the tree is deeper than its bound");
+                if ANY {
+                    // Any order will do: enter the first, the others wait in lane order.
+                    while mask != 0 {
+                        let l = mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        self.push_sorted(blocks, (node.child[l], self.tmin), self.sp);
+                    }
+                    self.cur = node.child[first];
+                    prefetch(blocks, self.cur);
+                    return true;
+                }
+                let second = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if mask == 0 {
+                    let (n, f) = if d[second] < d[first] { (second, first) } else { (first, second) };
+                    self.push_sorted(blocks, (node.child[f], d[f]), self.sp);
+                    self.cur = node.child[n];
+                    prefetch(blocks, self.cur);
+                    return true;
+                }
+                // Three or more: all wait, sorted far to near, and the nearest is taken back.
+                let run = self.sp;
+                self.push_sorted(blocks, (node.child[first], d[first]), run);
+                self.push_sorted(blocks, (node.child[second], d[second]), run);
+                while mask != 0 {
+                    let l = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    self.push_sorted(blocks, (node.child[l], d[l]), run);
+                }
+                self.sp -= 1;
+                // SAFETY: the entry just written on top; it was prefetched as it was pushed.
+                self.cur = unsafe { self.stack[self.sp].assume_init() }.0;
+                return true;
+            }
+        }
+        // The nearest waiting entry not beyond the current `tmax` (prefetched when pushed).
+        while self.sp > 0 {
+            self.sp -= 1;
+            // SAFETY: entries below `sp` were written.
+            let e = unsafe { self.stack[self.sp].assume_init() };
+            if ANY || e.1 <= self.tmax {
+                self.cur = e.0;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Pushes `e` into the run of entries from `run`, sorted far to near (by insertion; entries
+    /// of equal distance, as an any-hit walk's all are, stay in push order), and prefetches it.
+    #[inline(always)]
+    fn push_sorted(&mut self, blocks: &Blocks, e: Entry, run: usize) {
+        prefetch(blocks, e.0);
+        let mut j = self.sp;
+        // SAFETY: entries run..sp were written.
+        while j > run && unsafe { self.stack[j - 1].assume_init() }.1 < e.1 {
+            self.stack[j] = self.stack[j - 1];
+            j -= 1;
+        }
+        self.stack[j].write(e);
+        self.sp += 1;
+    }
+}
+
+/// Starts loading the node or pack `child` names.
+#[inline(always)]
+fn prefetch(blocks: &Blocks, child: ChildRef) {
+    let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<Node8>() };
+    prefetch_record(blocks.block_ptr(child.index()), len);
+}
+
+impl MeshBvh {
+    /// The closest hit of each of `rays` (all valid), written to `out` (as long as `rays`), with
+    /// [`LANES`] rays in flight.
+    pub(super) fn intersect_interleaved(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
+        debug_assert_eq!(rays.len(), out.len());
+        let done = |r: usize, h: Option<(u32, PackHit)>| out[r] = h.map(|(prim, h)| self.finish(prim, h, &rays[r]));
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => self.interleave::<false, false>(rays, done),
+            TriangleTest::Watertight => self.interleave::<false, true>(rays, done),
+        }
+    }
+
+    /// Whether each of `rays` (all valid) hits anything, written to `out` (as long as `rays`),
+    /// with [`LANES`] rays in flight.
+    pub(super) fn occluded_interleaved(&self, rays: &[Ray], out: &mut [bool]) {
+        debug_assert_eq!(rays.len(), out.len());
+        let done = |r: usize, h: Option<(u32, PackHit)>| out[r] = h.is_some();
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => self.interleave::<true, false>(rays, done),
+            TriangleTest::Watertight => self.interleave::<true, true>(rays, done),
+        }
+    }
+
+    /// The next ray from `*next` on that the fused node test takes, and its test; the rays
+    /// before it, which it does not take, are traced alone and handed to `done`.
+    fn next_fused<const ANY: bool>(
+        &self,
+        rays: &[Ray],
+        next: &mut usize,
+        done: &mut impl FnMut(usize, Option<(u32, PackHit)>),
+    ) -> Option<(usize, FusedRay8)> {
+        while let Some(ray) = rays.get(*next) {
+            let r = *next;
+            *next += 1;
+            match FusedRay8::new(ray) {
+                Some(node_test) => return Some((r, node_test)),
+                None => done(r, self.trace::<ANY>(ray).0),
+            }
+        }
+        None
+    }
+
+    /// Every ray's walk, [`LANES`] at a time, each finished one handed to `done` with its ray's
+    /// index.
+    #[inline(never)]
+    fn interleave<const ANY: bool, const WATERTIGHT: bool>(
+        &self,
+        rays: &[Ray],
+        mut done: impl FnMut(usize, Option<(u32, PackHit)>),
+    ) {
+        let blocks = &self.blocks;
+        if blocks.is_empty() {
+            (0..rays.len()).for_each(|r| done(r, None));
+            return;
+        }
+        // Up to LANES walks (8 KB of stack each, so on the heap); a finished walk takes the next
+        // ray, and the lanes drain at the end.
+        let mut walks: Vec<Walk<ANY, WATERTIGHT>> = Vec::with_capacity(LANES);
+        let mut next = 0;
+        while walks.len() < LANES {
+            let Some((r, node_test)) = self.next_fused::<ANY>(rays, &mut next, &mut done) else { break };
+            walks.push(Walk::new(r, &rays[r], node_test));
+        }
+        while !walks.is_empty() {
+            let mut i = 0;
+            while i < walks.len() {
+                let w = &mut walks[i];
+                if w.step(blocks) {
+                    i += 1;
+                    continue;
+                }
+                done(w.ray, w.best);
+                match self.next_fused::<ANY>(rays, &mut next, &mut done) {
+                    Some((r, node_test)) => {
+                        walks[i].restart(r, &rays[r], node_test);
+                        i += 1;
+                    }
+                    None => {
+                        walks.swap_remove(i);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use crate::test_rng::unit;
+    use crate::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+
+    /// A soup of `n` small random triangles in the unit cube.
+    fn soup(n: usize, seed: &mut u64) -> TriMesh {
+        let mut p = Vec::new();
+        for _ in 0..n {
+            let c = Vec3::new(unit(seed), unit(seed), unit(seed));
+            for _ in 0..3 {
+                p.push(c + 0.1 * Vec3::new(unit(seed) - 0.5, unit(seed) - 0.5, unit(seed) - 0.5));
+            }
+        }
+        let tris = (0..n as u32).map(|i| [3 * i, 3 * i + 1, 3 * i + 2]).collect();
+        TriMesh::new(p, tris).unwrap()
+    }
+
+    /// Rays from around the cube to points in it, with some that the fused node test refuses (a
+    /// negative `tmin`, a zero direction component) and some that miss everything.
+    fn rays(n: usize, seed: &mut u64) -> Vec<Ray> {
+        (0..n)
+            .map(|i| {
+                let o = Vec3::new(unit(seed), unit(seed), unit(seed)) * 3.0 - Vec3::splat(1.0);
+                let to = Vec3::new(unit(seed), unit(seed), unit(seed));
+                let mut d = to - o;
+                match i % 7 {
+                    0 => d.y = 0.0,
+                    1 => return Ray::new(o, d).with_range(-1.0, f32::INFINITY),
+                    2 => d = -d,
+                    3 => return Ray::new(o, d).with_range(0.0, 0.5 * unit(seed)),
+                    _ => {}
+                }
+                Ray::new(o, d)
+            })
+            .collect()
+    }
+
+    /// Every answer of the interleaved walks (closest and any hit) is the single ray's, bit for
+    /// bit, in both triangle tests, for batches of every length around the lane count (filling and draining the
+    /// lanes) and a long one.
+    #[test]
+    fn interleaved_hits_are_the_single_ray_hits() {
+        let mut seed = 7;
+        let mesh = soup(3000, &mut seed);
+        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+            let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..BuildOptions::default() });
+            for n in (0..=2 * super::LANES + 1).chain([700]) {
+                let rays = rays(n, &mut seed);
+                let mut got = vec![None; n];
+                bvh.intersect_interleaved(&rays, &mut got);
+                let want: Vec<_> = rays.iter().map(|r| bvh.intersect(r).unwrap()).collect();
+                assert_eq!(got, want, "{test:?}, {n} rays");
+                let mut got = vec![false; n];
+                bvh.occluded_interleaved(&rays, &mut got);
+                let want_any: Vec<_> = rays.iter().map(|r| bvh.occluded(r).unwrap()).collect();
+                assert_eq!(got, want_any, "{test:?}, {n} rays, any hit");
+                if n == 700 {
+                    let hits = want.iter().filter(|h| h.is_some()).count();
+                    assert!(hits > 100 && hits < 600, "{hits} of the rays hit something");
+                }
+            }
+        }
+    }
+}
