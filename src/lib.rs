@@ -57,7 +57,7 @@ pub use dbvt::{
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
 pub use mesh::{
-    BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, INTERLEAVE_FROM, MeshBvh, MeshError,
+    BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, LARGE_BVH_BYTES, MeshBvh, MeshError,
     MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,
 };
 pub use scene::{

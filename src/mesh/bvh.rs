@@ -187,12 +187,15 @@ impl std::fmt::Debug for MeshBvh {
 /// triangles.
 pub(super) const STACK: usize = 1024;
 
-/// BVHs of at least this many bytes (nodes and packs) have their batches traced several rays at
-/// a time ([`MeshBvh::intersect_each`]); smaller ones one ray after another. Measured on a
-/// machine with a 32 MB last-level cache, one thread: the dragon's 50 MB BVH gains 1.1-1.8x on
-/// its ray sets, while Sponza's 15 MB and the bunny's 4 MB, read from cache, lose up to half
-/// their speed to the rays' switching (`docs/performance.md`, "Batches of rays in flight").
-pub const INTERLEAVE_FROM: usize = 32 << 20;
+/// BVHs of at least this many bytes (nodes and packs) are read mostly from memory rather than
+/// from cache, and traced accordingly: their batches keep several rays in flight
+/// ([`MeshBvh::intersect_each`]), and their walks start loading every child of a node before
+/// the node test picks among them. Both pay only there. Measured on a machine with a 32 MB
+/// last-level cache, one thread: the dragon's 50 MB BVH gains 1.25-2x from the batches and
+/// 5-10% from the early loads against Embree, while Sponza's 15 MB and the bunny's 4 MB, read
+/// from cache, lose up to half their batch speed to the rays' switching and 3-15% to the extra
+/// loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
+pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
 impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
@@ -322,7 +325,7 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
-    /// one ray after another, or, through a BVH of [`INTERLEAVE_FROM`] bytes or more, several
+    /// one ray after another, or, through a BVH of [`LARGE_BVH_BYTES`] bytes or more, several
     /// rays in flight at once, each prefetching its next node while the others are tested, so
     /// that the memory latency of one ray's walk hides behind the others' work (the answers
     /// are the same, bit for bit). Refuses the whole slice, before tracing any ray, when one is
@@ -350,7 +353,7 @@ impl MeshBvh {
 
     /// The closest hits of valid `rays` into `out` (as long), on this thread.
     fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
-        if self.interleaves() {
+        if self.is_large() {
             self.intersect_interleaved(rays, out);
         } else {
             for (r, o) in rays.iter().zip(out) {
@@ -380,14 +383,14 @@ impl MeshBvh {
         Ok(())
     }
 
-    /// Whether the BVH is large enough for batches to keep several rays in flight.
-    fn interleaves(&self) -> bool {
-        self.blocks.len() * size_of::<Block>() >= INTERLEAVE_FROM
+    /// Whether the BVH is [`LARGE_BVH_BYTES`] or more.
+    pub(super) fn is_large(&self) -> bool {
+        self.blocks.len() * size_of::<Block>() >= LARGE_BVH_BYTES
     }
 
     /// Any hit of each of valid `rays` into `out` (as long), on this thread.
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
-        if self.interleaves() {
+        if self.is_large() {
             self.occluded_interleaved(rays, out);
         } else {
             for (r, o) in rays.iter().zip(out) {
@@ -460,18 +463,22 @@ impl MeshBvh {
     #[inline(always)]
     pub(super) fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
         match self.options.triangle_test {
-            TriangleTest::MollerTrumbore => self.trace_test::<ANY, false>(ray),
-            TriangleTest::Watertight => self.trace_test::<ANY, true>(ray),
+            TriangleTest::MollerTrumbore if self.is_large() => self.trace_test::<ANY, false, true>(ray),
+            TriangleTest::MollerTrumbore => self.trace_test::<ANY, false, false>(ray),
+            TriangleTest::Watertight if self.is_large() => self.trace_test::<ANY, true, true>(ray),
+            TriangleTest::Watertight => self.trace_test::<ANY, true, false>(ray),
         }
     }
 
-    /// [`MeshBvh::trace`] for one triangle test.
+    /// [`MeshBvh::trace`] for one triangle test, with or without the early child loads of large
+    /// BVHs (see [`LARGE_BVH_BYTES`]; a copy of its own, so that the small BVHs' walk is the same
+    /// code as without them: a run-time test per node cost them 4% more instructions, callgrind).
     #[inline(never)]
-    fn trace_test<const ANY: bool, const WATERTIGHT: bool>(
+    fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
         &self,
         ray: &Ray,
     ) -> (Option<(u32, PackHit)>, TraversalStats) {
-        self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest))
+        self.traverse::<ANY, false, EARLY, _>(ray, Vec3A::ZERO, &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest))
     }
 
     /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
@@ -493,10 +500,10 @@ impl MeshBvh {
     ) -> (Option<(u32, PackHit)>, TraversalStats) {
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false, _>::new(ray, decide))
+                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false, _>::new(ray, decide))
             }
             TriangleTest::Watertight => {
-                self.traverse::<ANY, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true, _>::new(ray, decide))
+                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true, _>::new(ray, decide))
             }
         }
     }
@@ -569,7 +576,7 @@ impl MeshBvh {
         let (c, h, d) = (center.into(), half.into(), displacement.into());
         let mut leaf =
             SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
-        let (hit, _) = self.traverse::<false, true, _>(&ray, half, &mut leaf);
+        let (hit, _) = self.traverse::<false, true, false, _>(&ray, half, &mut leaf);
         Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
     }
 
@@ -603,7 +610,7 @@ impl MeshBvh {
         hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
     ) -> Option<(u32, f32, H)> {
         let mut leaf = SweepLeaf { mesh: &self.mesh, hit };
-        let (found, _) = self.traverse::<false, true, _>(ray, ext, &mut leaf);
+        let (found, _) = self.traverse::<false, true, false, _>(ray, ext, &mut leaf);
         found.map(|(triangle, (t, h))| (triangle, t, h))
     }
 
@@ -626,7 +633,7 @@ impl MeshBvh {
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
     /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
     /// caller checks it once.
-    fn traverse<const ANY: bool, const INFLATE: bool, L: LeafTest>(
+    fn traverse<const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
         &self,
         ray: &Ray,
         inflate: Vec3A,
@@ -640,7 +647,7 @@ impl MeshBvh {
         if self.blocks.is_empty() {
             return (None, TraversalStats::default());
         }
-        let mut packs = PackVisitor::<ANY, L> { blocks: &self.blocks, leaf, best: None, tested: 0 };
+        let mut packs = PackVisitor::<ANY, L, EARLY> { blocks: &self.blocks, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         // Rays take the fused node test where it applies, in a loop of its own: only that form's
         // per-ray constants are live in it.
@@ -661,7 +668,7 @@ impl MeshBvh {
 
 /// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
 /// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
-pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
+pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest, const EARLY: bool = false> {
     pub(super) blocks: &'a Blocks,
     pub(super) leaf: &'a mut L,
     pub(super) best: Option<(u32, L::Hit)>,
@@ -669,7 +676,7 @@ pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest> {
     pub(super) tested: u32,
 }
 
-impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
+impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisitor<'_, ANY, L, EARLY> {
     #[inline(always)]
     fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
         self.tested += 1;
@@ -692,6 +699,18 @@ impl<const ANY: bool, L: LeafTest> LeafVisitor for PackVisitor<'_, ANY, L> {
     fn prefetch(&self, child: ChildRef) {
         let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
         prefetch_record(self.blocks.block_ptr(child.index()), len);
+    }
+
+    /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`] or more, a walk of its own in the binary):
+    /// the first line of every child, before the node test, so that from memory a child's load
+    /// overlaps the test that picks it.
+    #[inline(always)]
+    fn prefetch_children(&self, node: &crate::wide::Node8) {
+        if EARLY {
+            for c in node.child {
+                crate::hint::prefetch(self.blocks.block_ptr(c.index()));
+            }
+        }
     }
 }
 

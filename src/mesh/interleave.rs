@@ -15,7 +15,7 @@
 //! `tmax`, the same triangle test. Only the interleaving of rays differs, so every answer is
 //! the single ray's answer, bit for bit (the tests below check it against `intersect`).
 //!
-//! It pays only where the nodes come from memory rather than cache: [`super::INTERLEAVE_FROM`]
+//! It pays only where the nodes come from memory rather than cache: [`super::LARGE_BVH_BYTES`]
 //! decides, by the BVH's size.
 
 use std::mem::MaybeUninit;

@@ -12,7 +12,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{NodeStore, NodeTest};
+use super::{Node8, NodeStore, NodeTest};
 use crate::child::ChildRef;
 
 /// A traversal entry: a child and its entry distance along the ray.
@@ -29,6 +29,13 @@ pub(crate) trait LeafVisitor {
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         let _ = child;
+    }
+
+    /// Starts loading the children of `node`, before the node test picks any (a hint; the
+    /// default does nothing).
+    #[inline(always)]
+    fn prefetch_children(&self, node: &Node8) {
+        let _ = node;
     }
 }
 
@@ -138,6 +145,7 @@ pub(crate) fn closest_first<
             // SAFETY: `cur` is the root, which the callers check exists, or a node reference read
             // from one of `nodes`' own nodes.
             let node = unsafe { nodes.node(cur.index()) };
+            leaves.prefetch_children(node);
             let (mut mask, near) = ray.test::<INFLATE>(node, tmax);
             if mask != 0 {
                 let d = near.to_array();
