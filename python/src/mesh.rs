@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BuildOptions, LARGE_BVH_BYTES, MeshBvh, Ray, TriMesh, TriangleTest};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
@@ -20,6 +20,15 @@ type Nearest<'py> = (Bound<'py, PyArray2<f32>>, I64s<'py>, F32s<'py>, F32s<'py>,
 #[pyclass(module = "slabtree._slabtree", name = "MeshBvh", frozen)]
 pub struct PyMeshBvh {
     bvh: MeshBvh,
+    /// `LARGE_BVH_BYTES` or more: batches go through the library's own (see `intersect`).
+    large: bool,
+}
+
+impl PyMeshBvh {
+    fn wrap(bvh: MeshBvh) -> Self {
+        let large = bvh.bvh_bytes() >= LARGE_BVH_BYTES;
+        PyMeshBvh { bvh, large }
+    }
 }
 
 #[pymethods]
@@ -44,7 +53,7 @@ impl PyMeshBvh {
         let triangle_test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
         let options = BuildOptions { triangle_test, ..BuildOptions::default() };
         let bvh = py.detach(|| with_threads(threads, || MeshBvh::build(&mesh, &options)))?;
-        Ok(PyMeshBvh { bvh })
+        Ok(PyMeshBvh::wrap(bvh))
     }
 
     /// Closest hit of every ray: `(t, triangle, u, v)`, with `t = inf` and `triangle = -1` on a
@@ -76,20 +85,30 @@ impl PyMeshBvh {
                     .into_par_iter()
                     .enumerate()
                     .map(|(c, (t, tri, u, v))| {
-                        // The chunk's rays through the library's batch on this thread, which
-                        // keeps several rays in flight through a BVH larger than the cache.
                         let base = c * CHUNK;
-                        let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
-                        let mut hits = Vec::with_capacity(chunk.len());
-                        let refused =
-                            self.bvh.intersect_each(&chunk, &mut hits).err().map(|e| (base + e.index, e.error));
-                        // A refused chunk has no hits; its elements are written all the same.
+                        let mut refused = None;
+                        let mut hits = Vec::new();
+                        if self.large {
+                            // Through the library's batch on this thread, which keeps several rays
+                            // in flight through a large BVH.
+                            let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
+                            refused =
+                                self.bvh.intersect_each(&chunk, &mut hits).err().map(|e| (base + e.index, e.error));
+                        }
                         for i in 0..t.len() {
-                            let (ht, htri, hu, hv) = hits
-                                .get(i)
-                                .copied()
-                                .flatten()
-                                .map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
+                            // A small BVH's rays one by one, made where they are traced (a chunk
+                            // of them made first, and its hits copied after, cost 1-14%); a
+                            // refused ray, or a refused chunk's, is written as a miss.
+                            let hit = if self.large {
+                                hits.get(i).copied().flatten()
+                            } else {
+                                self.bvh.intersect(&rays.ray(base + i)).unwrap_or_else(|e| {
+                                    refused = refused.or(Some((base + i, e)));
+                                    None
+                                })
+                            };
+                            let (ht, htri, hu, hv) =
+                                hit.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
                             t[i].write(ht);
                             tri[i].write(htri);
                             u[i].write(hu);
@@ -132,13 +151,24 @@ impl PyMeshBvh {
                 hit.par_chunks_mut(CHUNK)
                     .enumerate()
                     .map(|(c, hit)| {
-                        // As in `intersect`: the chunk through the library's batch on this thread.
+                        // As in `intersect`: a large BVH's chunk through the library's batch, a
+                        // small one's rays one by one.
                         let base = c * CHUNK;
-                        let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
-                        let mut occluded = Vec::with_capacity(chunk.len());
-                        let refused =
-                            self.bvh.occluded_each(&chunk, &mut occluded).err().map(|e| (base + e.index, e.error));
-                        hit[..occluded.len()].copy_from_slice(&occluded);
+                        if self.large {
+                            let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
+                            let mut occluded = Vec::with_capacity(chunk.len());
+                            let refused =
+                                self.bvh.occluded_each(&chunk, &mut occluded).err().map(|e| (base + e.index, e.error));
+                            hit[..occluded.len()].copy_from_slice(&occluded);
+                            return refused;
+                        }
+                        let mut refused = None;
+                        for (i, h) in hit.iter_mut().enumerate() {
+                            match self.bvh.occluded(&rays.ray(base + i)) {
+                                Ok(o) => *h = o,
+                                Err(e) => refused = refused.or(Some((base + i, e))),
+                            }
+                        }
                         refused
                     })
                     .reduce(|| None, first_refusal)
@@ -253,7 +283,7 @@ impl PyMeshBvh {
     fn from_bytes(py: Python<'_>, data: &[u8], untrusted: bool) -> PyResult<Self> {
         let read = if untrusted { MeshBvh::from_untrusted_bytes } else { MeshBvh::from_bytes };
         let bvh = py.detach(|| read(data)).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(PyMeshBvh { bvh })
+        Ok(PyMeshBvh::wrap(bvh))
     }
 
     /// Whether the BVH uses the watertight triangle test.

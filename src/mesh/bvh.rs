@@ -13,7 +13,7 @@ use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
 use super::collapse::collapse;
-use super::layout::{Block, Blocks};
+use super::layout::Blocks;
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
@@ -257,6 +257,17 @@ impl MeshBvh {
         Ok(())
     }
 
+    /// The bytes of the BVH's nodes and triangle packs (not of the mesh it was built from), at
+    /// once: what [`LARGE_BVH_BYTES`] is compared with.
+    pub fn bvh_bytes(&self) -> usize {
+        self.blocks.bytes()
+    }
+
+    /// Whether the BVH is [`LARGE_BVH_BYTES`] or more.
+    pub(super) fn is_large(&self) -> bool {
+        self.bvh_bytes() >= LARGE_BVH_BYTES
+    }
+
     /// Size and quality figures.
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;
@@ -383,10 +394,6 @@ impl MeshBvh {
         Ok(())
     }
 
-    /// Whether the BVH is [`LARGE_BVH_BYTES`] or more.
-    pub(super) fn is_large(&self) -> bool {
-        self.blocks.len() * size_of::<Block>() >= LARGE_BVH_BYTES
-    }
 
     /// Any hit of each of valid `rays` into `out` (as long), on this thread.
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
