@@ -394,7 +394,6 @@ impl MeshBvh {
         Ok(())
     }
 
-
     /// Any hit of each of valid `rays` into `out` (as long), on this thread.
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
         if self.is_large() {
