@@ -192,9 +192,9 @@ pub(super) const STACK: usize = 1024;
 /// ([`MeshBvh::intersect_each`]), and their walks start loading every child of a node before
 /// the node test picks among them. Both pay only there. Measured on a machine with a 32 MB
 /// last-level cache, one thread: the dragon's 50 MB BVH gains 1.25-2x from the batches and
-/// 5-10% from the early loads against Embree, while Sponza's 15 MB and the bunny's 4 MB, read
-/// from cache, lose up to half their batch speed to the rays' switching and 3-15% to the extra
-/// loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
+/// 5-10% from the early loads against Embree, while from cache the bunny's 4 MB and Sponza's
+/// 15 MB lose up to half their batch speed to the rays' switching, and Sponza 7-20% to the
+/// extra loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
 pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
 impl MeshBvh {
