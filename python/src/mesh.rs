@@ -20,14 +20,12 @@ type Nearest<'py> = (Bound<'py, PyArray2<f32>>, I64s<'py>, F32s<'py>, F32s<'py>,
 #[pyclass(module = "slabtree._slabtree", name = "MeshBvh", frozen)]
 pub struct PyMeshBvh {
     bvh: MeshBvh,
-    /// `LARGE_BVH_BYTES` or more: batches go through the library's own (see `intersect`).
-    large: bool,
 }
 
 impl PyMeshBvh {
-    fn wrap(bvh: MeshBvh) -> Self {
-        let large = bvh.bvh_bytes() >= LARGE_BVH_BYTES;
-        PyMeshBvh { bvh, large }
+    /// `LARGE_BVH_BYTES` or more: batches go through the library's own (see `intersect`).
+    fn large(&self) -> bool {
+        self.bvh.bvh_bytes() >= LARGE_BVH_BYTES
     }
 }
 
@@ -53,7 +51,7 @@ impl PyMeshBvh {
         let triangle_test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
         let options = BuildOptions { triangle_test, ..BuildOptions::default() };
         let bvh = py.detach(|| with_threads(threads, || MeshBvh::build(&mesh, &options)))?;
-        Ok(PyMeshBvh::wrap(bvh))
+        Ok(PyMeshBvh { bvh })
     }
 
     /// Closest hit of every ray: `(t, triangle, u, v)`, with `t = inf` and `triangle = -1` on a
@@ -88,7 +86,7 @@ impl PyMeshBvh {
                         let base = c * CHUNK;
                         let mut refused = None;
                         let mut hits = Vec::new();
-                        if self.large {
+                        if self.large() {
                             // Through the library's batch on this thread, which keeps several rays
                             // in flight through a large BVH.
                             let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
@@ -99,7 +97,7 @@ impl PyMeshBvh {
                             // A small BVH's rays one by one, made where they are traced (a chunk
                             // of them made first, and its hits copied after, cost 1-14%); a
                             // refused ray, or a refused chunk's, is written as a miss.
-                            let hit = if self.large {
+                            let hit = if self.large() {
                                 hits.get(i).copied().flatten()
                             } else {
                                 self.bvh.intersect(&rays.ray(base + i)).unwrap_or_else(|e| {
@@ -154,7 +152,7 @@ impl PyMeshBvh {
                         // As in `intersect`: a large BVH's chunk through the library's batch, a
                         // small one's rays one by one.
                         let base = c * CHUNK;
-                        if self.large {
+                        if self.large() {
                             let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
                             let mut occluded = Vec::with_capacity(chunk.len());
                             let refused =
@@ -283,7 +281,7 @@ impl PyMeshBvh {
     fn from_bytes(py: Python<'_>, data: &[u8], untrusted: bool) -> PyResult<Self> {
         let read = if untrusted { MeshBvh::from_untrusted_bytes } else { MeshBvh::from_bytes };
         let bvh = py.detach(|| read(data)).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(PyMeshBvh::wrap(bvh))
+        Ok(PyMeshBvh { bvh })
     }
 
     /// Whether the BVH uses the watertight triangle test.

@@ -18,7 +18,6 @@ use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::build::{BinnedSah, BuildItem};
-use crate::hint::prefetch_record;
 use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, NodeTest, Ray8, closest_first};
@@ -704,8 +703,7 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
     /// and pack loads. Nodes and packs share one block array, so either address is the same sum.
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
-        let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
-        prefetch_record(self.blocks.block_ptr(child.index()), len);
+        self.blocks.prefetch_child(child);
     }
 
     /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`] or more, a walk of its own in the binary):

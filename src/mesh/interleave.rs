@@ -24,8 +24,7 @@ use super::bvh::TriangleTest;
 use super::bvh::{Hit, LeafTest, MeshBvh, STACK};
 use super::layout::Blocks;
 use super::policy::{Nearest, RayLeaf};
-use super::triangle::{PackHit, TriPack};
-use crate::hint::prefetch_record;
+use super::triangle::PackHit;
 use crate::math::Ray;
 use crate::wide::{ChildRef, Entry, FusedRay8, Node8, NodeTest};
 
@@ -97,7 +96,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
                 mask &= mask - 1;
                 if mask == 0 {
                     self.cur = node.child[first];
-                    prefetch(blocks, self.cur);
+                    blocks.prefetch_child(self.cur);
                     return true;
                 }
                 assert!(self.sp + 8 <= STACK, "traversal stack overflow: the tree is deeper than its bound");
@@ -109,7 +108,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
                         self.push_sorted(blocks, (node.child[l], self.tmin), self.sp);
                     }
                     self.cur = node.child[first];
-                    prefetch(blocks, self.cur);
+                    blocks.prefetch_child(self.cur);
                     return true;
                 }
                 let second = mask.trailing_zeros() as usize;
@@ -118,7 +117,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
                     let (n, f) = if d[second] < d[first] { (second, first) } else { (first, second) };
                     self.push_sorted(blocks, (node.child[f], d[f]), self.sp);
                     self.cur = node.child[n];
-                    prefetch(blocks, self.cur);
+                    blocks.prefetch_child(self.cur);
                     return true;
                 }
                 // Three or more: all wait, sorted far to near, and the nearest is taken back.
@@ -153,7 +152,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
     /// of equal distance, as an any-hit walk's all are, stay in push order), and prefetches it.
     #[inline(always)]
     fn push_sorted(&mut self, blocks: &Blocks, e: Entry, run: usize) {
-        prefetch(blocks, e.0);
+        blocks.prefetch_child(e.0);
         let mut j = self.sp;
         // SAFETY: entries run..sp were written.
         while j > run && unsafe { self.stack[j - 1].assume_init() }.1 < e.1 {
@@ -163,13 +162,6 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
         self.stack[j].write(e);
         self.sp += 1;
     }
-}
-
-/// Starts loading the node or pack `child` names.
-#[inline(always)]
-fn prefetch(blocks: &Blocks, child: ChildRef) {
-    let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<Node8>() };
-    prefetch_record(blocks.block_ptr(child.index()), len);
 }
 
 impl MeshBvh {

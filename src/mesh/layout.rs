@@ -95,6 +95,14 @@ impl Blocks {
         self.blocks.as_ptr().wrapping_add(at as usize)
     }
 
+    /// Starts loading every line of the node or pack `child` names (a hint; see
+    /// [`crate::hint::prefetch_record`]).
+    #[inline(always)]
+    pub(crate) fn prefetch_child(&self, child: crate::wide::ChildRef) {
+        let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<Node8>() };
+        crate::hint::prefetch_record(self.block_ptr(child.index()), len);
+    }
+
     /// Bytes of nodes and packs.
     pub(crate) fn bytes(&self) -> usize {
         self.blocks.len() * size_of::<Block>()
