@@ -24,7 +24,8 @@
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
 //! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
-//! `pairs-optimized` (self pairs after the 50 in-place + optimise frames) or `rays` (the 100k
+//! `pairs-refit` / `pairs-optimized` (self pairs after the 50 in-place + refit frames, or in-place
+//! + optimise frames) or `rays` (the 100k
 //! closest-hit rays on the inserted tree, through its 8-wide copy, or the binary tree with
 //! `BINARY=1`)) runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
@@ -614,12 +615,12 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("slabtree", "pairs" | "pairs-optimized") => {
+        ("slabtree", "pairs" | "pairs-refit" | "pairs-optimized") => {
             let (tree, ids) = slab_insert_all(&initial);
-            let tree = if *workload == "pairs" {
-                tree
-            } else {
-                slab_frames(&tree, &ids, &frames, Maintenance::InPlaceOptimize).1
+            let tree = match *workload {
+                "pairs" => tree,
+                "pairs-refit" => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1,
+                _ => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceOptimize).1,
             };
             let mut ws = QueryWorkspace::new();
             for _ in 0..repeats {
@@ -633,10 +634,13 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("parry", "pairs" | "pairs-optimized") => {
+        ("parry", "pairs" | "pairs-refit" | "pairs-optimized") => {
             let bvh = parry_insert_all(&initial);
-            let bvh =
-                if *workload == "pairs" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1 };
+            let bvh = match *workload {
+                "pairs" => bvh,
+                "pairs-refit" => parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1,
+                _ => parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1,
+            };
             let mut ws = BvhWorkspace::default();
             for _ in 0..repeats {
                 let t = Instant::now();
