@@ -67,7 +67,7 @@ impl<T> Dbvt<T> {
             // child 1 then child 0, so that the walk pops child 0's own pairs first, then child
             // 1's, then those across: the order of parry's recursion. In the pre-order arena
             // (child 0 right after its parent) that reads the nodes forward in memory; popping
-            // the pushes in the other order took 1.5-1.7 times as long at 100k proxies, whose
+            // the pushes in the other order took 1.4-1.9 times as long at 100k proxies, whose
             // nodes (6.4 MB) are beyond L2 (`DBVT_PROFILE=slabtree:pairs-optimized:100000` of
             // `benches/peers`, alternated runs).
             if nx.children_overlap()
