@@ -24,7 +24,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bins =
         args.iter().position(|a| a == "--bins").map_or(default_bins, |i| args[i + 1].parse().unwrap_or(default_bins));
     let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
-    let mesh = load_mesh(files[0])?;
+    let Some(mesh_path) = files.first() else {
+        eprintln!("usage: trace_rays MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--batch]");
+        std::process::exit(2);
+    };
+    let mesh = load_mesh(mesh_path)?;
     let test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
     let bvh = MeshBvh::build(
         &mesh,
@@ -33,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = bvh.stats();
     println!(
         "{}: {} triangles, build {:.1} ms, SAH {:.1}, {} nodes, depth {}, {:.1} B/tri",
-        files[0],
+        mesh_path,
         s.triangles,
         s.build_time.as_secs_f64() * 1e3,
         s.sah_cost,
