@@ -37,7 +37,7 @@ use std::time::Instant;
 use glam::Vec3A;
 use parry3d::bounding_volume::Aabb as PAabb;
 use parry3d::math::Vector;
-use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
+use parry3d::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace, TraversalAction};
 use parry3d::query::Ray as PRay;
 use slabtree::{
     Aabb, Dbvt, DbvtConfig, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2,
@@ -169,6 +169,25 @@ fn best_of<R>(mut f: impl FnMut() -> R) -> (f64, R) {
         out = Some(r);
     }
     (best, out.expect("REPEATS > 0"))
+}
+
+/// A parry tree's SAH cost as `Dbvt::stats` measures slabtree's: 1 plus the half areas of every
+/// node's box below the root (internal nodes and leaves) over the root's.
+fn parry_sah_cost(bvh: &Bvh) -> f64 {
+    let half_area = |b: &PAabb| {
+        let e = b.maxs - b.mins;
+        f64::from(e.x * e.y + e.y * e.z + e.z * e.x)
+    };
+    let root = half_area(&bvh.root_aabb());
+    if bvh.is_empty() || root.is_nan() || root <= 0.0 {
+        return 0.0;
+    }
+    let mut area = 0.0;
+    bvh.traverse(|node| {
+        area += half_area(&node.aabb());
+        TraversalAction::Continue
+    });
+    1.0 + area / root
 }
 
 fn slab_insert_all(tight: &[Aabb]) -> (Dbvt<u32>, Vec<ProxyId>) {
@@ -473,13 +492,14 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
         best_of(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
     let mut morton = built.clone();
     morton.rebuild_morton();
-    println!(
-        "N={n} [bulk build] slabtree SAH cost {:.1} (binned SAH), {:.1} (Morton)",
-        built.stats().sah_cost,
-        morton.stats().sah_cost
-    );
     let parry_fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
-    let (p_build, _) = best_of(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
+    let (p_build, parry_built) = best_of(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
+    println!(
+        "N={n} [bulk build] slabtree SAH cost {:.1} (binned SAH), {:.1} (Morton); parry3d {:.1} (binned)",
+        built.stats().sah_cost,
+        morton.stats().sah_cost,
+        parry_sah_cost(&parry_built)
+    );
     push("bulk build, binned SAH (ms)".into(), s_build, p_build);
 
     // Frames.
@@ -512,14 +532,15 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
         }
         query_rows.push((state, s_q, p_q, s_a));
     }
-    // Tree quality: slabtree's own statistics, parry's depth.
+    // Tree quality: slabtree's own statistics, parry's depth and SAH cost (the same measure).
     let quality = |state: &str, s: &Dbvt<u32>, p: &Bvh| {
         let st = s.stats();
         println!(
-            "N={n} [{state}] slabtree height {} SAH cost {:.1}; parry3d depth {}",
+            "N={n} [{state}] slabtree height {} SAH cost {:.1}; parry3d depth {} SAH cost {:.1}",
             st.height,
             st.sah_cost,
-            p.subtree_depth(0)
+            p.subtree_depth(0),
+            parry_sah_cost(p)
         );
     };
     quality("after insert", &slab_tree, &parry_tree);
