@@ -24,10 +24,10 @@
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
 //! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
-//! `pairs-refit` / `pairs-optimized` (self pairs after the 50 in-place + refit frames, or in-place
-//! + optimise frames) or `rays` (the 100k
-//! closest-hit rays on the inserted tree, through its 8-wide copy, or the binary tree with
-//! `BINARY=1`)) runs that one workload REPEATS times (default 1) on one library and prints a checksum, so that
+//! `pairs-refit` (self pairs after the 50 in-place and refit frames), `pairs-optimized` (after
+//! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
+//! tree, through its 8-wide copy, or the binary tree with `BINARY=1`)) runs that one workload
+//! REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
 //! `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
