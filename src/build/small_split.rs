@@ -6,15 +6,16 @@ use super::item::{Bounds4, BuildItem};
 use crate::math::Aabb;
 
 impl BinnedSah {
-    /// Full-sweep SAH for a handful of items: every boundary of the centroid order on every axis
-    /// (as Wald 2007 does below his binning threshold). Cheaper than a bin table at this size and
+    /// Full-sweep SAH for a handful of items: every boundary of the centroid order on every axis,
+    /// or on `axis` alone (the widest centroid spread) with [`BinnedSah::longest_axis_only`] (as
+    /// Wald 2007 does below his binning threshold). Cheaper than a bin table at this size and
     /// exact. Ties in centroid order are broken by index, so the result is deterministic.
     ///
     /// The sorts run over (key, position) pairs on the stack and the items are permuted once at
     /// the end: sorting the items themselves, once per axis, was most of the cost of the
     /// dynamic tree's treelet rebuilds (measured with callgrind).
-    pub(super) fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
-        if items.len() == 2 { self.pair_split(items, bounds) } else { self.sweep_split(items, bounds) }
+    pub(super) fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
+        if items.len() == 2 { self.pair_split(items, bounds) } else { self.sweep_split(items, bounds, axis) }
     }
 
     /// [`BinnedSah::exact_split`] of two items: one boundary, whose cost is the same on every
@@ -43,7 +44,7 @@ impl BinnedSah {
     }
 
     /// [`BinnedSah::exact_split`] by the full sweep, for 2 to [`EXACT_BELOW`] items.
-    fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
+    fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         let n = items.len();
         debug_assert!((2..=EXACT_BELOW).contains(&n));
         let block_count = self.block_counter();
@@ -53,7 +54,9 @@ impl BinnedSah {
         let mut order = [0u8; EXACT_BELOW];
         let mut right_area = [0.0f32; EXACT_BELOW + 1];
         let mut keys = [(0u64, 0u8); EXACT_BELOW];
-        for a in 0..3 {
+        // `axis`, the widest centroid spread, alone with `longest_axis_only`.
+        let axes = if self.longest_axis_only { axis..axis + 1 } else { 0..3 };
+        for a in axes {
             // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
             // as integers exactly as that pair does (`total_cmp`, then the index): one compare
             // per step instead of two loads from the items and a float total order (measured
@@ -172,7 +175,7 @@ mod tests {
             for max_leaf in [1, 2, 4] {
                 let b = BinnedSah { max_leaf, traversal_cost: [0.3, 1.0, 2.5][round % 3], ..Default::default() };
                 let (mut a, mut s) = (items, items);
-                let (pa, ps) = (b.pair_split(&mut a, &bounds), b.sweep_split(&mut s, &bounds));
+                let (pa, ps) = (b.pair_split(&mut a, &bounds), b.sweep_split(&mut s, &bounds, 0));
                 assert_eq!(pa.map(|p| p.mid), ps.map(|p| p.mid), "round {round}, max_leaf {max_leaf}");
                 assert_eq!(a.map(|i| i.index()), s.map(|i| i.index()), "round {round}, max_leaf {max_leaf}");
                 compared += 1;

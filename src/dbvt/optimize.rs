@@ -43,7 +43,7 @@
 
 use super::Dbvt;
 use super::node::{ChildRef, NULL};
-use crate::build::{BinnedSah, BuildItem};
+use crate::build::BuildItem;
 
 /// What `optimize_incremental` carries from one call to the next.
 #[derive(Clone, Debug, Default)]
@@ -331,7 +331,7 @@ impl<T> Dbvt<T> {
         debug_assert_eq!(items.len() as u32, t.leaves());
         let (parent, slot) = (self.nodes[t.root as usize].parent, self.nodes[t.root as usize].slot);
         let old_bounds = self.bounds_of(ChildRef::node(t.root));
-        let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(items);
+        let built = super::rebuild::sah_builder(usize::MAX).build(items);
         self.emit_preorder(&built, items, parent, slot, t.root..);
         // The new nodes are exact unions of the leaves. The treelet's box is the same unless an
         // enlarged (stale) node inside had left it loose; then the parent must be refitted.
@@ -362,7 +362,7 @@ impl<T> Dbvt<T> {
             }
         }
         debug_assert_eq!(items.len(), top_nodes.len() + 1);
-        let built = BinnedSah { max_leaf: 1, parallel_threshold: usize::MAX, ..Default::default() }.build(&mut items);
+        let built = super::rebuild::sah_builder(usize::MAX).build(&mut items);
         // Emit the new top into the old top's node slots (in any order: the relayout below puts
         // the arena back in pre-order).
         self.emit_preorder(&built, &items, NULL, 0, top_nodes.into_iter());

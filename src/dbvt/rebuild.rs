@@ -61,8 +61,7 @@ impl<T> Dbvt<T> {
             .filter(|(_, (_, s))| s.data.is_some())
             .map(|(i, (p, _))| BuildItem::new(p.fat, i as u32))
             .collect();
-        let builder =
-            BinnedSah { max_leaf: 1, parallel_threshold: self.config.parallel_threshold, ..Default::default() };
+        let builder = sah_builder(self.config.parallel_threshold);
         let built = builder.build(&mut items);
         // A build over n items with one item per leaf has n - 1 internal nodes; write them in
         // pre-order (child 0 right after its parent), which `refit` and `optimize_incremental`
@@ -254,4 +253,13 @@ fn morton_areas(keys: &[(u64, u32)], boxes: &[Aabb], first: usize, area: &mut f6
     let r = morton_areas(&keys[mid..], boxes, first + mid, area);
     *area += f64::from(l.half_area()) + f64::from(r.half_area());
     l.union(&r)
+}
+
+/// The binned-SAH settings of every build in the tree (bulk builds, and the optimiser's whole,
+/// treelet and top rebuilds), so that a whole rebuild leaves exactly a bulk build's tree: one
+/// proxy per leaf, and one binned axis per node, as parry's builder bins (see
+/// [`BinnedSah::longest_axis_only`]). `parallel_threshold`: subtrees larger than this are built
+/// on several threads.
+pub(super) fn sah_builder(parallel_threshold: usize) -> BinnedSah {
+    BinnedSah { max_leaf: 1, parallel_threshold, longest_axis_only: true, ..Default::default() }
 }

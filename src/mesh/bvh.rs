@@ -209,6 +209,7 @@ impl MeshBvh {
             traversal_cost: 1.0,
             parallel_threshold: options.parallel_threshold,
             block: 4,
+            longest_axis_only: false,
         };
         let parallel = mesh.len() > options.parallel_threshold;
         // The BVH keeps its own copy of the mesh, which another thread makes meanwhile (a
