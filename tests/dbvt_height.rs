@@ -310,10 +310,33 @@ fn moving_trees_are_refreshed() {
     tree.validate().unwrap();
 }
 
-/// The optimiser tests' oracle: the SAH cost of a binned bulk build over the fat boxes of `ids`
+/// The optimiser tests' oracle: the SAH cost of the best binned bulk build (all axes) over the fat boxes of `ids`
 /// in `t`, as they are now.
 fn bulk_build_sah<T>(t: &Dbvt<T>, ids: &[slabtree::ProxyId]) -> f32 {
     let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
-    let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, ..*t.config() };
+    let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, fast_build: false, ..*t.config() };
     Dbvt::build_with_config(fat, cfg).unwrap().0.stats().sah_cost
+}
+
+/// `DbvtConfig::fast_build` splits along the widest spread of the boxes' centres only. Two
+/// slabs of boxes far apart in y, each spread twice that far along x: the full build separates
+/// the slabs at the root, the fast one cuts both across (x spreads wider), so each of its top
+/// children spans the gap between the slabs and its tree costs more. Both trees are valid.
+#[test]
+fn fast_builds_split_the_widest_spread_only() {
+    let slabs: Vec<(Aabb, u32)> = (0..400)
+        .map(|i| {
+            let (x, y) = ((i / 2) as f32 * 0.1, if i % 2 == 0 { 0.0 } else { 10.0 });
+            (Aabb::from_center_half_extents(Vec3A::new(x, y, 0.0), Vec3A::splat(0.05)), i)
+        })
+        .collect();
+    let sah = |fast_build: bool| {
+        let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, fast_build, ..DbvtConfig::default() };
+        let (tree, _) = Dbvt::build_with_config(slabs.iter().copied(), cfg).unwrap();
+        tree.validate().unwrap();
+        tree.stats().sah_cost
+    };
+    let (full, fast) = (sah(false), sah(true));
+    eprintln!("SAH cost: full build {full:.2}, fast build {fast:.2}");
+    assert!(fast > 1.5 * full, "the fast build should cut across the slabs: {fast} against {full}");
 }

@@ -66,10 +66,10 @@ pub struct BinnedSah {
     pub block: usize,
     /// Split only along the axis where the node's centroids spread most, as parry's binned
     /// builder does, instead of trying all three: a third of the binning and of the small nodes'
-    /// exact sweeps, for trees a little worse. The dynamic tree's builds set it (10k boxes: 2,212
-    /// instructions per proxy instead of 3,069, callgrind; SAH cost 63.5 instead of 62.1, where
-    /// parry's binned build gives 64.5); the mesh BVH, whose rays pay for every bit of quality,
-    /// does not.
+    /// exact sweeps, for trees a little worse. The dynamic tree's bulk builds set it by default
+    /// (`DbvtConfig::fast_build`; 10k boxes: 2,212 instructions per proxy instead of 3,069,
+    /// callgrind; SAH cost 63.5 instead of 62.1, where parry's binned build gives 64.5); its
+    /// optimiser's rebuilds and the mesh BVH, whose rays pay for every bit of quality, do not.
     pub longest_axis_only: bool,
 }
 

@@ -110,6 +110,13 @@ pub struct DbvtConfig {
     /// How much the SAH cost may grow after a whole rebuild before a refresh (see
     /// `refresh_max`): 0.05 is 5%.
     pub refresh_growth: f32,
+    /// Bulk builds ([`Dbvt::build`], [`Dbvt::rebuild`]) split each node along the axis where
+    /// its boxes' centres spread most, as parry's builder does, instead of trying all three:
+    /// about 28% less work per proxy, for trees about 2% worse in SAH cost (10k random boxes:
+    /// 63.5 against 62.1, and 64.5 for parry's build). Default `true`; `false` builds the best
+    /// tree. The optimiser's own rebuilds ([`Dbvt::optimize_incremental`]) always try all three
+    /// axes: they exist for quality.
+    pub fast_build: bool,
 }
 
 impl Default for DbvtConfig {
@@ -121,6 +128,7 @@ impl Default for DbvtConfig {
             whole_rebuild_max: 0,
             refresh_max: 131_072,
             refresh_growth: 0.05,
+            fast_build: true,
         }
     }
 }

@@ -53,6 +53,12 @@ impl<T> Dbvt<T> {
     /// [`DbvtConfig::parallel_threshold`] proxies. Ids stay valid. Nodes come out in depth-first
     /// order, which also restores memory locality.
     pub fn rebuild(&mut self) {
+        self.rebuild_binned(self.config.fast_build);
+    }
+
+    /// [`Dbvt::rebuild`], splitting along the widest spread only or trying every axis (see
+    /// [`DbvtConfig::fast_build`]).
+    pub(super) fn rebuild_binned(&mut self, widest_axis_only: bool) {
         let mut items: Vec<BuildItem> = self
             .proxies
             .iter()
@@ -61,7 +67,7 @@ impl<T> Dbvt<T> {
             .filter(|(_, (_, s))| s.data.is_some())
             .map(|(i, (p, _))| BuildItem::new(p.fat, i as u32))
             .collect();
-        let builder = sah_builder(self.config.parallel_threshold);
+        let builder = sah_builder(self.config.parallel_threshold, widest_axis_only);
         let built = builder.build(&mut items);
         // A build over n items with one item per leaf has n - 1 internal nodes; write them in
         // pre-order (child 0 right after its parent), which `refit` and `optimize_incremental`
@@ -255,11 +261,9 @@ fn morton_areas(keys: &[(u64, u32)], boxes: &[Aabb], first: usize, area: &mut f6
     l.union(&r)
 }
 
-/// The binned-SAH settings of every build in the tree (bulk builds, and the optimiser's whole,
-/// treelet and top rebuilds), so that a whole rebuild leaves exactly a bulk build's tree: one
-/// proxy per leaf, and one binned axis per node, as parry's builder bins (see
-/// [`BinnedSah::longest_axis_only`]). `parallel_threshold`: subtrees larger than this are built
-/// on several threads.
-pub(super) fn sah_builder(parallel_threshold: usize) -> BinnedSah {
-    BinnedSah { max_leaf: 1, parallel_threshold, longest_axis_only: true, ..Default::default() }
+/// The binned-SAH settings of the tree's builds: one proxy per leaf, and either one binned
+/// axis per node, as parry's builder bins (see [`BinnedSah::longest_axis_only`]), or all three.
+/// `parallel_threshold`: subtrees larger than this are built on several threads.
+pub(super) fn sah_builder(parallel_threshold: usize, widest_axis_only: bool) -> BinnedSah {
+    BinnedSah { max_leaf: 1, parallel_threshold, longest_axis_only: widest_axis_only, ..Default::default() }
 }
