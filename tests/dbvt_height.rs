@@ -310,8 +310,8 @@ fn moving_trees_are_refreshed() {
     tree.validate().unwrap();
 }
 
-/// The optimiser tests' oracle: the SAH cost of the best binned bulk build (all axes) over the fat boxes of `ids`
-/// in `t`, as they are now.
+/// The optimiser tests' oracle: the SAH cost of the best binned bulk build (every axis tried)
+/// over the fat boxes of `ids` in `t`, as they are now.
 fn bulk_build_sah<T>(t: &Dbvt<T>, ids: &[slabtree::ProxyId]) -> f32 {
     let fat: Vec<_> = ids.iter().map(|&id| (t.fat_aabb(id).unwrap(), ())).collect();
     let cfg = DbvtConfig { margin: 0.0, prediction: 0.0, fast_build: false, ..*t.config() };

@@ -67,6 +67,7 @@ impl PyMeshBvh {
         threads: Option<usize>,
     ) -> PyResult<(F32s<'py>, I64s<'py>, F32s<'py>, F32s<'py>)> {
         let rays = unchecked_rays(&origins, &directions, &tmin, &tmax)?;
+        let large = self.large();
         let n = rays.len();
         // Every element is written below, chunk by chunk: no zeroing first (2% of a bunny
         // primary batch).
@@ -86,7 +87,7 @@ impl PyMeshBvh {
                         let base = c * CHUNK;
                         let mut refused = None;
                         let mut hits = Vec::new();
-                        if self.large() {
+                        if large {
                             // Through the library's batch on this thread, which keeps several rays
                             // in flight through a large BVH.
                             let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
@@ -97,7 +98,7 @@ impl PyMeshBvh {
                             // A small BVH's rays one by one, made where they are traced (a chunk
                             // of them made first, and its hits copied after, cost 1-14%); a
                             // refused ray, or a refused chunk's, is written as a miss.
-                            let hit = if self.large() {
+                            let hit = if large {
                                 hits.get(i).copied().flatten()
                             } else {
                                 self.bvh.intersect(&rays.ray(base + i)).unwrap_or_else(|e| {
@@ -143,6 +144,7 @@ impl PyMeshBvh {
         threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray1<bool>>> {
         let rays = unchecked_rays(&origins, &directions, &tmin, &tmax)?;
+        let large = self.large();
         let mut hit = vec![false; rays.len()];
         let refused = py.detach(|| {
             with_threads(threads, || {
@@ -152,7 +154,7 @@ impl PyMeshBvh {
                         // As in `intersect`: a large BVH's chunk through the library's batch, a
                         // small one's rays one by one.
                         let base = c * CHUNK;
-                        if self.large() {
+                        if large {
                             let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
                             let mut occluded = Vec::with_capacity(chunk.len());
                             let refused =

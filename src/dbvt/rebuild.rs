@@ -56,9 +56,9 @@ impl<T> Dbvt<T> {
         self.rebuild_binned(self.config.fast_build);
     }
 
-    /// [`Dbvt::rebuild`], splitting along the widest spread only or trying every axis (see
-    /// [`DbvtConfig::fast_build`]).
-    pub(super) fn rebuild_binned(&mut self, widest_axis_only: bool) {
+    /// [`Dbvt::rebuild`], splitting along the widest centroid spread only or trying every axis
+    /// (see [`DbvtConfig::fast_build`]).
+    pub(super) fn rebuild_binned(&mut self, longest_axis_only: bool) {
         let mut items: Vec<BuildItem> = self
             .proxies
             .iter()
@@ -67,7 +67,7 @@ impl<T> Dbvt<T> {
             .filter(|(_, (_, s))| s.data.is_some())
             .map(|(i, (p, _))| BuildItem::new(p.fat, i as u32))
             .collect();
-        let builder = sah_builder(self.config.parallel_threshold, widest_axis_only);
+        let builder = sah_builder(self.config.parallel_threshold, longest_axis_only);
         let built = builder.build(&mut items);
         // A build over n items with one item per leaf has n - 1 internal nodes; write them in
         // pre-order (child 0 right after its parent), which `refit` and `optimize_incremental`
@@ -264,6 +264,6 @@ fn morton_areas(keys: &[(u64, u32)], boxes: &[Aabb], first: usize, area: &mut f6
 /// The binned-SAH settings of the tree's builds: one proxy per leaf, and either one binned
 /// axis per node, as parry's builder bins (see [`BinnedSah::longest_axis_only`]), or all three.
 /// `parallel_threshold`: subtrees larger than this are built on several threads.
-pub(super) fn sah_builder(parallel_threshold: usize, widest_axis_only: bool) -> BinnedSah {
-    BinnedSah { max_leaf: 1, parallel_threshold, longest_axis_only: widest_axis_only, ..Default::default() }
+pub(super) fn sah_builder(parallel_threshold: usize, longest_axis_only: bool) -> BinnedSah {
+    BinnedSah { max_leaf: 1, parallel_threshold, longest_axis_only, ..Default::default() }
 }
