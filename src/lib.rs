@@ -55,7 +55,7 @@ pub use dbvt::{
     QueryWorkspace, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt, WideStorage,
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
-pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayHit2, ray_aabb2};
+pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, ray_aabb2};
 pub use mesh::{
     BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, LARGE_BVH_BYTES, MeshBvh, MeshError,
     MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,

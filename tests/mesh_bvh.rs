@@ -2,7 +2,7 @@
 //! generated meshes: random triangle soup, a sphere and a closed torus.
 
 use glam::{DVec3, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, InputError, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{Aabb, BuildOptions, InputError, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
 
 use common::rng::Rng;
 use common::triangle::{margin, mt64, random_triangles};
@@ -54,12 +54,36 @@ fn check_against_brute(
         mesh,
         &BuildOptions { triangle_test: test, parallel_threshold: 64, rotation_passes, ..Default::default() },
     );
+    // Every ray through the single query, through it with each coherence hint (the incoherent
+    // one takes the walk with early child loads), and through the batch, which judges the
+    // coherence of its runs itself: each is checked against brute force.
+    let all: Vec<Ray> = rays.iter().map(|&(o, d, tmax)| Ray::new(o, d).with_range(0.0, tmax)).collect();
+    let mut batch = Vec::new();
+    bvh.intersect_each(&all, &mut batch).unwrap();
+    let mut batch_any = Vec::new();
+    bvh.occluded_each(&all, &mut batch_any).unwrap();
     let mut compared = 0;
-    for &(o, d, tmax) in rays {
-        let ray = Ray::new(o, d).with_range(0.0, tmax);
+    for (i, &(o, d, tmax)) in rays.iter().enumerate() {
+        let ray = all[i];
         let got = bvh.intersect(&ray).unwrap();
         let expect = brute(mesh, o, d, 0.0, tmax);
-        assert_eq!(bvh.occluded(&ray).unwrap(), got.is_some(), "any-hit disagrees with closest-hit");
+        let variants = [
+            ("intersect", got, bvh.occluded(&ray).unwrap()),
+            (
+                "coherent hint",
+                bvh.intersect_hinted(&ray, RayCoherence::Coherent).unwrap(),
+                bvh.occluded_hinted(&ray, RayCoherence::Coherent).unwrap(),
+            ),
+            (
+                "incoherent hint",
+                bvh.intersect_hinted(&ray, RayCoherence::Incoherent).unwrap(),
+                bvh.occluded_hinted(&ray, RayCoherence::Incoherent).unwrap(),
+            ),
+            ("batch", batch[i], batch_any[i]),
+        ];
+        for (what, got, any) in variants {
+            assert_eq!(any, got.is_some(), "{what}: any-hit disagrees with closest-hit");
+        }
         // Rays within 1e-5 (barycentric) of an edge, or with t at tmax, may round either way.
         if let Some((t, _, m)) = expect
             && (m < 1e-5 || (t - tmax as f64).abs() < 1e-4 * t)
@@ -67,23 +91,29 @@ fn check_against_brute(
             continue;
         }
         compared += 1;
-        match (got, expect) {
-            (None, None) => {}
-            (Some(h), Some((t, tri, _))) => {
-                assert!(h.t.is_finite() && h.u.is_finite() && h.v.is_finite() && h.normal.is_finite());
-                assert!(((h.t as f64) - t).abs() <= 1e-4 * t.max(1e-3), "t {} vs {t}", h.t);
-                if h.triangle != tri {
-                    // A tie: the reported triangle must be hit at the same t.
-                    let [a, b, c] = mesh.triangle(h.triangle as usize).map(|v| v.as_dvec3());
-                    let other = mt64_margin(o.as_dvec3(), d.as_dvec3(), a, b, c).map(|x| x.0);
-                    assert!(other.is_some_and(|ot| (ot - t).abs() <= 1e-4 * t), "triangle {} vs {tri}", h.triangle);
+        for (what, got, _) in variants {
+            match (got, expect) {
+                (None, None) => {}
+                (Some(h), Some((t, tri, _))) => {
+                    assert!(h.t.is_finite() && h.u.is_finite() && h.v.is_finite() && h.normal.is_finite());
+                    assert!(((h.t as f64) - t).abs() <= 1e-4 * t.max(1e-3), "{what}: t {} vs {t}", h.t);
+                    if h.triangle != tri {
+                        // A tie: the reported triangle must be hit at the same t.
+                        let [a, b, c] = mesh.triangle(h.triangle as usize).map(|v| v.as_dvec3());
+                        let other = mt64_margin(o.as_dvec3(), d.as_dvec3(), a, b, c).map(|x| x.0);
+                        assert!(
+                            other.is_some_and(|ot| (ot - t).abs() <= 1e-4 * t),
+                            "{what}: triangle {} vs {tri}",
+                            h.triangle
+                        );
+                    }
+                    // Barycentrics reproduce the hit point.
+                    let [a, b, c] = mesh.triangle(h.triangle as usize);
+                    let p = a * (1.0 - h.u - h.v) + b * h.u + c * h.v;
+                    assert!(p.distance(o + d * h.t) < 1e-3 * (1.0 + h.t * d.length()), "{what}: barycentrics off");
                 }
-                // Barycentrics reproduce the hit point.
-                let [a, b, c] = mesh.triangle(h.triangle as usize);
-                let p = a * (1.0 - h.u - h.v) + b * h.u + c * h.v;
-                assert!(p.distance(o + d * h.t) < 1e-3 * (1.0 + h.t * d.length()), "barycentrics off");
+                (g, e) => panic!("{what}: hit/miss differs: bvh {g:?}, brute {e:?} for o={o} d={d}"),
             }
-            (g, e) => panic!("hit/miss differs: bvh {g:?}, brute {e:?} for o={o} d={d}"),
         }
     }
     compared

@@ -14,7 +14,7 @@ use glam::Vec3A;
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use slabtree::Ray;
+use slabtree::{Ray, RayCoherence};
 
 mod mesh;
 mod tree;
@@ -83,6 +83,15 @@ impl Rays<'_> {
         let range = |r: &[f32]| if r.len() == 1 { r[0] } else { r[i] };
         Ray::new(Vec3A::new(o[0], o[1], o[2]), Vec3A::new(d[0], d[1], d[2]))
             .with_range(range(self.tmin), range(self.tmax))
+    }
+
+    /// How alike the directions of rays `from..from + count` are: the hint for tracing them one
+    /// by one (see `slabtree::RayCoherence`).
+    fn coherence(&self, from: usize, count: usize) -> RayCoherence {
+        RayCoherence::of_directions(count, |i| {
+            let d = &self.directions[3 * (from + i)..3 * (from + i) + 3];
+            Vec3A::new(d[0], d[1], d[2])
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
-use slabtree::{BuildOptions, LARGE_BVH_BYTES, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BuildOptions, LARGE_BVH_BYTES, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
@@ -87,6 +87,7 @@ impl PyMeshBvh {
                         let base = c * CHUNK;
                         let mut refused = None;
                         let mut hits = Vec::new();
+                        let hint = if large { RayCoherence::Coherent } else { rays.coherence(base, t.len()) };
                         if large {
                             // Through the library's batch on this thread, which keeps several rays
                             // in flight through a large BVH.
@@ -101,7 +102,7 @@ impl PyMeshBvh {
                             let hit = if large {
                                 hits.get(i).copied().flatten()
                             } else {
-                                self.bvh.intersect(&rays.ray(base + i)).unwrap_or_else(|e| {
+                                self.bvh.intersect_hinted(&rays.ray(base + i), hint).unwrap_or_else(|e| {
                                     refused = refused.or(Some((base + i, e)));
                                     None
                                 })
@@ -163,8 +164,9 @@ impl PyMeshBvh {
                             return refused;
                         }
                         let mut refused = None;
+                        let hint = rays.coherence(base, hit.len());
                         for (i, h) in hit.iter_mut().enumerate() {
-                            match self.bvh.occluded(&rays.ray(base + i)) {
+                            match self.bvh.occluded_hinted(&rays.ray(base + i), hint) {
                                 Ok(o) => *h = o,
                                 Err(e) => refused = refused.or(Some((base + i, e))),
                             }

@@ -1,12 +1,14 @@
 //! The math core shared by 2D and 3D: boxes, rays, planes and the one slab test.
 
 mod aabb;
+mod coherence;
 mod error;
 mod frustum;
 mod ray;
 mod slab;
 
 pub use aabb::{Aabb, Aabb2};
+pub use coherence::RayCoherence;
 pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};
 pub use ray::{Ray, Ray2, RayHit2, validate_rays};

@@ -18,7 +18,7 @@ use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::build::{BinnedSah, BuildItem};
-use crate::math::{Aabb, BatchError, InputError, Ray, validate_rays};
+use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, NodeTest, Ray8, closest_first};
 
@@ -196,6 +196,10 @@ pub(super) const STACK: usize = 1024;
 /// extra loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
 pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
+/// Rays of a batch judged coherent or not together ([`RayCoherence::of_rays`]): a few scan lines
+/// of a camera's image.
+const HINT_RUN: usize = 256;
+
 impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
     pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
@@ -309,6 +313,36 @@ impl MeshBvh {
         Ok(self.occluded_valid(ray))
     }
 
+    /// [`MeshBvh::intersect`], told how alike this ray's direction is to the rays traced just
+    /// before it on this thread: an [`RayCoherence::Incoherent`] ray takes a walk that loads every
+    /// child of a node while the node is tested, faster for rays that each walk their own path
+    /// (random rays, diffuse bounces) and slower for rays that follow their neighbours' nodes.
+    /// The answer is the same, bit for bit. The batch queries ([`MeshBvh::intersect_each`] and
+    /// the others) judge each run of rays themselves; this is for a caller that traces rays one
+    /// by one and knows their kind, as Embree's intersect context flags are.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, RayCoherence, TriMesh};
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// let ray = Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z);
+    /// let hinted = bvh.intersect_hinted(&ray, RayCoherence::Incoherent)?;
+    /// assert_eq!(hinted, bvh.intersect(&ray)?);
+    /// # Ok::<(), slabtree::InputError>(())
+    /// ```
+    #[inline]
+    pub fn intersect_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<Option<Hit>, InputError> {
+        ray.validate()?;
+        Ok(self.intersect_valid_hinted(ray, coherence).0)
+    }
+
+    /// [`MeshBvh::occluded`] with the hint of [`MeshBvh::intersect_hinted`].
+    #[inline]
+    pub fn occluded_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<bool, InputError> {
+        ray.validate()?;
+        Ok(self.trace_hinted::<true>(ray, coherence).0.is_some())
+    }
+
     /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
     #[inline]
     pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, TraversalStats), InputError> {
@@ -336,10 +370,11 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
-    /// one ray after another, or, through a BVH of [`LARGE_BVH_BYTES`] bytes or more, several
-    /// rays in flight at once, each prefetching its next node while the others are tested, so
-    /// that the memory latency of one ray's walk hides behind the others' work (the answers
-    /// are the same, bit for bit). Refuses the whole slice, before tracing any ray, when one is
+    /// one ray after another, each run of 256 rays judged by [`RayCoherence::of_rays`] and traced
+    /// as [`MeshBvh::intersect_hinted`] traces it, or, through a BVH of [`LARGE_BVH_BYTES`] bytes
+    /// or more, several rays in flight at once, each prefetching its next node while the others
+    /// are tested, so that the memory latency of one ray's walk hides behind the others' work (the
+    /// answers are the same, bit for bit). Refuses the whole slice, before tracing any ray, when one is
     /// invalid, naming the first. Once `hits` has room it allocates nothing but, through a large
     /// BVH, the state of the rays in flight (about 70 KB per call).
     ///
@@ -368,8 +403,11 @@ impl MeshBvh {
         if self.is_large() {
             self.intersect_interleaved(rays, out);
         } else {
-            for (r, o) in rays.iter().zip(out) {
-                *o = self.intersect_valid(r).0;
+            for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
+                let hint = RayCoherence::of_rays(run);
+                for (r, o) in run.iter().zip(out) {
+                    *o = self.intersect_valid_hinted(r, hint).0;
+                }
             }
         }
     }
@@ -400,8 +438,11 @@ impl MeshBvh {
         if self.is_large() {
             self.occluded_interleaved(rays, out);
         } else {
-            for (r, o) in rays.iter().zip(out) {
-                *o = self.occluded_valid(r);
+            for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
+                let hint = RayCoherence::of_rays(run);
+                for (r, o) in run.iter().zip(out) {
+                    *o = self.trace_hinted::<true>(r, hint).0.is_some();
+                }
             }
         }
     }
@@ -422,16 +463,16 @@ impl MeshBvh {
     /// cost incoherent streams a tenth of their time (perf, Sponza's random rays); built and
     /// stored here, it is not reloaded.
     #[inline(never)]
-    pub(crate) fn intersect_into(&self, ray: &Ray, slot: &mut Option<Hit>) {
+    pub(crate) fn intersect_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
         *slot = match ray.validate() {
-            Ok(()) => self.trace::<false>(ray).0.map(|(prim, h)| self.finish(prim, h, ray)),
+            Ok(()) => self.trace_hinted::<false>(ray, hint).0.map(|(prim, h)| self.finish(prim, h, ray)),
             Err(_) => None,
         };
     }
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
-    pub(crate) fn occluded_unchecked(&self, ray: &Ray) -> bool {
-        ray.validate().is_ok() && self.occluded_valid(ray)
+    pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
+        ray.validate().is_ok() && self.trace_hinted::<true>(ray, hint).0.is_some()
     }
 
     /// The closest hit of a valid ray, and what it visited. Inlined into the caller, with the
@@ -442,6 +483,13 @@ impl MeshBvh {
     #[inline]
     pub(super) fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
         let (hit, stats) = self.trace_closest(ray);
+        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
+    }
+
+    /// [`MeshBvh::intersect_valid`] with a coherence hint.
+    #[inline]
+    fn intersect_valid_hinted(&self, ray: &Ray, hint: RayCoherence) -> (Option<Hit>, TraversalStats) {
+        let (hit, stats) = self.trace_hinted::<false>(ray, hint);
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
@@ -469,17 +517,29 @@ impl MeshBvh {
     /// watertight test moved Möller–Trumbore's shadow rays by 6 instructions, callgrind).
     #[inline(always)]
     pub(super) fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace_hinted::<ANY>(ray, RayCoherence::Coherent)
+    }
+
+    /// [`MeshBvh::trace`], with the early child loads for a large BVH or an incoherent ray.
+    #[inline(always)]
+    pub(super) fn trace_hinted<const ANY: bool>(
+        &self,
+        ray: &Ray,
+        hint: RayCoherence,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        let early = self.is_large() || hint == RayCoherence::Incoherent;
         match self.options.triangle_test {
-            TriangleTest::MollerTrumbore if self.is_large() => self.trace_test::<ANY, false, true>(ray),
+            TriangleTest::MollerTrumbore if early => self.trace_test::<ANY, false, true>(ray),
             TriangleTest::MollerTrumbore => self.trace_test::<ANY, false, false>(ray),
-            TriangleTest::Watertight if self.is_large() => self.trace_test::<ANY, true, true>(ray),
+            TriangleTest::Watertight if early => self.trace_test::<ANY, true, true>(ray),
             TriangleTest::Watertight => self.trace_test::<ANY, true, false>(ray),
         }
     }
 
     /// [`MeshBvh::trace`] for one triangle test, with or without the early child loads of large
-    /// BVHs (see [`LARGE_BVH_BYTES`]; a copy of its own, so that the small BVHs' walk is the same
-    /// code as without them: a run-time test per node cost them 4% more instructions, callgrind).
+    /// BVHs and incoherent rays (see [`LARGE_BVH_BYTES`] and [`RayCoherence`]; a copy of its own,
+    /// so that the coherent rays' walk through a small BVH is the same code as without them: a
+    /// run-time test per node cost them 4% more instructions, callgrind).
     #[inline(never)]
     fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
         &self,
@@ -707,9 +767,10 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
         self.blocks.prefetch_child(child);
     }
 
-    /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`] or more, a walk of its own in the binary):
-    /// the first two lines of every child, before the node test, so that from memory a child's
-    /// load overlaps the test that picks it.
+    /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`] or more, or an incoherent ray: a walk of its
+    /// own in the binary): the first two lines of every child, before the node test, so that from
+    /// memory or the last-level cache a child's load overlaps the test that picks it. A coherent
+    /// ray finds its children in the nearer caches, and the loads only cost it issue slots.
     #[inline(always)]
     fn prefetch_children(&self, node: &crate::wide::Node8) {
         if EARLY {

@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, validate_rays};
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -125,7 +125,7 @@ impl Scene {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            if inst.mesh.occluded_unchecked(&local_ray(inst, ray, ray.tmax)) {
+            if inst.mesh.occluded_unchecked(&local_ray(inst, ray, ray.tmax), RayCoherence::Coherent) {
                 hit = true;
                 return RayControl::Stop;
             }

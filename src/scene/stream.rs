@@ -210,7 +210,8 @@ impl Scene {
                 rays,
                 &mut out[..],
                 |_, _| false,
-                |out, i| out[i] = single(&rays[i]),
+                // Instances are walked without the coherence hint: it is a mesh walk's.
+                |out, i, _| out[i] = single(&rays[i]),
                 |out, idx| {
                     pk.load::<false>(rays, idx);
                     packet(view, pk, work, idx, out);

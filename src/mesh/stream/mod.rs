@@ -38,7 +38,7 @@ pub(crate) mod regroup;
 
 use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::triangle::{PackHit, TriPack, TriRay};
-use crate::math::{BatchError, Ray, validate_rays};
+use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
 use crate::wide::ChildRef;
 use crate::wide::packet::{PACKET, Packet, packet_walk};
 use regroup::Regroup;
@@ -141,9 +141,9 @@ impl MeshBvh {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         // Each answer is written in place: built elsewhere and copied, its 32-byte reload
         // waited on the narrower stores that wrote it (a tenth of a stream's time, perf).
-        self.stream::<false, _>(rays, hits, |ray, packed, slot| match packed {
+        self.stream::<false, _>(rays, hits, |ray, packed, hint, slot| match packed {
             // Traced alone, or met a tie in its packet.
-            None | Some((_, true)) => self.intersect_into(ray, slot),
+            None | Some((_, true)) => self.intersect_into(ray, hint, slot),
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
         });
@@ -178,9 +178,9 @@ impl MeshBvh {
     /// [`MeshBvh::occluded_stream`] of rays as [`MeshBvh::intersect_stream_unchecked`] takes.
     pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
-        self.stream::<true, _>(rays, occluded, |ray, packed, slot| {
+        self.stream::<true, _>(rays, occluded, |ray, packed, hint, slot| {
             *slot = match packed {
-                None => self.occluded_unchecked(ray),
+                None => self.occluded_unchecked(ray, hint),
                 Some((best, _)) => best.is_some(),
             }
         });
@@ -188,17 +188,18 @@ impl MeshBvh {
 
     /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
     /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
-    /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie.
+    /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
+    /// `hint` is the coherence of the ray's run, for a ray traced alone.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
         out: &mut [T],
-        answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, &mut T),
+        answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
     ) {
         // Fewer rays than a packet holds: no packet, and no scratch to fetch.
         if rays.len() < MIN_PACKET {
             for (ray, slot) in rays.iter().zip(out.iter_mut()) {
-                answer(ray, None, slot);
+                answer(ray, None, RayCoherence::Coherent, slot);
             }
             return;
         }
@@ -219,7 +220,7 @@ impl MeshBvh {
         &self,
         rays: &[Ray],
         out: &mut [T],
-        answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, &mut T),
+        answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
@@ -233,11 +234,11 @@ impl MeshBvh {
             |out, i| {
                 let missed = !self.enters_root(&rays[i]);
                 if missed {
-                    answer(&rays[i], Some((None, false)), &mut out[i]);
+                    answer(&rays[i], Some((None, false)), RayCoherence::Coherent, &mut out[i]);
                 }
                 missed
             },
-            |out, i| answer(&rays[i], None, &mut out[i]),
+            |out, i, hint| answer(&rays[i], None, hint, &mut out[i]),
             |out, idx| {
                 let ties = if fused {
                     pk.load::<true>(rays, idx);
@@ -247,7 +248,7 @@ impl MeshBvh {
                     self.trace_packet::<ANY, false>(pk, watertight, best)
                 };
                 for (k, &i) in idx.iter().enumerate() {
-                    answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), &mut out[i]);
+                    answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
                 }
             },
         );

@@ -4,7 +4,7 @@
 
 use glam::{Vec2, Vec3A};
 
-use crate::math::Ray;
+use crate::math::{Ray, RayCoherence};
 
 use crate::wide::packet::{PACKET, fusable};
 
@@ -38,8 +38,8 @@ impl Regroup {
 
     /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
-    /// direction octant whose fused products are finite, in tile order) and `single(cx, i)` every
-    /// other ray; `cx` is what both write to. Each ray of a coherent run is first offered to
+    /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)` every
+    /// other ray, with the coherence of its run as `hint`; `cx` is what both write to. Each ray of a coherent run is first offered to
     /// `settle(cx, i)`, which may answer it at once (a ray that misses the whole structure) and
     /// return `true`, or leave it to the packets.
     pub(crate) fn run<C: ?Sized>(
@@ -47,7 +47,7 @@ impl Regroup {
         rays: &[Ray],
         cx: &mut C,
         mut settle: impl FnMut(&mut C, usize) -> bool,
-        mut single: impl FnMut(&mut C, usize),
+        mut single: impl FnMut(&mut C, usize, RayCoherence),
         mut packet: impl FnMut(&mut C, &[usize]),
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant } = self;
@@ -56,14 +56,16 @@ impl Regroup {
             // Incoherent runs go to the single-ray path at once, in stream order.
             let mut coherent_run = [false; WINDOW / RUN];
             for (r, run) in window.chunks(RUN).enumerate() {
-                coherent_run[r] = run_coherent(run);
+                coherent_run[r] = RayCoherence::of_rays(run) == RayCoherence::Coherent;
             }
             // Each ray's octant, or NONE when it is traced alone or settled.
             let mut count = [0usize; 8];
             for (k, ray) in window.iter().enumerate() {
                 octant[k] = NONE;
-                if !(coherent_run[k / RUN] && fusable(ray)) {
-                    single(cx, base + k);
+                if !coherent_run[k / RUN] {
+                    single(cx, base + k, RayCoherence::Incoherent);
+                } else if !fusable(ray) {
+                    single(cx, base + k, RayCoherence::Coherent);
                 } else if !settle(cx, base + k) {
                     let s = ray.sign();
                     let o = s[0] | s[1] << 1 | s[2] << 2;
@@ -86,7 +88,7 @@ impl Regroup {
                 let bucket = &mut by_octant[start[o]..start[o] + count[o]];
                 let sorted = &mut sorted[..bucket.len()];
                 if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
-                    bucket.iter().for_each(|&i| single(cx, i));
+                    bucket.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     continue;
                 }
                 let mut from = 0;
@@ -94,7 +96,7 @@ impl Regroup {
                     let idx = &bucket[from..end as usize];
                     from = end as usize;
                     if idx.len() < MIN_PACKET || !coherent(rays, idx) {
-                        idx.iter().for_each(|&i| single(cx, i));
+                        idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     } else {
                         packet(cx, idx);
                     }
@@ -110,10 +112,6 @@ const NONE: u8 = u8::MAX;
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).
 const WINDOW: usize = 4096;
-/// Largest average step between the unit directions of consecutive rays, per axis, for a bucket
-/// to be regrouped into packets (neighbouring pixels of a 256-pixel image with a 90° view differ
-/// by about 0.008).
-const MAX_STEP: f32 = 0.05;
 /// Rays on a side of a tile that [`tile_order`] makes.
 const TILE: usize = 8;
 /// Most tiles in a window's bucket.
@@ -122,7 +120,7 @@ const MAX_CELLS: usize = 1024;
 /// packets (diffuse bounces, random rays) cull too little to pay for the packet's set-up.
 const MAX_DIR_SPREAD: f32 = 0.5;
 
-/// Reorders `bucket`, rays of one octant from coherent runs ([`run_coherent`]), tile by tile,
+/// Reorders `bucket`, rays of one octant from coherent runs ([`RayCoherence::of_rays`]), tile by tile,
 /// and writes where each packet ends to `ends`; returns `false`, leaving the bucket as it is,
 /// when the rays' projections have no finite, non-empty extent. `sorted` is scratch of the
 /// bucket's length.
@@ -217,22 +215,8 @@ fn tile_order(
     true
 }
 
-/// Rays of a stream judged coherent or not together, by [`run_coherent`].
+/// Rays of a stream judged coherent or not together, by [`RayCoherence::of_rays`].
 const RUN: usize = 512;
-
-/// A quick look at a run of [`RUN`] rays before it is bucketed: `true` when every eighth pair of
-/// consecutive rays points nearly the same way (on average by at most [`MAX_STEP`] per axis).
-/// Incoherent runs (random rays, diffuse bounces) go to the single-ray path at once, for a few
-/// instructions per ray, and in stream order.
-fn run_coherent(run: &[Ray]) -> bool {
-    let unit = |r: &Ray| r.dir().normalize_or_zero();
-    let (mut step, mut pairs) = (0.0f32, 0usize);
-    for pair in run.windows(2).step_by(8) {
-        step += (unit(&pair[1]) - unit(&pair[0])).abs().max_element();
-        pairs += 1;
-    }
-    step <= MAX_STEP * pairs as f32
-}
 
 /// Scratch of [`tile_order`]: each ray's projection and tile, and where each tile starts.
 struct Tiles {
