@@ -43,7 +43,7 @@ impl<T> Dbvt<T> {
             let i = self.free_proxy;
             let p = &mut self.proxies[i as usize];
             self.free_proxy = p.parent;
-            p.fat = fat;
+            p.set_fat(&fat);
             p.parent = NULL;
             p.slot = 0;
             self.slots[i as usize].data = Some(data);
@@ -54,7 +54,7 @@ impl<T> Dbvt<T> {
         if i > MAX_INDEX {
             return Err(DbvtError::CapacityExceeded);
         }
-        self.proxies.push(Proxy { fat, parent: NULL, slot: 0 });
+        self.proxies.push(Proxy::new(&fat, NULL, 0));
         self.slots.push(Slot { generation: 0, data: Some(data) });
         self.proxy_count += 1;
         Ok(i)

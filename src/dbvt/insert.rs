@@ -45,7 +45,7 @@ impl<T> Dbvt<T> {
     /// Links proxy `p` (whose `fat` box is set) into the tree.
     pub(super) fn insert_leaf(&mut self, p: u32) -> Result<(), DbvtError> {
         let leaf = ChildRef::leaf(p);
-        let fat = self.proxies[p as usize].fat;
+        let fat = self.proxies[p as usize].fat();
         let Some(_) = self.root else {
             self.set_child(NULL, 0, leaf, &fat);
             return Ok(());

@@ -133,15 +133,36 @@ impl Default for DbvtConfig {
     }
 }
 
-/// The cold half of a proxy: its fat box and its place in the tree, used by updates.
+/// The cold half of a proxy: its fat box and its place in the tree, used by updates. 32 bytes:
+/// the box's corners are kept as three floats each rather than as 16-byte `Vec3A`s (48 bytes).
 #[derive(Clone, Copy, Debug)]
 struct Proxy {
-    /// The fat box, exactly as stored in the parent's slot.
-    fat: Aabb,
+    /// The fat box's corners, exactly as stored in the parent's slot.
+    min: glam::Vec3,
+    max: glam::Vec3,
     /// Parent node, or [`NULL`] when the proxy is the root or free. For a free proxy: next free.
     parent: u32,
     /// Slot in the parent.
     slot: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Proxy>() == 32);
+
+impl Proxy {
+    fn new(fat: &Aabb, parent: u32, slot: u8) -> Proxy {
+        Proxy { min: fat.min.into(), max: fat.max.into(), parent, slot }
+    }
+
+    /// The fat box.
+    #[inline(always)]
+    fn fat(&self) -> Aabb {
+        Aabb { min: self.min.into(), max: self.max.into() }
+    }
+
+    #[inline(always)]
+    fn set_fat(&mut self, fat: &Aabb) {
+        (self.min, self.max) = (fat.min.into(), fat.max.into());
+    }
 }
 
 /// The hot half of a proxy, the only part a query reads at a leaf: kept apart so that leaf
@@ -302,7 +323,7 @@ impl<T> Dbvt<T> {
     /// The fat box stored for a live proxy: the box every query tests.
     pub fn fat_aabb(&self, id: ProxyId) -> Result<Aabb, DbvtError> {
         let i = self.check(id)?;
-        Ok(self.proxies[i as usize].fat)
+        Ok(self.proxies[i as usize].fat())
     }
 
     /// `true` when `id` names a live proxy of this tree.

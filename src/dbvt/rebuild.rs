@@ -65,7 +65,7 @@ impl<T> Dbvt<T> {
             .zip(&self.slots)
             .enumerate()
             .filter(|(_, (_, s))| s.data.is_some())
-            .map(|(i, (p, _))| BuildItem::new(p.fat, i as u32))
+            .map(|(i, (p, _))| BuildItem::new(p.fat(), i as u32))
             .collect();
         let builder = sah_builder(self.config.parallel_threshold, longest_axis_only);
         let built = builder.build(&mut items);
@@ -118,16 +118,16 @@ impl<T> Dbvt<T> {
     pub(super) fn sort_morton(&mut self) {
         let MortonScratch { keys, boxes, leaf_links: _ } = &mut self.morton;
         let live = || self.proxies.iter().zip(&self.slots).enumerate().filter(|(_, (_, s))| s.data.is_some());
-        let grid = MortonGrid::new(&live().fold(Aabb::EMPTY, |b, (_, (p, _))| b.grow(p.fat.center())));
+        let grid = MortonGrid::new(&live().fold(Aabb::EMPTY, |b, (_, (p, _))| b.grow(p.fat().center())));
         keys.clear();
-        keys.extend(live().map(|(i, (p, _))| (grid.code(p.fat.center()), i as u32)));
+        keys.extend(live().map(|(i, (p, _))| (grid.code(p.fat().center()), i as u32)));
         // By code, then by proxy index: deterministic, whatever the sort's algorithm.
         keys.sort_unstable();
         // The boxes in curve order, gathered in one pass: independent loads the processor
         // overlaps, where reading each inside the recursion waited on one cache miss at a time
         // (the proxies are in creation order, a random one along the curve).
         boxes.clear();
-        boxes.extend(keys.iter().map(|&(_, p)| self.proxies[p as usize].fat));
+        boxes.extend(keys.iter().map(|&(_, p)| self.proxies[p as usize].fat()));
     }
 
     /// The SAH cost (as [`TreeStats::sah_cost`](super::TreeStats::sah_cost)) of the tree that

@@ -54,14 +54,14 @@ impl<T> Dbvt<T> {
         let mut stats = QueryStats::default();
         let (chunks, rest) = self.proxies.as_chunks::<8>();
         for (c, chunk) in chunks.iter().enumerate() {
-            let keep = in_view(&planes, std::array::from_fn(|i| &chunk[i].fat));
+            let keep = in_view(&planes, std::array::from_fn(|i| chunk[i].fat()));
             if !self.visit_in_view(c as u32 * 8, keep, &mut stats, policy) {
                 return Ok(stats);
             }
         }
         if let Some(last) = rest.last() {
             // The short last chunk repeats its last box; the repeats are masked off.
-            let keep = in_view(&planes, std::array::from_fn(|i| &rest.get(i).unwrap_or(last).fat));
+            let keep = in_view(&planes, std::array::from_fn(|i| rest.get(i).unwrap_or(last).fat()));
             let valid = (1u32 << rest.len()) - 1;
             self.visit_in_view(chunks.len() as u32 * 8, keep & valid, &mut stats, policy);
         }
@@ -100,11 +100,11 @@ impl<T> Dbvt<T> {
 /// time took more instructions than the plane tests; testing four boxes per `f32x4` instead of
 /// eight per `f32x8` repeated the per-plane work; callgrind on the scene's frustum query).
 #[inline(always)]
-fn in_view(planes: &FrustumLanes<f32x8>, boxes: [&Aabb; 8]) -> u32 {
+fn in_view(planes: &FrustumLanes<f32x8>, boxes: [Aabb; 8]) -> u32 {
     let corner = |v: Vec3A| f32x4::new(v.extend(0.0).to_array());
     let half = |h: usize, max: bool| {
         let c: [f32x4; 4] = std::array::from_fn(|i| {
-            let b = boxes[4 * h + i];
+            let b = &boxes[4 * h + i];
             corner(if max { b.max } else { b.min })
         });
         f32x4::transpose(c).map(|v| v.to_array())

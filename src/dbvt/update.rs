@@ -48,7 +48,7 @@ impl<T> Dbvt<T> {
     /// object that moved fast and then stopped, as in Box2D v2). No checks.
     #[inline]
     fn fat_needed(&self, p: u32, aabb: &Aabb, displacement: Vec3A) -> Option<Aabb> {
-        let stored = self.proxies[p as usize].fat;
+        let stored = self.proxies[p as usize].fat();
         let fat = self.fatten(aabb, displacement);
         let keep = stored.contains(aabb) && fat.expand(4.0 * self.config.margin).contains(&stored);
         (!keep).then_some(fat)
@@ -58,7 +58,7 @@ impl<T> Dbvt<T> {
     #[inline]
     fn store_fat(&mut self, p: u32, fat: Aabb) {
         let proxy = &mut self.proxies[p as usize];
-        proxy.fat = fat;
+        proxy.set_fat(&fat);
         let (parent, slot) = (proxy.parent, proxy.slot);
         self.set_bounds_of(parent, slot, &fat);
         if parent != NULL {
@@ -76,7 +76,7 @@ impl<T> Dbvt<T> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
         self.remove_leaf(p);
-        self.proxies[p as usize].fat = fat;
+        self.proxies[p as usize].set_fat(&fat);
         self.insert_leaf(p)?;
         Ok(true)
     }
@@ -88,7 +88,7 @@ impl<T> Dbvt<T> {
     pub fn enlarge_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
-        self.proxies[p as usize].fat = fat;
+        self.proxies[p as usize].set_fat(&fat);
         // The ancestors only grow here; the next refit shrinks them back from the leaf's parent.
         let parent = self.proxies[p as usize].parent;
         if parent != NULL {

@@ -120,7 +120,7 @@ impl<T> Dbvt<T> {
                     if std::mem::replace(&mut seen_proxies[i as usize], true) {
                         return Err(ValidationError::Reachability { index: i, leaf: true });
                     }
-                    if p.fat != bounds {
+                    if p.fat() != bounds {
                         return Err(ValidationError::Containment { index: i, leaf: true });
                     }
                     leaves += 1;
