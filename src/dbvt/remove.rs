@@ -4,6 +4,7 @@
 use super::error::DbvtError;
 use super::node::{ChildRef, NULL};
 use super::{Dbvt, ProxyId};
+use crate::math::Aabb;
 
 impl<T> Dbvt<T> {
     /// Removes a proxy and returns its data. The id (and every copy of it) becomes stale.
@@ -26,13 +27,36 @@ impl<T> Dbvt<T> {
         let sibling = pn.child[1 - slot as usize];
         let sibling_bounds = pn.bounds(1 - slot as usize);
         let (grand, gslot) = (pn.parent, pn.slot);
+        // What the grandparent stores for the parent (read before it is overwritten; the walk
+        // up needs the grandparent's line anyway).
+        let replaced = if grand == NULL { self.root_bounds } else { self.nodes[grand as usize].bounds(gslot as usize) };
         self.set_child(grand, gslot, sibling, &sibling_bounds);
         self.free_node(parent);
         self.proxies[p as usize].parent = NULL;
         if grand != NULL {
             // Box2D's RemoveLeaf refits without rotating; bounds only shrink here.
-            self.refit_upward(grand, false);
+            self.shrink_upward(grand, gslot, replaced);
         }
         debug_assert!(self.root != Some(ChildRef::leaf(p)));
+    }
+
+    /// Walks up from node `n`, whose child slot `slot` held `old_child` and now holds a box
+    /// inside it: stores each node's new box where its parent keeps it, until a node's box comes
+    /// out unchanged. Unchanged is judged from the node's own line (its box before, the union of
+    /// `old_child` and its other child), not from the copy in its parent as `refit_upward`
+    /// judges: that copy is one more cache miss per removal, at the level where the walk stops
+    /// (perf, 100k proxies: half of a removal's time waited on those loads).
+    fn shrink_upward(&mut self, mut n: u32, mut slot: u8, mut old_child: Aabb) {
+        while n != NULL {
+            let node = &self.nodes[n as usize];
+            let other = node.bounds(1 - slot as usize);
+            let (old, new) = (old_child.union(&other), node.bounds(slot as usize).union(&other));
+            if new == old {
+                return;
+            }
+            let (parent, parent_slot) = (node.parent, node.slot);
+            self.store_bounds(n, &new);
+            (n, slot, old_child) = (parent, parent_slot, old);
+        }
     }
 }

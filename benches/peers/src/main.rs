@@ -23,7 +23,7 @@
 //! Usage: `dbvt_vs_parry [N ...]` (default: 1000 10000 100000).
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
-//! `insert`, `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
+//! `insert`, `remove` (every proxy of the inserted tree, in creation order), `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
 //! `pairs-refit` (self pairs after the 50 in-place and refit frames), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
 //! tree, through its 8-wide copy, or the binary tree with `BINARY=1`)) runs that one workload
@@ -590,6 +590,30 @@ fn profile(spec: &str) -> Result<(), String> {
             check += parry_insert_all(&initial).leaf_count() as u64;
             times.push(ms(t));
         }),
+        ("slabtree", "remove") => {
+            let (tree, ids) = slab_insert_all(&initial);
+            for _ in 0..repeats {
+                let mut t = tree.clone();
+                let t0 = Instant::now();
+                for &id in &ids {
+                    t.remove(id).expect("live id");
+                }
+                times.push(ms(t0));
+                check += t.len() as u64;
+            }
+        }
+        ("parry", "remove") => {
+            let bvh = parry_insert_all(&initial);
+            for _ in 0..repeats {
+                let mut t = bvh.clone();
+                let t0 = Instant::now();
+                for i in 0..n as u32 {
+                    t.remove(i);
+                }
+                times.push(ms(t0));
+                check += t.leaf_count() as u64;
+            }
+        }
         ("slabtree", "build") => {
             let items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
             for _ in 0..repeats {
