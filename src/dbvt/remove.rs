@@ -45,7 +45,9 @@ impl<T> Dbvt<T> {
     /// out unchanged. Unchanged is judged from the node's own line (its box before, the union of
     /// `old_child` and its other child), not from the copy in its parent as `refit_upward`
     /// judges: that copy is one more cache miss per removal, at the level where the walk stops
-    /// (perf, 100k proxies: half of a removal's time waited on those loads).
+    /// (perf, 100k proxies: half of a removal's time waited on those loads). A node that awaits
+    /// a refit may stop the walk with its copy in its parent out of date: it is marked, and the
+    /// refit recomputes it and everything above it.
     fn shrink_upward(&mut self, mut n: u32, mut slot: u8, mut old_child: Aabb) {
         while n != NULL {
             let node = &self.nodes[n as usize];
@@ -55,8 +57,16 @@ impl<T> Dbvt<T> {
                 return;
             }
             let (parent, parent_slot) = (node.parent, node.slot);
+            // What the parent stores for `n` before it is overwritten: `old` when `n` was exact,
+            // something else when `n` awaits a refit (then only this says what the parent's own
+            // box was). The next step reads this line anyway.
+            let stored = if parent == NULL {
+                self.root_bounds
+            } else {
+                self.nodes[parent as usize].bounds(parent_slot as usize)
+            };
             self.store_bounds(n, &new);
-            (n, slot, old_child) = (parent, parent_slot, old);
+            (n, slot, old_child) = (parent, parent_slot, stored);
         }
     }
 }
