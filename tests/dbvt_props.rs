@@ -377,6 +377,42 @@ fn tree_pairs_match_brute_force() {
     assert_eq!(got, expect);
 }
 
+/// A pair callback that says stop gets no pair after that one: the pairs handed over are the
+/// first k of the full query's, in its order, for every k (the pair queries hand pairs over a few
+/// behind their walk, so a stop must drop the ones found ahead).
+#[test]
+fn pair_queries_stop_where_told() {
+    let mut next = common::rng::units(0x5EED_0001);
+    let mut boxes = |n: usize| -> Vec<(Aabb, u32)> {
+        (0..n as u32)
+            .map(|i| (Aabb::from_center_half_extents(Vec3A::new(next(), next(), next()) * 20.0, Vec3A::splat(1.5)), i))
+            .collect()
+    };
+    let (ta, _) = Dbvt::build(boxes(400)).unwrap();
+    let (tb, _) = Dbvt::build(boxes(300)).unwrap();
+    let mut ws = QueryWorkspace::new();
+    let run = |stop_after: usize, both: bool, ws: &mut QueryWorkspace| {
+        let mut got = Vec::new();
+        let mut take = |x: u32, y: u32| {
+            got.push((x, y));
+            if got.len() == stop_after { slabtree::PairControl::Stop } else { slabtree::PairControl::Continue }
+        };
+        if both {
+            ta.tree_pairs(&tb, ws, |_, x, _, y| take(*x, *y)).unwrap();
+        } else {
+            ta.self_pairs(ws, |_, x, _, y| take(*x, *y)).unwrap();
+        }
+        got
+    };
+    for both in [false, true] {
+        let all = run(usize::MAX, both, &mut ws);
+        assert!(all.len() > 40, "{} pairs", all.len());
+        for k in [1, 2, 7, 8, 9, 31, all.len() - 1, all.len()] {
+            assert_eq!(run(k, both, &mut ws), all[..k], "stop after {k} (tree_pairs: {both})");
+        }
+    }
+}
+
 /// `refit` with no structural change is one backwards sweep of the pre-ordered arena; after a few
 /// structural changes it takes the post-order path (no relayout); after many it lays the arena
 /// out again. All must leave exact bounds: checked with validate() and brute force.

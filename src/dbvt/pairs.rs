@@ -9,7 +9,7 @@
 //! children's boxes. The work follows the overlap structure rather than n².
 
 use super::node::{BoxLanes, ChildRef, Node};
-use super::traverse::{QueryStats, QueryWorkspace};
+use super::traverse::{LeafQueue, QueryStats, QueryWorkspace};
 use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::Aabb;
 
@@ -133,13 +133,11 @@ struct PairWalk<'a, A, B, F> {
     stats: &'a mut QueryStats,
     /// The nodes waiting while a leaf walks a subtree.
     subtree: &'a mut Vec<ChildRef>,
-    /// Pairs found and not yet handed to `callback`, oldest at `head`: each pair's two slots
+    /// Pairs found and not yet handed to `callback`, oldest first: each pair's two slots
     /// (its ids and data) are prefetched when it is found and read [`REPORT_AHEAD`] pairs later,
     /// while the walk goes on. Read at once, they were two cache misses per pair that the walk
     /// waited on (100k proxies: 1.2 MB of slots in creation order, beyond L2).
-    queue: [(ChildRef, ChildRef); REPORT_AHEAD],
-    head: usize,
-    queued: usize,
+    queue: LeafQueue<(ChildRef, ChildRef), REPORT_AHEAD>,
     /// `callback` asked to stop: the queued pairs are dropped and nothing more is reported.
     stopped: bool,
 }
@@ -157,18 +155,7 @@ impl<'a, A, B, F> PairWalk<'a, A, B, F> {
         subtree: &'a mut Vec<ChildRef>,
     ) -> Self {
         let none = (ChildRef::leaf(0), ChildRef::leaf(0));
-        PairWalk {
-            a,
-            b,
-            same,
-            callback,
-            stats,
-            subtree,
-            queue: [none; REPORT_AHEAD],
-            head: 0,
-            queued: 0,
-            stopped: false,
-        }
+        PairWalk { a, b, same, callback, stats, subtree, queue: LeafQueue::new(none), stopped: false }
     }
 }
 
@@ -182,22 +169,17 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
         let (x, y) = if self.same && y.index() < x.index() { (y, x) } else { (x, y) };
         crate::hint::prefetch(self.a.slots.as_ptr().wrapping_add(x.index() as usize));
         crate::hint::prefetch(self.b.slots.as_ptr().wrapping_add(y.index() as usize));
-        if self.queued < REPORT_AHEAD {
-            self.queue[(self.head + self.queued) % REPORT_AHEAD] = (x, y);
-            self.queued += 1;
-            return true;
+        match self.queue.push((x, y)) {
+            Some((ox, oy)) => self.deliver(ox, oy),
+            None => true,
         }
-        let (ox, oy) = std::mem::replace(&mut self.queue[self.head], (x, y));
-        self.head = (self.head + 1) % REPORT_AHEAD;
-        self.deliver(ox, oy)
     }
 
     /// Hands every queued pair to the callback, oldest first, unless it asks to stop.
     fn flush(&mut self) {
-        while self.queued > 0 && !self.stopped {
-            let (x, y) = self.queue[self.head];
-            self.head = (self.head + 1) % REPORT_AHEAD;
-            self.queued -= 1;
+        while !self.stopped
+            && let Some((x, y)) = self.queue.pop()
+        {
             self.deliver(x, y);
         }
     }

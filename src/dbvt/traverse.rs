@@ -101,7 +101,7 @@ impl<T> Dbvt<T> {
         let Some(root) = self.root else { return stats };
         let Some(key) = v.enter_root(&self.root_bounds) else { return stats };
         stack.clear();
-        let mut pending = LeafQueue::default();
+        let mut pending = LeafQueue::<u32, LEAF_LOOKAHEAD>::new(0);
         let mut next = Some((root, key));
         loop {
             let (c, key) = match next.take() {
@@ -215,25 +215,29 @@ impl<T> Dbvt<T> {
 /// How many leaves an unordered traversal holds back so their prefetched slots arrive first.
 const LEAF_LOOKAHEAD: usize = 32;
 
-/// A fixed ring of proxy indices waiting for their prefetch (no allocation).
-#[derive(Default)]
-struct LeafQueue {
-    items: [u32; LEAF_LOOKAHEAD],
+/// A fixed ring of `N` entries waiting for their prefetch (no allocation): proxy indices for
+/// the unordered traversals, pairs of leaves for the pair queries.
+pub(super) struct LeafQueue<E, const N: usize> {
+    items: [E; N],
     head: usize,
     len: usize,
 }
 
-impl LeafQueue {
-    /// Adds `p`; when the ring is full, returns the oldest entry, which is due for its visit.
+impl<E: Copy, const N: usize> LeafQueue<E, N> {
+    /// An empty ring (`fill` only takes the room).
+    pub(super) fn new(fill: E) -> Self {
+        LeafQueue { items: [fill; N], head: 0, len: 0 }
+    }
+
+    /// Adds `e`; when the ring is full, returns the oldest entry, which is due for its visit.
     #[inline(always)]
-    fn push(&mut self, p: u32) -> Option<u32> {
-        if self.len == LEAF_LOOKAHEAD {
-            let due = self.items[self.head];
-            self.items[self.head] = p;
-            self.head = (self.head + 1) % LEAF_LOOKAHEAD;
+    pub(super) fn push(&mut self, e: E) -> Option<E> {
+        if self.len == N {
+            let due = std::mem::replace(&mut self.items[self.head], e);
+            self.head = (self.head + 1) % N;
             Some(due)
         } else {
-            self.items[(self.head + self.len) % LEAF_LOOKAHEAD] = p;
+            self.items[(self.head + self.len) % N] = e;
             self.len += 1;
             None
         }
@@ -241,12 +245,12 @@ impl LeafQueue {
 
     /// Removes the oldest entry.
     #[inline(always)]
-    fn pop(&mut self) -> Option<u32> {
+    pub(super) fn pop(&mut self) -> Option<E> {
         (self.len > 0).then(|| {
-            let p = self.items[self.head];
-            self.head = (self.head + 1) % LEAF_LOOKAHEAD;
+            let e = self.items[self.head];
+            self.head = (self.head + 1) % N;
             self.len -= 1;
-            p
+            e
         })
     }
 }
