@@ -24,7 +24,8 @@
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
 //! `insert`, `remove` (every proxy of the inserted tree, in creation order), `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
-//! `pairs-refit` (self pairs after the 50 in-place and refit frames), `pairs-optimized` (after
+//! `pairs-refit` (self pairs after the 50 in-place and refit frames), `overlaps` (the 100k overlap
+//! queries on the inserted tree), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
 //! tree, through its 8-wide copy, or the binary tree with `BINARY=1`)) runs that one workload
 //! REPEATS times (default 1) on one library and prints a checksum, so that
@@ -640,6 +641,35 @@ fn profile(spec: &str) -> Result<(), String> {
             let bvh = parry_insert_all(&initial);
             for _ in 0..repeats {
                 check += parry_frames(&bvh, &frames, Maintenance::Reinsert).1.leaf_count() as u64;
+            }
+        }
+        ("slabtree" | "parry", "overlaps") => {
+            let half = scene_half(n);
+            let queries: Vec<Aabb> = (0..OVERLAPS)
+                .map(|_| Aabb::from_center_half_extents(rng.in_cube(half), Vec3A::splat(QUERY_HALF)))
+                .collect();
+            let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
+            let (tree, _) = slab_insert_all(&initial);
+            let bvh = parry_insert_all(&initial);
+            let mut ws = QueryWorkspace::new();
+            for _ in 0..repeats {
+                let t = Instant::now();
+                if *lib == "slabtree" {
+                    for q in &queries {
+                        tree.overlap(q, &mut ws, &mut |_: ProxyId, &i: &u32| {
+                            check += u64::from(i);
+                            LeafControl::Continue
+                        })
+                        .expect("valid box");
+                    }
+                } else {
+                    for pq in &pqueries {
+                        for i in bvh.intersect_aabb(pq) {
+                            check += u64::from(i);
+                        }
+                    }
+                }
+                times.push(ms(t));
             }
         }
         ("slabtree", "rays") => {
