@@ -53,13 +53,21 @@ impl<T> Dbvt<T> {
         node_pairs.clear();
         // (n, n): node n against itself; otherwise two disjoint overlapping subtrees.
         node_pairs.push((root, root));
-        let mut walk = PairWalk::new(self, self, true, &mut callback, &mut stats, subtree);
+        let mut walk = PairWalk {
+            a: self,
+            b: self,
+            same: true,
+            callback: &mut callback,
+            stats: &mut stats,
+            subtree,
+            queue: no_pairs(),
+        };
         while let Some((x, y)) = node_pairs.pop() {
             walk.stats.nodes_visited += 1;
             let nx = &self.nodes[x.index() as usize];
             if x != y {
                 if !walk.open_both(nx, &self.nodes[y.index() as usize], node_pairs) {
-                    break;
+                    return Ok(stats);
                 }
                 continue;
             }
@@ -73,7 +81,7 @@ impl<T> Dbvt<T> {
             if nx.children_overlap()
                 && !walk.cross(nx.child[0], || nx.bounds(0), nx.child[1], || nx.bounds(1), node_pairs)
             {
-                break;
+                return Ok(stats);
             }
             for c in [nx.child[1], nx.child[0]] {
                 if !c.is_leaf() {
@@ -104,16 +112,25 @@ impl<T> Dbvt<T> {
         let (Some(ra), Some(rb)) = (self.root, other.root) else { return Ok(stats) };
         let (node_pairs, subtree) = (&mut ws.node_pairs, &mut ws.subtree);
         node_pairs.clear();
-        let mut walk = PairWalk::new(self, other, false, &mut callback, &mut stats, subtree);
-        if self.root_bounds.overlaps(&other.root_bounds)
-            && walk.cross(ra, || self.root_bounds, rb, || other.root_bounds, node_pairs)
-        {
+        let mut walk = PairWalk {
+            a: self,
+            b: other,
+            same: false,
+            callback: &mut callback,
+            stats: &mut stats,
+            subtree,
+            queue: no_pairs(),
+        };
+        if self.root_bounds.overlaps(&other.root_bounds) {
+            if !walk.cross(ra, || self.root_bounds, rb, || other.root_bounds, node_pairs) {
+                return Ok(stats);
+            }
             // Pairs of internal nodes, this tree's first.
             while let Some((x, y)) = node_pairs.pop() {
                 walk.stats.nodes_visited += 1;
                 let (nx, ny) = (&self.nodes[x.index() as usize], &other.nodes[y.index() as usize]);
                 if !walk.open_both(nx, ny, node_pairs) {
-                    break;
+                    return Ok(stats);
                 }
             }
         }
@@ -136,27 +153,17 @@ struct PairWalk<'a, A, B, F> {
     /// Pairs found and not yet handed to `callback`, oldest first: each pair's two slots
     /// (its ids and data) are prefetched when it is found and read [`REPORT_AHEAD`] pairs later,
     /// while the walk goes on. Read at once, they were two cache misses per pair that the walk
-    /// waited on (100k proxies: 1.2 MB of slots in creation order, beyond L2).
+    /// waited on (100k proxies: 1.2 MB of slots in creation order, beyond L2). When `callback`
+    /// asks to stop, the query returns at once and the pairs still queued are dropped.
     queue: LeafQueue<(ChildRef, ChildRef), REPORT_AHEAD>,
-    /// `callback` asked to stop: the queued pairs are dropped and nothing more is reported.
-    stopped: bool,
 }
 
 /// Pairs found ahead of the one handed to the callback (see `PairWalk::queue`).
 const REPORT_AHEAD: usize = 8;
 
-impl<'a, A, B, F> PairWalk<'a, A, B, F> {
-    fn new(
-        a: &'a Dbvt<A>,
-        b: &'a Dbvt<B>,
-        same: bool,
-        callback: &'a mut F,
-        stats: &'a mut QueryStats,
-        subtree: &'a mut Vec<ChildRef>,
-    ) -> Self {
-        let none = (ChildRef::leaf(0), ChildRef::leaf(0));
-        PairWalk { a, b, same, callback, stats, subtree, queue: LeafQueue::new(none), stopped: false }
-    }
+/// An empty queue of pairs (the fill only takes the room).
+fn no_pairs() -> LeafQueue<(ChildRef, ChildRef), REPORT_AHEAD> {
+    LeafQueue::new((ChildRef::leaf(0), ChildRef::leaf(0)))
 }
 
 impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B, F> {
@@ -175,12 +182,13 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
         }
     }
 
-    /// Hands every queued pair to the callback, oldest first, unless it asks to stop.
+    /// Hands every queued pair to the callback, oldest first, until it asks to stop: what a walk
+    /// that ran to its end does last.
     fn flush(&mut self) {
-        while !self.stopped
-            && let Some((x, y)) = self.queue.pop()
-        {
-            self.deliver(x, y);
+        while let Some((x, y)) = self.queue.pop() {
+            if !self.deliver(x, y) {
+                return;
+            }
         }
     }
 
@@ -190,9 +198,7 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
         self.stats.leaves_visited += 1;
         let da = self.a.slots[x.index() as usize].data.as_ref().expect("live leaf");
         let db = self.b.slots[y.index() as usize].data.as_ref().expect("live leaf");
-        let go = (self.callback)(self.a.id_of(x.index()), da, self.b.id_of(y.index()), db) == PairControl::Continue;
-        self.stopped = !go;
-        go
+        (self.callback)(self.a.id_of(x.index()), da, self.b.id_of(y.index()), db) == PairControl::Continue
     }
 
     /// Internal nodes `nx` of `a` and `ny` of `b`, whose boxes overlap: their four child pairs

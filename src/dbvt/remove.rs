@@ -20,7 +20,7 @@ impl<T> Dbvt<T> {
         if parent == NULL {
             self.topology += 1;
             self.root = None;
-            self.root_bounds = crate::math::Aabb::EMPTY;
+            self.root_bounds = Aabb::EMPTY;
             return;
         }
         let pn = self.nodes[parent as usize];
@@ -29,7 +29,7 @@ impl<T> Dbvt<T> {
         let (grand, gslot) = (pn.parent, pn.slot);
         // What the grandparent stores for the parent (read before it is overwritten; the walk
         // up needs the grandparent's line anyway).
-        let replaced = if grand == NULL { self.root_bounds } else { self.nodes[grand as usize].bounds(gslot as usize) };
+        let replaced = self.bounds_of(ChildRef::node(parent));
         self.set_child(grand, gslot, sibling, &sibling_bounds);
         self.free_node(parent);
         self.proxies[p as usize].parent = NULL;
@@ -60,11 +60,7 @@ impl<T> Dbvt<T> {
             // What the parent stores for `n` before it is overwritten: `old` when `n` was exact,
             // something else when `n` awaits a refit (then only this says what the parent's own
             // box was). The next step reads this line anyway.
-            let stored = if parent == NULL {
-                self.root_bounds
-            } else {
-                self.nodes[parent as usize].bounds(parent_slot as usize)
-            };
+            let stored = self.bounds_of(ChildRef::node(n));
             self.store_bounds(n, &new);
             (n, slot, old_child) = (parent, parent_slot, stored);
         }

@@ -310,7 +310,7 @@ impl MeshBvh {
     #[inline]
     pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.occluded_valid(ray))
+        Ok(self.occluded_valid(ray, RayCoherence::Coherent))
     }
 
     /// [`MeshBvh::intersect`], told how alike this ray's direction is to the rays traced just
@@ -340,7 +340,7 @@ impl MeshBvh {
     #[inline]
     pub fn occluded_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.trace_hinted::<true>(ray, coherence).0.is_some())
+        Ok(self.occluded_valid(ray, coherence))
     }
 
     /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
@@ -354,7 +354,7 @@ impl MeshBvh {
     #[inline]
     pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
         ray.validate()?;
-        let (hit, stats) = self.trace_any(ray);
+        let (hit, stats) = self.trace::<true>(ray);
         Ok((hit.is_some(), stats))
     }
 
@@ -374,8 +374,8 @@ impl MeshBvh {
     /// as [`MeshBvh::intersect_hinted`] traces it, or, through a BVH of [`LARGE_BVH_BYTES`] bytes
     /// or more, several rays in flight at once, each prefetching its next node while the others
     /// are tested, so that the memory latency of one ray's walk hides behind the others' work (the
-    /// answers are the same, bit for bit). Refuses the whole slice, before tracing any ray, when one is
-    /// invalid, naming the first. Once `hits` has room it allocates nothing but, through a large
+    /// answers are the same, bit for bit). Refuses the whole slice, before tracing any ray, when
+    /// one is invalid, naming the first. Once `hits` has room it allocates nothing but, through a large
     /// BVH, the state of the rays in flight (about 70 KB per call).
     ///
     /// ```
@@ -441,7 +441,7 @@ impl MeshBvh {
             for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
                 let hint = RayCoherence::of_rays(run);
                 for (r, o) in run.iter().zip(out) {
-                    *o = self.trace_hinted::<true>(r, hint).0.is_some();
+                    *o = self.occluded_valid(r, hint);
                 }
             }
         }
@@ -472,7 +472,7 @@ impl MeshBvh {
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
     pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
-        ray.validate().is_ok() && self.trace_hinted::<true>(ray, hint).0.is_some()
+        ray.validate().is_ok() && self.occluded_valid(ray, hint)
     }
 
     /// The closest hit of a valid ray, and what it visited. Inlined into the caller, with the
@@ -482,8 +482,7 @@ impl MeshBvh {
     /// primary ray's time (`perf record -e cpu-clock`, the peer program).
     #[inline]
     pub(super) fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
-        let (hit, stats) = self.trace_closest(ray);
-        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
+        self.intersect_valid_hinted(ray, RayCoherence::Coherent)
     }
 
     /// [`MeshBvh::intersect_valid`] with a coherence hint.
@@ -493,22 +492,10 @@ impl MeshBvh {
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
-    /// Any hit of a valid ray.
+    /// Any hit of a valid ray, with a coherence hint.
     #[inline]
-    fn occluded_valid(&self, ray: &Ray) -> bool {
-        self.trace_any(ray).0.is_some()
-    }
-
-    /// The traversal of a closest-hit query.
-    #[inline(always)]
-    fn trace_closest(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
-        self.trace::<false>(ray)
-    }
-
-    /// The traversal of an any-hit query.
-    #[inline(always)]
-    fn trace_any(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
-        self.trace::<true>(ray)
+    fn occluded_valid(&self, ray: &Ray, hint: RayCoherence) -> bool {
+        self.trace_hinted::<true>(ray, hint).0.is_some()
     }
 
     /// A valid ray's nearest (or, with `ANY`, first) pack hit, through one copy in the binary of
