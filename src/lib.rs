@@ -57,8 +57,8 @@ pub use dbvt::{
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, ray_aabb2};
 pub use mesh::{
-    BuildOptions, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, LARGE_BVH_BYTES, MeshBvh, MeshError,
-    MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,
+    BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, LARGE_BVH_BYTES, MeshBvh,
+    MeshError, MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,
 };
 pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,

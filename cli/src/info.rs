@@ -26,6 +26,14 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
     println!("build time:         {} ({})", ms(s.build_time), progress::threads(threads));
+    let p = s.build_phases;
+    println!(
+        "  of which:         triangle bounds {}, binary SAH build {}, rotations {}, collapse to 8-wide {}",
+        ms(p.triangle_bounds),
+        ms(p.binary_build),
+        ms(p.rotations),
+        ms(p.collapse)
+    );
     println!("load time:          {}", ms(load));
     Ok(())
 }

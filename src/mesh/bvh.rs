@@ -119,6 +119,36 @@ pub struct MeshStats {
     pub bytes_per_triangle: f32,
     /// Wall time of the build, collapse included.
     pub build_time: Duration,
+    /// Where the build's time went; all zero for a BVH read back from bytes.
+    pub build_phases: BuildPhases,
+}
+
+/// The wall time of each phase of [`MeshBvh::build`], as [`MeshStats::build_phases`] reports it
+/// (and `slabtree info` prints it): what to look at before tuning a build.
+///
+/// ```
+/// use std::time::Duration;
+/// use slabtree::{BuildOptions, BuildPhases, MeshBvh, TriMesh};
+/// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 64, 32), &BuildOptions::default());
+/// let s = bvh.stats();
+/// let p = s.build_phases;
+/// assert!(p.binary_build > Duration::ZERO && p.collapse > Duration::ZERO);
+/// assert!(p.triangle_bounds + p.binary_build + p.rotations + p.collapse <= s.build_time);
+/// // A BVH read back from bytes was not built here.
+/// let read = MeshBvh::from_bytes(&bvh.to_bytes())?;
+/// assert_eq!(read.stats().build_phases, BuildPhases::default());
+/// # Ok::<(), slabtree::SavedBvhError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BuildPhases {
+    /// The triangles' boxes and centroids.
+    pub triangle_bounds: Duration,
+    /// The binned-SAH binary tree (Wald 2007).
+    pub binary_build: Duration,
+    /// The tree rotations ([`BuildOptions::rotation_passes`]).
+    pub rotations: Duration,
+    /// The collapse to 8-wide nodes, with the triangle packs written.
+    pub collapse: Duration,
 }
 
 /// A BVH over a triangle mesh, for closest-hit, any-hit and swept-box queries.
@@ -161,6 +191,8 @@ pub struct MeshBvh {
     pub(crate) depth: u32,
     /// The build's time, or a saved BVH's reading time (`super::saved`).
     pub(crate) build_time: Duration,
+    /// The build's phases (zero for a saved BVH).
+    pub(crate) build_phases: BuildPhases,
 }
 
 /// A summary, not every node: triangles, nodes, leaves, depth, bounds, SAH cost and the triangle
@@ -207,6 +239,7 @@ impl MeshBvh {
         let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, |i| {
             BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i)
         });
+        let bounded = Instant::now();
         let builder = BinnedSah {
             bins: options.bins,
             max_leaf: 4,
@@ -218,18 +251,27 @@ impl MeshBvh {
         let parallel = mesh.len() > options.parallel_threshold;
         // The BVH keeps its own copy of the mesh, which another thread makes meanwhile (a
         // serial copy of Sponza's 5 MB was 1% of a two-thread build).
-        let ((build, c), copy) = crate::par::join(
+        let ((build, c, build_phases), copy) = crate::par::join(
             || {
                 let mut build = builder.build(&mut items);
+                let built = Instant::now();
                 crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
+                let rotated = Instant::now();
                 let rows = options.triangle_test.pack_rows();
                 let c = collapse(&build, &items, &|i| rows.rows(mesh.triangle(i as usize)), parallel);
-                (build, c)
+                let phases = BuildPhases {
+                    triangle_bounds: bounded - start,
+                    binary_build: built - bounded,
+                    rotations: rotated - built,
+                    collapse: rotated.elapsed(),
+                };
+                (build, c, phases)
             },
             || mesh.clone(),
         );
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
-        MeshBvh { blocks: c.blocks, mesh: copy, options: *options, bounds, depth: c.depth, build_time: start.elapsed() }
+        let (blocks, depth, options) = (c.blocks, c.depth, *options);
+        MeshBvh { blocks, mesh: copy, options, bounds, depth, build_time: start.elapsed(), build_phases }
     }
 
     /// The mesh this BVH was built over.
@@ -294,6 +336,7 @@ impl MeshBvh {
             sah_cost: if self.mesh.is_empty() { 0.0 } else { (1.0 + area / root_area) as f32 },
             bytes_per_triangle: bytes as f32 / self.mesh.len().max(1) as f32,
             build_time: self.build_time,
+            build_phases: self.build_phases,
         }
     }
 

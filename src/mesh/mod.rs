@@ -20,7 +20,7 @@ pub(crate) mod stream;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
 
-pub use bvh::{BuildOptions, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TraversalStats, TriangleTest};
+pub use bvh::{BuildOptions, BuildPhases, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TraversalStats, TriangleTest};
 pub use sweep::SweepHit;
 
 use glam::Vec3;

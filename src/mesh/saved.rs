@@ -358,7 +358,7 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
     let options = BuildOptions { triangle_test, ..BuildOptions::default() };
     let depth = walk_and_fill(&mesh, &mut blocks, &options, contents)?;
     let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
-    Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed() })
+    Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed(), build_phases: Default::default() })
 }
 
 /// Checks that `blocks` is a tree the traversal can walk over `mesh` (see the module docs), and
