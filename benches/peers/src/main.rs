@@ -54,8 +54,15 @@ const RAYS: usize = 100_000;
 const OVERLAPS: usize = 100_000;
 /// Half-size of the overlap query boxes.
 const QUERY_HALF: f32 = 1.0;
-/// Timed repetitions of the one-shot workloads; the best is kept.
-const REPEATS: usize = 5;
+/// Rounds of every timing: at least this many; the best time of each library is kept.
+const MIN_ROUNDS: usize = 5;
+/// Rounds of the 50-frame runs, which are long: at least this many.
+const MIN_FRAME_ROUNDS: usize = 3;
+/// More rounds, up to [`MAX_ROUNDS`], until each library has run a workload this long in total:
+/// a workload of a millisecond or less timed five times was at the mercy of one burst of other
+/// load (the same self-pair row came out 0.87 and 2.44 in two runs).
+const MIN_TOTAL_MS: f64 = 200.0;
+const MAX_ROUNDS: usize = 100;
 
 /// SplitMix64.
 struct Rng(u64);
@@ -159,17 +166,32 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-/// Best of REPEATS runs of `f`, in ms, with the last result.
-fn best_of<R>(mut f: impl FnMut() -> R) -> (f64, R) {
-    let mut best = f64::INFINITY;
-    let mut out = None;
-    for _ in 0..REPEATS {
-        let t = Instant::now();
-        let r = std::hint::black_box(f());
-        best = best.min(ms(t));
-        out = Some(r);
+/// `f`'s wall time in ms, and its result.
+fn timed<R>(f: impl FnOnce() -> R) -> (f64, R) {
+    let t = Instant::now();
+    let r = std::hint::black_box(f());
+    (ms(t), r)
+}
+
+/// The best time of each of `runs` (each times itself and returns ms), run in turn round after
+/// round, the order rotated by one each round so that no library always runs first: at least
+/// `min_rounds` rounds, then more (up to [`MAX_ROUNDS`]) until each has run [`MIN_TOTAL_MS`] in
+/// total. Interleaving puts a burst of other load on both libraries rather than on whichever
+/// was being timed.
+fn interleaved<const K: usize>(min_rounds: usize, runs: [&mut dyn FnMut() -> f64; K]) -> [f64; K] {
+    let mut best = [f64::INFINITY; K];
+    let mut total = [0.0; K];
+    let mut round = 0;
+    while round < min_rounds || (round < MAX_ROUNDS && total.iter().any(|&t| t < MIN_TOTAL_MS)) {
+        for k in 0..K {
+            let i = (k + round) % K;
+            let t = runs[i]();
+            best[i] = best[i].min(t);
+            total[i] += t;
+        }
+        round += 1;
     }
-    (best, out.expect("REPEATS > 0"))
+    best
 }
 
 /// A parry tree's SAH cost as `Dbvt::stats` measures slabtree's: 1 plus the half areas of every
@@ -268,64 +290,122 @@ fn parry_queries_rays(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)]) -> (u64, 
     (hits, sum)
 }
 
-fn slab_queries(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
-    let mut ws = QueryWorkspace::new();
-    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| slab_queries_rays(tree, tight, rays, true));
-    let (t_rays_binary, binary) = best_of(|| slab_queries_rays(tree, tight, rays, false));
-    assert_eq!(binary, (ray_hits, ray_t_sum), "the wide copy and the binary tree disagree");
-    let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
-        let (mut fat_count, mut tight_count) = (0u64, 0u64);
-        for q in queries {
-            tree.overlap(q, &mut ws, &mut |_: ProxyId, &i: &u32| {
-                fat_count += 1;
-                tight_count += u64::from(tight[i as usize].overlaps(q));
-                LeafControl::Continue
-            })
-            .expect("valid box");
-        }
-        (fat_count, tight_count)
-    });
-    let (t_pairs, (pairs_fat, pairs_tight)) = best_of(|| {
-        let (mut fat_count, mut tight_count) = (0u64, 0u64);
-        tree.self_pairs(&mut ws, |_, &a, _, &b| {
-            fat_count += 1;
-            tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
-            PairControl::Continue
-        })
-        .unwrap();
-        (fat_count, tight_count)
-    });
-    (
-        QueryTimes { rays: t_rays, rays_binary: t_rays_binary, overlaps: t_overlaps, pairs: t_pairs },
-        Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
-    )
-}
+/// Every query workload on both trees (the same boxes), the libraries interleaved: the times of
+/// slabtree and of parry3d, and their answers.
+fn time_queries(
+    tree: &Dbvt<u32>,
+    bvh: &Bvh,
+    tight: &[Aabb],
+    rays: &[(Ray, PRay)],
+    queries: &[Aabb],
+) -> (QueryTimes, QueryTimes, Answers, Answers) {
+    let (mut s_rays, mut s_binary, mut p_rays) = ((0, 0.0), (0, 0.0), (0, 0.0));
+    let [t_wide, t_binary, t_parry] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let (t, r) = timed(|| slab_queries_rays(tree, tight, rays, true));
+                s_rays = r;
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| slab_queries_rays(tree, tight, rays, false));
+                s_binary = r;
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| parry_queries_rays(bvh, tight, rays));
+                p_rays = r;
+                t
+            },
+        ],
+    );
+    assert_eq!(s_binary, s_rays, "the wide copy and the binary tree disagree");
 
-fn parry_queries(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)], queries: &[Aabb]) -> (QueryTimes, Answers) {
-    let mut ws = BvhWorkspace::default();
-    let (t_rays, (ray_hits, ray_t_sum)) = best_of(|| parry_queries_rays(bvh, tight, rays));
+    let (mut ws, mut pws) = (QueryWorkspace::new(), BvhWorkspace::default());
     let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
-    let (t_overlaps, (overlap_fat, overlap_tight)) = best_of(|| {
-        let (mut fat_count, mut tight_count) = (0u64, 0u64);
-        for (q, pq) in queries.iter().zip(&pqueries) {
-            for i in bvh.intersect_aabb(pq) {
-                fat_count += 1;
-                tight_count += u64::from(tight[i as usize].overlaps(q));
-            }
-        }
-        (fat_count, tight_count)
-    });
-    let (t_pairs, (pairs_fat, pairs_tight)) = best_of(|| {
-        let (mut fat_count, mut tight_count) = (0u64, 0u64);
-        bvh.traverse_bvtt_single_tree::<false>(&mut ws, &mut |a, b| {
-            fat_count += 1;
-            tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
-        });
-        (fat_count, tight_count)
-    });
+    let (mut s_overlaps, mut p_overlaps) = ((0u64, 0u64), (0u64, 0u64));
+    let [s_t_overlaps, p_t_overlaps] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let (t, r) = timed(|| {
+                    let (mut fat_count, mut tight_count) = (0u64, 0u64);
+                    for q in queries {
+                        tree.overlap(q, &mut ws, &mut |_: ProxyId, &i: &u32| {
+                            fat_count += 1;
+                            tight_count += u64::from(tight[i as usize].overlaps(q));
+                            LeafControl::Continue
+                        })
+                        .expect("valid box");
+                    }
+                    (fat_count, tight_count)
+                });
+                s_overlaps = r;
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| {
+                    let (mut fat_count, mut tight_count) = (0u64, 0u64);
+                    for (q, pq) in queries.iter().zip(&pqueries) {
+                        for i in bvh.intersect_aabb(pq) {
+                            fat_count += 1;
+                            tight_count += u64::from(tight[i as usize].overlaps(q));
+                        }
+                    }
+                    (fat_count, tight_count)
+                });
+                p_overlaps = r;
+                t
+            },
+        ],
+    );
+
+    let (mut s_pairs, mut p_pairs) = ((0u64, 0u64), (0u64, 0u64));
+    let [s_t_pairs, p_t_pairs] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let (t, r) = timed(|| {
+                    let (mut fat_count, mut tight_count) = (0u64, 0u64);
+                    tree.self_pairs(&mut ws, |_, &a, _, &b| {
+                        fat_count += 1;
+                        tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
+                        PairControl::Continue
+                    })
+                    .unwrap();
+                    (fat_count, tight_count)
+                });
+                s_pairs = r;
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| {
+                    let (mut fat_count, mut tight_count) = (0u64, 0u64);
+                    bvh.traverse_bvtt_single_tree::<false>(&mut pws, &mut |a, b| {
+                        fat_count += 1;
+                        tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
+                    });
+                    (fat_count, tight_count)
+                });
+                p_pairs = r;
+                t
+            },
+        ],
+    );
+    let answers = |r: (u64, f64), o: (u64, u64), p: (u64, u64)| Answers {
+        ray_hits: r.0,
+        ray_t_sum: r.1,
+        overlap_fat: o.0,
+        overlap_tight: o.1,
+        pairs_fat: p.0,
+        pairs_tight: p.1,
+    };
     (
-        QueryTimes { rays: t_rays, rays_binary: t_rays, overlaps: t_overlaps, pairs: t_pairs },
-        Answers { ray_hits, ray_t_sum, overlap_fat, overlap_tight, pairs_fat, pairs_tight },
+        QueryTimes { rays: t_wide, rays_binary: t_binary, overlaps: s_t_overlaps, pairs: s_t_pairs },
+        QueryTimes { rays: t_parry, rays_binary: t_parry, overlaps: p_t_overlaps, pairs: p_t_pairs },
+        answers(s_rays, s_overlaps, s_pairs),
+        answers(p_rays, p_overlaps, p_pairs),
     )
 }
 
@@ -467,34 +547,72 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
     let mut push = |workload: String, slab: f64, parry: f64| rows.push(Row { n, workload, slab, parry });
 
     // Construction and teardown.
-    let (s_insert, (slab_tree, ids)) = best_of(|| slab_insert_all(&initial));
-    let (p_insert, parry_tree) = best_of(|| parry_insert_all(&initial));
+    let (mut slab_inserted, mut parry_inserted) = (None, None);
+    let [s_insert, p_insert] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let (t, r) = timed(|| slab_insert_all(&initial));
+                slab_inserted = Some(r);
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| parry_insert_all(&initial));
+                parry_inserted = Some(r);
+                t
+            },
+        ],
+    );
+    let (slab_tree, ids) = slab_inserted.expect("timed at least once");
+    let parry_tree = parry_inserted.expect("timed at least once");
     push("insert all N (ms)".into(), s_insert, p_insert);
     // Removal alone, each run on a fresh clone.
-    let s_remove = best_ms(|| {
-        let mut t = slab_tree.clone();
-        let t0 = Instant::now();
-        for &id in &ids {
-            t.remove(id).expect("live id");
-        }
-        ms(t0)
-    });
-    let p_remove = best_ms(|| {
-        let mut t = parry_tree.clone();
-        let t0 = Instant::now();
-        for i in 0..n as u32 {
-            t.remove(i);
-        }
-        ms(t0)
-    });
+    let [s_remove, p_remove] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let mut t = slab_tree.clone();
+                timed(|| {
+                    for &id in &ids {
+                        t.remove(id).expect("live id");
+                    }
+                })
+                .0
+            },
+            &mut || {
+                let mut t = parry_tree.clone();
+                timed(|| {
+                    for i in 0..n as u32 {
+                        t.remove(i);
+                    }
+                })
+                .0
+            },
+        ],
+    );
     push("remove all N (ms)".into(), s_remove, p_remove);
     let fat_items: Vec<(Aabb, u32)> = initial.iter().enumerate().map(|(i, b)| (*b, i as u32)).collect();
-    let (s_build, (built, _)) =
-        best_of(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
+    let parry_fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
+    let (mut slab_built, mut parry_built) = (None, None);
+    let [s_build, p_build] = interleaved(
+        MIN_ROUNDS,
+        [
+            &mut || {
+                let (t, r) =
+                    timed(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
+                slab_built = Some(r.0);
+                t
+            },
+            &mut || {
+                let (t, r) = timed(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
+                parry_built = Some(r);
+                t
+            },
+        ],
+    );
+    let (built, parry_built) = (slab_built.expect("timed"), parry_built.expect("timed"));
     let mut morton = built.clone();
     morton.rebuild_morton();
-    let parry_fat: Vec<PAabb> = initial.iter().map(|b| to_parry(&fat(b))).collect();
-    let (p_build, parry_built) = best_of(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
     println!(
         "N={n} [bulk build] slabtree SAH cost {:.1} (binned SAH), {:.1} (Morton); parry3d {:.1} (binned)",
         built.stats().sah_cost,
@@ -503,28 +621,42 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
     );
     push("bulk build, binned SAH (ms)".into(), s_build, p_build);
 
-    // Frames.
+    // Frames: each round replays all of them from the inserted trees; the best round's mean.
     let mut states = Vec::new();
     for m in Maintenance::ALL {
-        let (s_ms, s_tree) = slab_frames(&slab_tree, &ids, &frames, m);
-        let (p_ms, p_tree) = parry_frames(&parry_tree, &frames, m);
+        let (mut s_end, mut p_end) = (None, None);
+        let [s_ms, p_ms] = interleaved(
+            MIN_FRAME_ROUNDS,
+            [
+                &mut || {
+                    let (t, tree) = slab_frames(&slab_tree, &ids, &frames, m);
+                    s_end = Some(tree);
+                    t * frames.len() as f64
+                },
+                &mut || {
+                    let (t, bvh) = parry_frames(&parry_tree, &frames, m);
+                    p_end = Some(bvh);
+                    t * frames.len() as f64
+                },
+            ],
+        );
+        let (s_tree, p_tree) = (s_end.expect("timed"), p_end.expect("timed"));
         if let Err(e) = s_tree.validate() {
             *mismatches += 1;
             println!("MISMATCH N={n} slabtree tree invalid after {m:?} frames: {e:?}");
         }
-        push(format!("frame: {} (ms/frame)", m.label()), s_ms, p_ms);
+        let per_frame = frames.len() as f64;
+        push(format!("frame: {} (ms/frame)", m.label()), s_ms / per_frame, p_ms / per_frame);
         states.push((m.short(), s_tree, p_tree));
     }
 
     // Queries on the inserted trees and on the trees after each maintenance path.
-    let (s_q, s_a) = slab_queries(&slab_tree, &initial, &rays, &queries);
-    let (p_q, p_a) = parry_queries(&parry_tree, &initial, &rays, &queries);
+    let (s_q, p_q, s_a, p_a) = time_queries(&slab_tree, &parry_tree, &initial, &rays, &queries);
     check(n, "after insert", &s_a, &p_a, mismatches);
     let mut query_rows = vec![("after insert", s_q, p_q, s_a)];
     let mut reference: Option<Answers> = None;
     for (state, s_tree, p_tree) in &states {
-        let (s_q, s_a) = slab_queries(s_tree, &last, &rays, &queries);
-        let (p_q, p_a) = parry_queries(p_tree, &last, &rays, &queries);
+        let (s_q, p_q, s_a, p_a) = time_queries(s_tree, p_tree, &last, &rays, &queries);
         check(n, state, &s_a, &p_a, mismatches);
         // Every post-frame tree holds the same fat and tight boxes: one answer for all.
         match reference {
@@ -558,11 +690,6 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
         push(format!("{OVERLAPS} overlap queries, half-size {QUERY_HALF}, {state} (ms)"), s_q.overlaps, p_q.overlaps);
         push(format!("self pairs, {state} (ms)"), s_q.pairs, p_q.pairs);
     }
-}
-
-/// The best of REPEATS runs of `f`, each returning the ms it measured itself.
-fn best_ms(mut f: impl FnMut() -> f64) -> f64 {
-    (0..REPEATS).map(|_| f()).fold(f64::INFINITY, f64::min)
 }
 
 /// `DBVT_PROFILE`: one library, one workload, `repeats` times (see the module docs).
