@@ -65,11 +65,14 @@ fn time(f: &dyn Fn() -> Vec<f32>) -> (Vec<f32>, f64) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes")
-    });
+    let dir = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/scenes"));
     let passes: usize = args.next().map_or(5, |p| p.parse().expect("PASSES is a number"));
-    println!("# queries_vs_parry: slabtree against parry3d 0.31, one thread, best / median of {passes} interleaved passes");
+    println!(
+        "# queries_vs_parry: slabtree against parry3d 0.31, one thread, best / median of {passes} interleaved passes"
+    );
     println!();
     println!(
         "| scene | query | n | slabtree ms (best, median) | parry3d ms (best, median) | parry / slabtree | agree | largest difference | contacts at the radius, slabtree / parry3d |"
@@ -94,7 +97,10 @@ fn main() {
                 "closest point",
                 points.len(),
                 Box::new(|| {
-                    points.iter().map(|&p| bvh.closest_point(p, f32::INFINITY).unwrap().map_or(f32::NAN, |c| c.distance)).collect()
+                    points
+                        .iter()
+                        .map(|&p| bvh.closest_point(p, f32::INFINITY).unwrap().map_or(f32::NAN, |c| c.distance))
+                        .collect()
                 }),
                 Box::new(|| {
                     points
@@ -150,7 +156,13 @@ fn main() {
             let scale = if k.name == "closest point" { diag } else { 1.0 };
             let (mut agree, mut worst) = (0usize, 0.0f32);
             for (s, p) in a_s.iter().zip(&a_p) {
-                let d = if s.is_nan() && p.is_nan() { 0.0 } else if s.is_nan() || p.is_nan() { f32::INFINITY } else { (s - p).abs() };
+                let d = if s.is_nan() && p.is_nan() {
+                    0.0
+                } else if s.is_nan() || p.is_nan() {
+                    f32::INFINITY
+                } else {
+                    (s - p).abs()
+                };
                 agree += usize::from(d <= 1e-4 * scale);
                 worst = worst.max(d);
             }
