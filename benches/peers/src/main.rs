@@ -761,13 +761,17 @@ fn profile(spec: &str) -> Result<(), String> {
         ("slabtree", "reinsert") => {
             let (tree, ids) = slab_insert_all(&initial);
             for _ in 0..repeats {
-                check += slab_frames(&tree, &ids, &frames, Maintenance::Reinsert).1.len() as u64;
+                let (t, tree) = slab_frames(&tree, &ids, &frames, Maintenance::Reinsert);
+                check += tree.len() as u64;
+                times.push(t);
             }
         }
         ("parry", "reinsert") => {
             let bvh = parry_insert_all(&initial);
             for _ in 0..repeats {
-                check += parry_frames(&bvh, &frames, Maintenance::Reinsert).1.leaf_count() as u64;
+                let (t, bvh) = parry_frames(&bvh, &frames, Maintenance::Reinsert);
+                check += bvh.leaf_count() as u64;
+                times.push(t);
             }
         }
         ("slabtree" | "parry", "overlaps") => {
