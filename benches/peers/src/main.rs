@@ -173,6 +173,14 @@ fn timed<R>(f: impl FnOnce() -> R) -> (f64, R) {
     (ms(t), r)
 }
 
+/// `f`'s wall time in ms, with its result stored in `out` (outside the timing, so that the
+/// previous result's drop is not timed either): one contender of [`interleaved`].
+fn record<R>(out: &mut Option<R>, f: impl FnOnce() -> R) -> f64 {
+    let (t, r) = timed(f);
+    *out = Some(r);
+    t
+}
+
 /// The best time of each of `runs` (each times itself and returns ms), run in turn round after
 /// round, the order rotated by one each round so that no library always runs first: at least
 /// `min_rounds` rounds, then more (up to [`MAX_ROUNDS`]) until each has run [`MIN_TOTAL_MS`] in
@@ -299,37 +307,26 @@ fn time_queries(
     rays: &[(Ray, PRay)],
     queries: &[Aabb],
 ) -> (QueryTimes, QueryTimes, Answers, Answers) {
-    let (mut s_rays, mut s_binary, mut p_rays) = ((0, 0.0), (0, 0.0), (0, 0.0));
+    let (mut s_rays, mut s_binary, mut p_rays) = (None, None, None);
     let [t_wide, t_binary, t_parry] = interleaved(
         MIN_ROUNDS,
         [
-            &mut || {
-                let (t, r) = timed(|| slab_queries_rays(tree, tight, rays, true));
-                s_rays = r;
-                t
-            },
-            &mut || {
-                let (t, r) = timed(|| slab_queries_rays(tree, tight, rays, false));
-                s_binary = r;
-                t
-            },
-            &mut || {
-                let (t, r) = timed(|| parry_queries_rays(bvh, tight, rays));
-                p_rays = r;
-                t
-            },
+            &mut || record(&mut s_rays, || slab_queries_rays(tree, tight, rays, true)),
+            &mut || record(&mut s_binary, || slab_queries_rays(tree, tight, rays, false)),
+            &mut || record(&mut p_rays, || parry_queries_rays(bvh, tight, rays)),
         ],
     );
-    assert_eq!(s_binary, s_rays, "the wide copy and the binary tree disagree");
+    let (s_rays, p_rays) = (s_rays.expect("timed"), p_rays.expect("timed"));
+    assert_eq!(s_binary.expect("timed"), s_rays, "the wide copy and the binary tree disagree");
 
     let (mut ws, mut pws) = (QueryWorkspace::new(), BvhWorkspace::default());
     let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
-    let (mut s_overlaps, mut p_overlaps) = ((0u64, 0u64), (0u64, 0u64));
+    let (mut s_overlaps, mut p_overlaps) = (None, None);
     let [s_t_overlaps, p_t_overlaps] = interleaved(
         MIN_ROUNDS,
         [
             &mut || {
-                let (t, r) = timed(|| {
+                record(&mut s_overlaps, || {
                     let (mut fat_count, mut tight_count) = (0u64, 0u64);
                     for q in queries {
                         tree.overlap(q, &mut ws, &mut |_: ProxyId, &i: &u32| {
@@ -340,12 +337,10 @@ fn time_queries(
                         .expect("valid box");
                     }
                     (fat_count, tight_count)
-                });
-                s_overlaps = r;
-                t
+                })
             },
             &mut || {
-                let (t, r) = timed(|| {
+                record(&mut p_overlaps, || {
                     let (mut fat_count, mut tight_count) = (0u64, 0u64);
                     for (q, pq) in queries.iter().zip(&pqueries) {
                         for i in bvh.intersect_aabb(pq) {
@@ -354,19 +349,17 @@ fn time_queries(
                         }
                     }
                     (fat_count, tight_count)
-                });
-                p_overlaps = r;
-                t
+                })
             },
         ],
     );
 
-    let (mut s_pairs, mut p_pairs) = ((0u64, 0u64), (0u64, 0u64));
+    let (mut s_pairs, mut p_pairs) = (None, None);
     let [s_t_pairs, p_t_pairs] = interleaved(
         MIN_ROUNDS,
         [
             &mut || {
-                let (t, r) = timed(|| {
+                record(&mut s_pairs, || {
                     let (mut fat_count, mut tight_count) = (0u64, 0u64);
                     tree.self_pairs(&mut ws, |_, &a, _, &b| {
                         fat_count += 1;
@@ -375,21 +368,17 @@ fn time_queries(
                     })
                     .unwrap();
                     (fat_count, tight_count)
-                });
-                s_pairs = r;
-                t
+                })
             },
             &mut || {
-                let (t, r) = timed(|| {
+                record(&mut p_pairs, || {
                     let (mut fat_count, mut tight_count) = (0u64, 0u64);
                     bvh.traverse_bvtt_single_tree::<false>(&mut pws, &mut |a, b| {
                         fat_count += 1;
                         tight_count += u64::from(tight[a as usize].overlaps(&tight[b as usize]));
                     });
                     (fat_count, tight_count)
-                });
-                p_pairs = r;
-                t
+                })
             },
         ],
     );
@@ -404,8 +393,8 @@ fn time_queries(
     (
         QueryTimes { rays: t_wide, rays_binary: t_binary, overlaps: s_t_overlaps, pairs: s_t_pairs },
         QueryTimes { rays: t_parry, rays_binary: t_parry, overlaps: p_t_overlaps, pairs: p_t_pairs },
-        answers(s_rays, s_overlaps, s_pairs),
-        answers(p_rays, p_overlaps, p_pairs),
+        answers(s_rays, s_overlaps.expect("timed"), s_pairs.expect("timed")),
+        answers(p_rays, p_overlaps.expect("timed"), p_pairs.expect("timed")),
     )
 }
 
@@ -550,18 +539,9 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
     let (mut slab_inserted, mut parry_inserted) = (None, None);
     let [s_insert, p_insert] = interleaved(
         MIN_ROUNDS,
-        [
-            &mut || {
-                let (t, r) = timed(|| slab_insert_all(&initial));
-                slab_inserted = Some(r);
-                t
-            },
-            &mut || {
-                let (t, r) = timed(|| parry_insert_all(&initial));
-                parry_inserted = Some(r);
-                t
-            },
-        ],
+        [&mut || record(&mut slab_inserted, || slab_insert_all(&initial)), &mut || {
+            record(&mut parry_inserted, || parry_insert_all(&initial))
+        }],
     );
     let (slab_tree, ids) = slab_inserted.expect("timed at least once");
     let parry_tree = parry_inserted.expect("timed at least once");
@@ -598,19 +578,14 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
         MIN_ROUNDS,
         [
             &mut || {
-                let (t, r) =
-                    timed(|| Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes"));
-                slab_built = Some(r.0);
-                t
+                record(&mut slab_built, || {
+                    Dbvt::build_with_config(fat_items.iter().copied(), slab_config()).expect("valid boxes")
+                })
             },
-            &mut || {
-                let (t, r) = timed(|| Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat));
-                parry_built = Some(r);
-                t
-            },
+            &mut || record(&mut parry_built, || Bvh::from_leaves(BvhBuildStrategy::Binned, &parry_fat)),
         ],
     );
-    let (built, parry_built) = (slab_built.expect("timed"), parry_built.expect("timed"));
+    let (built, parry_built) = (slab_built.expect("timed").0, parry_built.expect("timed"));
     let mut morton = built.clone();
     morton.rebuild_morton();
     println!(
