@@ -10,7 +10,7 @@
 //! and beyond depth 48 every split is an object median, so the depth is at most 48 + log2(n) for
 //! any input (adversarial distributions can otherwise peel one primitive per level).
 
-use glam::{BVec4A, Vec4};
+use glam::Vec4;
 use wide::{f32x4, i32x4};
 
 use super::item::{Bounds4, BuildItem, xyz};
@@ -94,16 +94,40 @@ const MAX_BINS: usize = 64;
 /// one a single thread finds.
 const PARALLEL_BINNING: usize = 1 << 15;
 
-#[derive(Clone, Copy)]
-struct Bin {
-    bounds: Bounds4,
-    count: u32,
+/// A node's bins on each axis: `bounds[axis][bin]`, and `count[axis][bin]` items in the bin.
+/// The counts are kept apart so that a bin's box is 32 bytes, its address a shift of its index.
+/// Filled in place by [`BinnedSah::fill_bins`]: returned by value, the table was copied once
+/// more per node (a tenth of the binning's instructions, callgrind).
+struct Table<const B: usize> {
+    bounds: [[Bounds4; B]; 3],
+    count: [[u32; B]; 3],
 }
 
-const EMPTY_BIN: Bin = Bin { bounds: Bounds4::EMPTY, count: 0 };
+impl<const B: usize> Table<B> {
+    const EMPTY: Self = Table { bounds: [[Bounds4::EMPTY; B]; 3], count: [[0; B]; 3] };
 
-/// A node's bins, for each axis.
-type Table<const B: usize> = [[Bin; B]; 3];
+    /// Adds `it` to bin `bin` of axis `a`.
+    #[inline(always)]
+    fn add(&mut self, a: usize, bin: usize, it: &BuildItem) {
+        // A bin is below `bins <= B`, so the mask changes nothing; it spares the bounds checks.
+        self.bounds[a][bin & (B - 1)].add_item(it);
+        self.count[a][bin & (B - 1)] += 1;
+    }
+
+    /// Adds the bins of `other` to these.
+    fn merge(&mut self, other: &Table<B>) {
+        for (ta, tb) in self.bounds.iter_mut().zip(&other.bounds) {
+            for (x, y) in ta.iter_mut().zip(tb) {
+                *x = x.union(y);
+            }
+        }
+        for (ta, tb) in self.count.iter_mut().zip(&other.count) {
+            for (x, y) in ta.iter_mut().zip(tb) {
+                *x += y;
+            }
+        }
+    }
+}
 
 /// How a node's centroids map to bins: `bin = (centroid2 - base) * scale`, truncated and
 /// clamped (see [`bin_of`]).
@@ -115,15 +139,16 @@ struct Binning {
 }
 
 impl Binning {
-    /// Whether the item's bin on `axis` is below `boundary` (in `1..bins`), without computing
-    /// the bin: `bin_of(rel) < boundary` exactly when `rel >= boundary` fails, NaN included
+    /// The centroid `c`'s place on axis `AXIS` in bins above the low end, unrounded. An item's
+    /// bin is below `boundary` (in `1..bins`) exactly when `rel >= boundary` fails, NaN included
     /// (its bin is 0), since truncation and clamping keep every `rel` on its side of an integer
-    /// boundary inside the range.
+    /// boundary inside the range: [`partition`] sorts items by that test without computing bins.
+    ///
+    /// The axis is a constant so that the partition's loop reads the lane from a register; with
+    /// an axis known only at run time, each item's centroid went through the stack (callgrind).
     #[inline(always)]
-    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN must come out `true`: the negation is the point
-    fn below(&self, it: &BuildItem, axis: usize, boundary: usize) -> bool {
-        let rel = (it.centroid2()[axis] - self.base[axis]) * self.scale[axis];
-        !(rel >= boundary as f32)
+    fn rel<const AXIS: usize>(&self, c: Vec4) -> f32 {
+        (c[AXIS] - self.base[AXIS]) * self.scale[AXIS]
     }
 
     /// The item's bins on all three axes at once, as [`bin_of`] gives them: the same arithmetic
@@ -131,8 +156,17 @@ impl Binning {
     /// conversions with their clamps were half of the binning loop (perf).
     #[inline(always)]
     fn bins3(&self, it: &BuildItem) -> [usize; 3] {
-        let rel = (it.centroid2() - self.base) * self.scale;
-        let b = f32x4::from(rel.to_array()).trunc_int().max(i32x4::ZERO).min(i32x4::splat(self.bins as i32 - 1));
+        let rel = f32x4::from(((it.centroid2() - self.base) * self.scale).to_array());
+        // With SSE2, the plain truncation (`cvttps2dq`) turns NaN and anything beyond `i32`
+        // into `i32::MIN`, which the clamp below takes to bin 0, as `bin_of` takes NaN; a large
+        // `rel` is first lowered to `bins` by a `min` that keeps a NaN (SSE's `min` returns its
+        // second operand when either is NaN). Three instructions instead of the seven of the
+        // saturating `trunc_int`, a tenth of the binning loop's (callgrind).
+        #[cfg(target_feature = "sse2")]
+        let b = f32x4::splat(self.bins as f32).fast_min(rel).fast_trunc_int();
+        #[cfg(not(target_feature = "sse2"))]
+        let b = rel.trunc_int();
+        let b = b.max(i32x4::ZERO).min(i32x4::splat(self.bins as i32 - 1));
         let b = b.to_array();
         [b[0] as usize, b[1] as usize, b[2] as usize]
     }
@@ -322,39 +356,40 @@ impl BinnedSah {
         }
     }
 
-    /// Fills the bins of every axis, or of axis `only` alone (the other rows stay empty); on
-    /// several threads for large nodes.
-    fn fill_bins<const B: usize>(&self, items: &[BuildItem], binning: &Binning, only: Option<usize>) -> Table<B> {
+    /// Adds `items` to the bins of every axis of `table`, or of axis `only` alone (the other
+    /// rows stay as they are); on several threads for large nodes.
+    fn fill_bins<const B: usize>(
+        &self,
+        items: &[BuildItem],
+        binning: &Binning,
+        only: Option<usize>,
+        table: &mut Table<B>,
+    ) {
         if items.len() > PARALLEL_BINNING && items.len() > self.parallel_threshold {
             let (l, r) = items.split_at(items.len() / 2);
-            let (mut a, b) =
-                crate::par::join(|| self.fill_bins::<B>(l, binning, only), || self.fill_bins::<B>(r, binning, only));
-            merge(&mut a, &b);
-            return a;
+            let mut right = Table::EMPTY;
+            crate::par::join(
+                || self.fill_bins::<B>(l, binning, only, table),
+                || self.fill_bins::<B>(r, binning, only, &mut right),
+            );
+            table.merge(&right);
+            return;
         }
         const { assert!(B.is_power_of_two()) };
-        let mut table = [[EMPTY_BIN; B]; 3];
-        // A bin is below `bins <= B`, so the masks below change nothing; they spare the bounds
-        // checks.
         if let Some(a) = only {
             for it in items {
-                let bin = &mut table[a][binning.bins3(it)[a] & (B - 1)];
-                bin.bounds.add_item(it);
-                bin.count += 1;
+                table.add(a, binning.bins3(it)[a], it);
             }
-            return table;
+            return;
         }
         for it in items {
             let b = binning.bins3(it);
-            for (a, bins_a) in table.iter_mut().enumerate() {
-                // An axis without extent is never read; binning it anyway (all in bin 0) is
-                // cheaper than a test per item.
-                let bin = &mut bins_a[b[a] & (B - 1)];
-                bin.bounds.add_item(it);
-                bin.count += 1;
+            // An axis without extent is never read; binning it anyway (all in bin 0) is cheaper
+            // than a test per item.
+            for (a, &bin) in b.iter().enumerate() {
+                table.add(a, bin, it);
             }
         }
-        table
     }
 
     /// The binned SAH split over `bins` (at most `B`) bins per axis.
@@ -377,12 +412,13 @@ impl BinnedSah {
             bins,
         };
         let only = self.longest_axis_only.then_some(axis);
-        let table = self.fill_bins::<B>(items, &binning, only);
+        let mut table = Table::<B>::EMPTY;
+        self.fill_bins::<B>(items, &binning, only, &mut table);
         let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
         let blocks = self.block_counter();
         let mut right_area = [0.0f32; B];
         let mut right_count = [0u32; B];
-        for (a, bins_a) in table.iter().enumerate() {
+        for (a, (bins_a, counts_a)) in table.bounds.iter().zip(&table.count).enumerate() {
             if !live[a] || only.is_some_and(|o| o != a) {
                 continue;
             }
@@ -390,16 +426,16 @@ impl BinnedSah {
             let mut acc = Bounds4::EMPTY;
             let mut cnt = 0;
             for i in (1..bins).rev() {
-                acc = acc.union(&bins_a[i].bounds);
-                cnt += bins_a[i].count;
+                acc = acc.union(&bins_a[i]);
+                cnt += counts_a[i];
                 right_area[i] = acc.aabb().half_area();
                 right_count[i] = cnt;
             }
             let mut acc = Bounds4::EMPTY;
             let mut cnt = 0;
             for i in 1..bins {
-                acc = acc.union(&bins_a[i - 1].bounds);
-                cnt += bins_a[i - 1].count;
+                acc = acc.union(&bins_a[i - 1]);
+                cnt += counts_a[i - 1];
                 if cnt == 0 || right_count[i] == 0 {
                     continue;
                 }
@@ -418,13 +454,17 @@ impl BinnedSah {
             return Some(median_split(items, axis));
         }
         let (_, a, boundary) = best;
-        let (mid, left_centroids, right_centroids) = partition(items, scratch, |it| binning.below(it, a, boundary));
+        let (mid, left_centroids, right_centroids) = match a {
+            0 => partition::<0>(items, scratch, &binning, boundary),
+            1 => partition::<1>(items, scratch, &binning, boundary),
+            _ => partition::<2>(items, scratch, &binning, boundary),
+        };
         if mid == 0 || mid == n {
             // Not a split after all (it cannot happen with bins of positive count on both
             // sides, but rounding must not make it an endless loop); `items` is untouched.
             return Some(median_split(items, axis));
         }
-        let side = |r: std::ops::Range<usize>| table[a][r].iter().fold(Bounds4::EMPTY, |b, bin| b.union(&bin.bounds));
+        let side = |r: std::ops::Range<usize>| table.bounds[a][r].iter().fold(Bounds4::EMPTY, |b, bin| b.union(bin));
         Some(Split {
             mid,
             left: side(0..boundary).aabb(),
@@ -436,51 +476,53 @@ impl BinnedSah {
     }
 }
 
-/// Adds the bins of `b` to those of `a`.
-fn merge<const B: usize>(a: &mut Table<B>, b: &Table<B>) {
-    for (ta, tb) in a.iter_mut().zip(b) {
-        for (x, y) in ta.iter_mut().zip(tb) {
-            x.bounds = x.bounds.union(&y.bounds);
-            x.count += y.count;
-        }
-    }
-}
-
-/// Writes `items` to `scratch` (as long as `items`), those for which `left` holds first, and
-/// returns how many go left and the centroid bounds of both sides, gathered on the way. The
-/// children are built from `scratch`, so nothing is copied back: the two arrays trade places at
-/// each level, and only a leaf's items are copied home (a copy back per level was 8% of a Sponza
-/// build). Without a branch on the side: each item goes to the next left slot or the next right
-/// slot (from the end), picked by a mask. An in-place scan that swaps misplaced pairs
-/// mispredicted about one item in four and was a fifth of a Sponza build (perf); writing every
-/// item to both slots (the wrong copy being overwritten later) doubled the stores.
-fn partition(
+/// Writes `items` to `scratch` (as long as `items`), those whose bin on axis `AXIS` is below
+/// `boundary` first (see [`Binning::rel`]), and returns how many go left and the centroid bounds of both sides, gathered on
+/// the way. The children are built from `scratch`, so nothing is copied back: the two arrays
+/// trade places at each level, and only a leaf's items are copied home (a copy back per level
+/// was 8% of a Sponza build). Without a branch on the side: each item goes to the next left slot
+/// or the next right slot (from the end), picked by a mask. An in-place scan that swaps
+/// misplaced pairs mispredicted about one item in four and was a fifth of a Sponza build (perf);
+/// writing every item to both slots (the wrong copy being overwritten later) doubled the stores.
+fn partition<const AXIS: usize>(
     items: &[BuildItem],
     scratch: &mut [BuildItem],
-    left: impl Fn(&BuildItem) -> bool,
+    binning: &Binning,
+    boundary: usize,
 ) -> (usize, Bounds4, Bounds4) {
     let n = items.len();
     let scratch = &mut scratch[..n];
-    let (mut lc, mut rc) = (Bounds4::EMPTY, Bounds4::EMPTY);
-    let (inf, neg_inf) = (Bounds4::EMPTY.lo, Bounds4::EMPTY.hi);
+    let wide = |v: Vec4| f32x4::from(v.to_array());
+    let (inf, neg_inf) = (wide(Bounds4::EMPTY.lo), wide(Bounds4::EMPTY.hi));
+    let (mut left_lo, mut left_hi, mut right_lo, mut right_hi) = (inf, neg_inf, inf, neg_inf);
+    let boundary = f32x4::splat(boundary as f32);
     // Before each item, `l + (n - r)` items have been placed, fewer than `n`: `l < r <= n`.
     let (mut l, mut r) = (0, n);
     for it in items.iter() {
-        let goes_left = left(it);
+        let c = it.centroid2();
+        // `Binning::rel`'s test in every lane at once: all lanes set when the item goes
+        // right, none when it goes left (a NaN included). The mask feeds the blends below
+        // directly; made from a `bool` (`BVec4A::splat`), it took four table lookups per item.
+        let right = f32x4::splat(binning.rel::<AXIS>(c)).simd_ge(boundary);
+        let goes_left = !right.any();
         // The slot chosen by a mask, not a branch (which a partition mispredicts often).
         let m = usize::from(goes_left).wrapping_neg();
-        scratch[(l & m) | ((r - 1) & !m)] = *it;
-        let c = it.centroid2();
-        let m = BVec4A::splat(goes_left);
-        lc.lo = lc.lo.min(Vec4::select(m, c, inf));
-        lc.hi = lc.hi.max(Vec4::select(m, c, neg_inf));
-        rc.lo = rc.lo.min(Vec4::select(m, inf, c));
-        rc.hi = rc.hi.max(Vec4::select(m, neg_inf, c));
+        let slot = (l & m) | ((r - 1) & !m);
+        debug_assert!(slot < n);
+        // SAFETY: `slot` is `l` or `r - 1`, and `l < r <= n` (above), the length of `scratch`.
+        unsafe { *scratch.get_unchecked_mut(slot) = *it };
+        // `fast_min` and `fast_max` are `Vec4::min` and `Vec4::max`, operand for operand.
+        let c = wide(c);
+        left_lo = left_lo.fast_min(right.select(inf, c));
+        left_hi = left_hi.fast_max(right.select(neg_inf, c));
+        right_lo = right_lo.fast_min(right.select(c, inf));
+        right_hi = right_hi.fast_max(right.select(c, neg_inf));
         l += usize::from(goes_left);
         r -= usize::from(!goes_left);
     }
     debug_assert_eq!(l, r);
-    (l, lc, rc)
+    let glam = |v: f32x4| Vec4::from_array(v.to_array());
+    (l, Bounds4 { lo: glam(left_lo), hi: glam(left_hi) }, Bounds4 { lo: glam(right_lo), hi: glam(right_hi) })
 }
 
 /// The bin of a centroid `rel` bins above the low end: `rel` truncated and clamped to
@@ -600,7 +642,7 @@ mod tests {
         }
     }
 
-    /// The SIMD bins and the boundary test agree with the scalar definition of a bin on every
+    /// The SIMD bins and the partition's side agree with the scalar definition of a bin on every
     /// kind of value: inside the range, on bin boundaries, outside it, huge, infinite and NaN.
     #[test]
     fn bins_and_the_boundary_test_agree_with_bin_of() {
@@ -619,7 +661,9 @@ mod tests {
                 for a in 0..3 {
                     assert_eq!(b[a], bin_of(r[a], bins), "rel {}", r[a]);
                     for boundary in 1..bins {
-                        assert_eq!(binning.below(&it, a, boundary), bin_of(r[a], bins) < boundary, "rel {}", r[a]);
+                        let partition = [partition::<0>, partition::<1>, partition::<2>][a];
+                        let (left, _, _) = partition(&[it], &mut [it], &binning, boundary);
+                        assert_eq!(left == 1, bin_of(r[a], bins) < boundary, "rel {}", r[a]);
                     }
                 }
             }

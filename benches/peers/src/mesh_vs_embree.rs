@@ -53,7 +53,9 @@
 //! one library over that one scene and traces its ray file PASSES times (default 1), printing the
 //! hit count and nothing else, so that `valgrind --tool=callgrind` counts one library's
 //! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
-//! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
+//! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`. KIND `build`
+//! builds that library's BVH of the scene PASSES times on one thread and traces nothing (LIB
+//! `slabtree`, `slabtree-wt` or `embree`).
 //!
 //! Build times: `MESH_BUILD=ROUNDS` times only the builds of slabtree and Embree 3 with one and
 //! with two threads (a rayon pool of that size; an Embree device with `threads=N`), interleaved
@@ -1065,8 +1067,29 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     };
     let passes: usize = rest.first().map_or(Ok(1), |p| p.parse()).map_err(|e| format!("passes: {e}"))?;
     let (scene, file) = SCENES.iter().find(|(s, _)| s == scene).ok_or_else(|| format!("unknown scene {scene}"))?;
-    let kind: &'static str = KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
     let mesh = slabtree::load_mesh(dir.join(file)).map_err(|e| e.to_string())?;
+    if *kind == "build" {
+        // Builds only, on one thread, `passes` times: the build's instructions under callgrind
+        // (the difference of two counts over the difference of their builds). slabtree's saved
+        // form is hashed, so that a change meant to leave the tree alone can show that it does.
+        let mut digest = String::new();
+        for _ in 0..passes {
+            match *lib {
+                "slabtree" | "slabtree-wt" => {
+                    let test = if *lib == "slabtree" { TriangleTest::MollerTrumbore } else { TriangleTest::Watertight };
+                    let (bvh, _) = pool(1)?.install(|| build_slab(&mesh, test));
+                    let mut h = std::hash::DefaultHasher::new();
+                    std::hash::Hash::hash(&bvh.0.to_bytes(), &mut h);
+                    digest = format!(", saved BVH hash {:016x}", std::hash::Hasher::finish(&h));
+                }
+                "embree" => drop(embree_build_time(&mesh, 1, false)),
+                other => return Err(format!("unknown library {other} for builds")),
+            }
+        }
+        println!("{lib} {scene}: {passes} builds{digest}");
+        return Ok(());
+    }
+    let kind: &'static str = KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
     let set = load_rays(dir, scene, kind)?;
     let run = |t: &dyn Passes| {
         let hits: usize = (0..passes).map(|_| t.pass(&set.rays, set.shadow).0).sum();
