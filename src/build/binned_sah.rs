@@ -11,8 +11,9 @@
 //! any input (adversarial distributions can otherwise peel one primitive per level).
 
 use glam::Vec4;
-use wide::{f32x4, i32x4};
+use wide::f32x4;
 
+use super::bins::{Binning, PARALLEL_BINNING, Table};
 use super::item::{Bounds4, BuildItem, xyz};
 use super::small_split::{EXACT_BELOW, median_split};
 use crate::math::Aabb;
@@ -88,89 +89,6 @@ impl Default for BinnedSah {
 
 const MEDIAN_DEPTH: u32 = 48;
 const MAX_BINS: usize = 64;
-
-/// Items binned per task when a large node's bins are filled on several threads: the bins are
-/// merged by `min`, `max` and integer sums, which are exact in any order, so the split is the
-/// one a single thread finds.
-const PARALLEL_BINNING: usize = 1 << 15;
-
-/// A node's bins on each axis: `bounds[axis][bin]`, and `count[axis][bin]` items in the bin.
-/// The counts are kept apart so that a bin's box is 32 bytes, its address a shift of its index.
-/// Filled in place by [`BinnedSah::fill_bins`]: returned by value, the table was copied once
-/// more per node (a tenth of the binning's instructions, callgrind).
-struct Table<const B: usize> {
-    bounds: [[Bounds4; B]; 3],
-    count: [[u32; B]; 3],
-}
-
-impl<const B: usize> Table<B> {
-    const EMPTY: Self = Table { bounds: [[Bounds4::EMPTY; B]; 3], count: [[0; B]; 3] };
-
-    /// Adds `it` to bin `bin` of axis `a`.
-    #[inline(always)]
-    fn add(&mut self, a: usize, bin: usize, it: &BuildItem) {
-        // A bin is below `bins <= B`, so the mask changes nothing; it spares the bounds checks.
-        self.bounds[a][bin & (B - 1)].add_item(it);
-        self.count[a][bin & (B - 1)] += 1;
-    }
-
-    /// Adds the bins of `other` to these.
-    fn merge(&mut self, other: &Table<B>) {
-        for (ta, tb) in self.bounds.iter_mut().zip(&other.bounds) {
-            for (x, y) in ta.iter_mut().zip(tb) {
-                *x = x.union(y);
-            }
-        }
-        for (ta, tb) in self.count.iter_mut().zip(&other.count) {
-            for (x, y) in ta.iter_mut().zip(tb) {
-                *x += y;
-            }
-        }
-    }
-}
-
-/// How a node's centroids map to bins: `bin = (centroid2 - base) * scale`, truncated and
-/// clamped (see [`bin_of`]).
-#[derive(Clone, Copy)]
-struct Binning {
-    base: Vec4,
-    scale: Vec4,
-    bins: usize,
-}
-
-impl Binning {
-    /// The centroid `c`'s place on axis `AXIS` in bins above the low end, unrounded. An item's
-    /// bin is below `boundary` (in `1..bins`) exactly when `rel >= boundary` fails, NaN included
-    /// (its bin is 0), since truncation and clamping keep every `rel` on its side of an integer
-    /// boundary inside the range: [`partition`] sorts items by that test without computing bins.
-    ///
-    /// The axis is a constant so that the partition's loop reads the lane from a register; with
-    /// an axis known only at run time, each item's centroid went through the stack (callgrind).
-    #[inline(always)]
-    fn rel<const AXIS: usize>(&self, c: Vec4) -> f32 {
-        (c[AXIS] - self.base[AXIS]) * self.scale[AXIS]
-    }
-
-    /// The item's bins on all three axes at once, as [`bin_of`] gives them: the same arithmetic
-    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). Three scalar
-    /// conversions with their clamps were half of the binning loop (perf).
-    #[inline(always)]
-    fn bins3(&self, it: &BuildItem) -> [usize; 3] {
-        let rel = f32x4::from(((it.centroid2() - self.base) * self.scale).to_array());
-        // With SSE2, the plain truncation (`cvttps2dq`) turns NaN and anything beyond `i32`
-        // into `i32::MIN`, which the clamp below takes to bin 0, as `bin_of` takes NaN; a large
-        // `rel` is first lowered to `bins` by a `min` that keeps a NaN (SSE's `min` returns its
-        // second operand when either is NaN). Three instructions instead of the seven of the
-        // saturating `trunc_int`, a tenth of the binning loop's (callgrind).
-        #[cfg(target_feature = "sse2")]
-        let b = f32x4::splat(self.bins as f32).fast_min(rel).fast_trunc_int();
-        #[cfg(not(target_feature = "sse2"))]
-        let b = rel.trunc_int();
-        let b = b.max(i32x4::ZERO).min(i32x4::splat(self.bins as i32 - 1));
-        let b = b.to_array();
-        [b[0] as usize, b[1] as usize, b[2] as usize]
-    }
-}
 
 /// A chosen split: the left part's size, both parts' geometry bounds (which the bins already
 /// hold) and both parts' centroid bounds (gathered while partitioning), so no child scans its
@@ -356,42 +274,6 @@ impl BinnedSah {
         }
     }
 
-    /// Adds `items` to the bins of every axis of `table`, or of axis `only` alone (the other
-    /// rows stay as they are); on several threads for large nodes.
-    fn fill_bins<const B: usize>(
-        &self,
-        items: &[BuildItem],
-        binning: &Binning,
-        only: Option<usize>,
-        table: &mut Table<B>,
-    ) {
-        if items.len() > PARALLEL_BINNING && items.len() > self.parallel_threshold {
-            let (l, r) = items.split_at(items.len() / 2);
-            let mut right = Table::EMPTY;
-            crate::par::join(
-                || self.fill_bins::<B>(l, binning, only, table),
-                || self.fill_bins::<B>(r, binning, only, &mut right),
-            );
-            table.merge(&right);
-            return;
-        }
-        const { assert!(B.is_power_of_two()) };
-        if let Some(a) = only {
-            for it in items {
-                table.add(a, binning.bins3(it)[a], it);
-            }
-            return;
-        }
-        for it in items {
-            let b = binning.bins3(it);
-            // An axis without extent is never read; binning it anyway (all in bin 0) is cheaper
-            // than a test per item.
-            for (a, &bin) in b.iter().enumerate() {
-                table.add(a, bin, it);
-            }
-        }
-    }
-
     /// The binned SAH split over `bins` (at most `B`) bins per axis.
     fn binned_split<const B: usize>(
         &self,
@@ -414,37 +296,9 @@ impl BinnedSah {
         let only = self.longest_axis_only.then_some(axis);
         let mut table = Table::<B>::EMPTY;
         self.fill_bins::<B>(items, &binning, only, &mut table);
-        let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
+        let axes = [0, 1, 2].map(|a| live[a] && only.is_none_or(|o| o == a));
+        let best = self.sweep(&table, bins, axes);
         let blocks = self.block_counter();
-        let mut right_area = [0.0f32; B];
-        let mut right_count = [0u32; B];
-        for (a, (bins_a, counts_a)) in table.bounds.iter().zip(&table.count).enumerate() {
-            if !live[a] || only.is_some_and(|o| o != a) {
-                continue;
-            }
-            // Sweep from the right: right_area[i] covers bins i.. .
-            let mut acc = Bounds4::EMPTY;
-            let mut cnt = 0;
-            for i in (1..bins).rev() {
-                acc = acc.union(&bins_a[i]);
-                cnt += counts_a[i];
-                right_area[i] = acc.aabb().half_area();
-                right_count[i] = cnt;
-            }
-            let mut acc = Bounds4::EMPTY;
-            let mut cnt = 0;
-            for i in 1..bins {
-                acc = acc.union(&bins_a[i - 1]);
-                cnt += counts_a[i - 1];
-                if cnt == 0 || right_count[i] == 0 {
-                    continue;
-                }
-                let cost = acc.aabb().half_area() * blocks(cnt) + right_area[i] * blocks(right_count[i]);
-                if cost < best.0 {
-                    best = (cost, a, i);
-                }
-            }
-        }
         let area = bounds.half_area();
         let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
         if n <= self.max_leaf && split_cost >= blocks(n as u32) {
@@ -484,7 +338,7 @@ impl BinnedSah {
 /// or the next right slot (from the end), picked by a mask. An in-place scan that swaps
 /// misplaced pairs mispredicted about one item in four and was a fifth of a Sponza build (perf);
 /// writing every item to both slots (the wrong copy being overwritten later) doubled the stores.
-fn partition<const AXIS: usize>(
+pub(super) fn partition<const AXIS: usize>(
     items: &[BuildItem],
     scratch: &mut [BuildItem],
     binning: &Binning,
@@ -523,14 +377,6 @@ fn partition<const AXIS: usize>(
     debug_assert_eq!(l, r);
     let glam = |v: f32x4| Vec4::from_array(v.to_array());
     (l, Bounds4 { lo: glam(left_lo), hi: glam(left_hi) }, Bounds4 { lo: glam(right_lo), hi: glam(right_hi) })
-}
-
-/// The bin of a centroid `rel` bins above the low end: `rel` truncated and clamped to
-/// `0..bins` (NaN to 0), as `(rel as usize).min(bins - 1)`. The scalar definition that
-/// [`Binning::bins3`] and [`Binning::below`] compute faster, kept to test them against.
-#[cfg(test)]
-fn bin_of(rel: f32, bins: usize) -> usize {
-    (rel as i32).clamp(0, bins as i32 - 1) as usize
 }
 
 /// Nodes of more items than this are binned with all of [`BinnedSah::bins`]; smaller ones with
@@ -639,34 +485,6 @@ mod tests {
         for b in root_children(true) {
             assert!(b.max.y - b.min.y > 10.0, "{b:?}");
             assert!(b.max.x - b.min.x < 15.0, "{b:?}");
-        }
-    }
-
-    /// The SIMD bins and the partition's side agree with the scalar definition of a bin on every
-    /// kind of value: inside the range, on bin boundaries, outside it, huge, infinite and NaN.
-    #[test]
-    fn bins_and_the_boundary_test_agree_with_bin_of() {
-        let mut rels = vec![0.0, -0.0, 0.5, 1.0, 1.5, 15.0, 15.999, 16.0, 16.5, 63.0, 64.0, -1.0, -0.5];
-        rels.extend([3e9, -3e9, f32::MAX, f32::MIN, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-45]);
-        rels.extend((0..2000).map(|i| (i as f32 * 0.618_034).fract() * 80.0 - 8.0));
-        rels.extend((0..=64).map(|i| i as f32));
-        rels.extend((1..=64).map(|i| f32::from_bits((i as f32).to_bits() - 1)));
-        for bins in [2, 16, 64] {
-            let binning = Binning { base: Vec4::ZERO, scale: Vec4::new(1.0, 1.0, 1.0, 0.0), bins };
-            for chunk in rels.chunks(3) {
-                let r = [chunk[0], chunk[chunk.len() - 1], chunk[chunk.len() / 2]];
-                // min = 0 and max = r: the binned point is r itself.
-                let it = BuildItem { lo: Vec4::new(0.0, 0.0, 0.0, 0.0), hi: Vec4::new(r[0], r[1], r[2], 0.0) };
-                let b = binning.bins3(&it);
-                for a in 0..3 {
-                    assert_eq!(b[a], bin_of(r[a], bins), "rel {}", r[a]);
-                    for boundary in 1..bins {
-                        let partition = [partition::<0>, partition::<1>, partition::<2>][a];
-                        let (left, _, _) = partition(&[it], &mut [it], &binning, boundary);
-                        assert_eq!(left == 1, bin_of(r[a], bins) < boundary, "rel {}", r[a]);
-                    }
-                }
-            }
         }
     }
 

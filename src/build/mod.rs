@@ -3,6 +3,7 @@
 //! rotations.
 
 mod binned_sah;
+mod bins;
 mod item;
 mod morton;
 mod rotate;

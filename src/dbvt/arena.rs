@@ -192,7 +192,7 @@ impl<T> Dbvt<T> {
         }
     }
 
-    /// The SAH cost with unit traversal and intersection costs (see [`TreeStats::sah_cost`]), by
+    /// The SAH cost with unit traversal and intersection costs (see [`TreeStats::sah_cost`](super::TreeStats::sah_cost)), by
     /// one sequential sweep of the arena: every node not on the free list is in the tree
     /// ([`Dbvt::validate`] checks that). Each child's area counts once, internal children as
     /// traversal steps and leaves as intersection tests; the root adds 1. The optimiser's
