@@ -22,9 +22,13 @@ pub(crate) struct Collapsed {
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
 /// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
 ///
-/// The blocks are counted first, so the array is allocated once at its size and written in
-/// place. With `parallel`, the subtrees below the root's and its children's wide nodes are
-/// written on rayon's threads, each into its run of the array: the same array, block for block.
+/// Two passes. The first opens every wide node ([`open`]) and records its lanes in depth-first
+/// order, counting the blocks, so that the array is allocated once at its size; the second
+/// writes the nodes and packs from those records, without opening anything again (opening reads
+/// the binary nodes, and those reads wait on memory: opening twice was a tenth of a Sponza
+/// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
+/// children's wide nodes on rayon's threads, each written into its run of the array: the same
+/// array, block for block.
 pub(crate) fn collapse(
     build: &[BuildNode],
     items: &[BuildItem],
@@ -37,46 +41,83 @@ pub(crate) fn collapse(
     // The root is always a wide node, even over a single leaf, so traversal has one entry point;
     // `open` opens a single internal child first.
     let root = Lanes::one(0);
-    // Blocks of every wide node's subtree, by the binary node it opens (see `blocks_under`).
-    let sizes: Vec<AtomicU32> = (0..if parallel { build.len() } else { 0 }).map(|_| AtomicU32::new(0)).collect();
+    // Blocks and wide nodes of every wide node's subtree, by the binary node it opens (see
+    // `plan`).
+    let sizes: Vec<(AtomicU32, AtomicU32)> =
+        (0..if parallel { build.len() } else { 0 }).map(|_| (AtomicU32::new(0), AtomicU32::new(0))).collect();
     let levels = if parallel { PARALLEL_LEVELS } else { 0 };
-    let mut blocks = Blocks::zeroed(blocks_under(build, root, &sizes, levels));
+    let mut plan_out = Vec::new();
+    let (len, _) = plan(build, root, &sizes, levels, &mut plan_out);
+    let mut blocks = Blocks::zeroed(len);
     let mut out = blocks.writer();
     let depth = if parallel {
-        emit_parallel(build, items, tri, root, out, &sizes, 1, PARALLEL_LEVELS)
+        emit_parallel(build, items, tri, &plan_out, out, &sizes, 1, PARALLEL_LEVELS)
     } else {
         let mut depth = 0;
-        emit(build, items, tri, root, &mut out, 1, &mut depth);
+        let mut lanes = plan_out.iter();
+        emit(build, items, tri, &mut lanes, &mut out, 1, &mut depth);
+        debug_assert!(lanes.next().is_none());
         depth
     };
     Collapsed { blocks, depth }
 }
 
-/// Wide levels whose child subtrees are written in parallel: up to 64 subtrees, enough to keep
-/// two to eight threads busy although subtrees differ in size.
+/// Wide levels whose child subtrees are planned and written in parallel: up to 64 subtrees,
+/// enough to keep two to eight threads busy although subtrees differ in size.
 const PARALLEL_LEVELS: u32 = 2;
 
-/// Blocks that `emit` writes for the subtree under `children`: the same opening, counted. With a
-/// `sizes` table (one entry per binary node), the size of every child subtree is recorded at the
-/// binary node that its wide node opens. The child subtrees of the top `levels` wide levels are
-/// counted on rayon's threads (the count walks the whole tree, as the collapse does, and was a
-/// tenth of a two-thread Sponza build when serial); each entry is written by one thread only.
-fn blocks_under(build: &[BuildNode], children: Lanes, sizes: &[AtomicU32], levels: u32) -> usize {
+/// Opens the wide node over `children` and every wide node below it, appending their lanes to
+/// `out` in depth-first order (a node, then its child subtrees in lane order, as `emit` writes
+/// them), and returns the blocks the subtree takes and its number of wide nodes. With a `sizes`
+/// table (one entry per binary node), both are also recorded at the binary node that each child
+/// subtree's wide node opens. The child subtrees of the top `levels` wide levels are planned on
+/// rayon's threads (the plan walks the whole tree, and was a tenth of a two-thread Sponza build
+/// when serial); each entry is written by one thread only.
+fn plan(
+    build: &[BuildNode],
+    children: Lanes,
+    sizes: &[(AtomicU32, AtomicU32)],
+    levels: u32,
+    out: &mut Vec<Lanes>,
+) -> (usize, usize) {
     let children = open(build, children);
-    let count = |c: u32| -> usize {
-        let BuildNode::Inner { left, right, .. } = build[c as usize] else { return PACK_BLOCKS };
-        let size = blocks_under(build, Lanes::two(left, right), sizes, levels.saturating_sub(1));
-        if let Some(s) = sizes.get(c as usize) {
-            s.store(u32::try_from(size).expect("BVH larger than 2^32 blocks"), Ordering::Relaxed);
+    out.push(children);
+    let record = |c: u32, size: (usize, usize)| {
+        if let Some((blocks, wides)) = sizes.get(c as usize) {
+            blocks.store(u32::try_from(size.0).expect("BVH larger than 2^32 blocks"), Ordering::Relaxed);
+            wides.store(size.1 as u32, Ordering::Relaxed);
         }
-        size
     };
-    let below: usize = if levels > 0 {
-        crate::par::map(children.as_slice(), 1, |&c| count(c)).into_iter().sum()
+    let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
+    if levels > 0 {
+        let below = crate::par::map(children.as_slice(), 1, |&c| {
+            let BuildNode::Inner { left, right, .. } = build[c as usize] else { return None };
+            let mut sub = Vec::new();
+            let size = plan(build, Lanes::two(left, right), sizes, levels - 1, &mut sub);
+            record(c, size);
+            Some((size, sub))
+        });
+        for sub in below {
+            match sub {
+                None => blocks += PACK_BLOCKS,
+                Some(((b, w), sub)) => {
+                    (blocks, wides) = (blocks + b, wides + w);
+                    out.extend(sub);
+                }
+            }
+        }
     } else {
-        children.as_slice().iter().map(|&c| count(c)).sum()
-    };
-    NODE_BLOCKS + below
+        for &c in children.as_slice() {
+            let BuildNode::Inner { left, right, .. } = build[c as usize] else {
+                blocks += PACK_BLOCKS;
+                continue;
+            };
+            let size = plan(build, Lanes::two(left, right), sizes, 0, out);
+            record(c, size);
+            (blocks, wides) = (blocks + size.0, wides + size.1);
+        }
+    }
+    (blocks, wides)
 }
 
 /// Writes a wide node for `children` (opened) and then its leaf packs, so that a node's packs
@@ -103,46 +144,47 @@ fn write_node(
     me
 }
 
-/// Writes the subtree under `children` into `out`: its node, the node's packs, then its child
-/// subtrees in lane order. Returns the node's block. Recursion depth is the binary depth, which
-/// the builder bounds.
+/// Writes the subtree whose wide nodes' lanes `plan` yields, in the plan's order, into `out`:
+/// its node, the node's packs, then its child subtrees in lane order. Returns the node's block.
+/// Recursion depth is the binary depth, which the builder bounds.
 fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &dyn Fn(u32) -> [glam::Vec3; 3],
-    children: Lanes,
+    plan: &mut std::slice::Iter<'_, Lanes>,
     out: &mut BlockWriter<'_>,
     depth: u32,
     max_depth: &mut u32,
 ) -> u32 {
     *max_depth = (*max_depth).max(depth);
-    let children = open(build, children);
-    let me = write_node(build, items, tri, &children, out);
+    let children = plan.next().expect("the plan has every wide node");
+    let me = write_node(build, items, tri, children, out);
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
-        if let BuildNode::Inner { left, right, .. } = *node {
-            let at = emit(build, items, tri, Lanes::two(left, right), out, depth + 1, max_depth);
+        if let BuildNode::Inner { .. } = *node {
+            let at = emit(build, items, tri, plan, out, depth + 1, max_depth);
             out.node_mut(me).set(lane, ChildRef::node(at), node.bounds());
         }
     }
     me
 }
 
-/// [`emit`] into `out`, a run of exactly the subtree's size, with the child subtrees of `levels`
-/// more wide levels written on rayon's threads, each into its own run (sized from `sizes`).
-/// Returns the deepest wide level reached.
+/// [`emit`] of the plan `lanes` (exactly the subtree's) into `out`, a run of exactly the
+/// subtree's size, with the child subtrees of `levels` more wide levels written on rayon's
+/// threads, each into its own run of blocks and from its own part of the plan (both sized from
+/// `sizes`). Returns the deepest wide level reached.
 #[allow(clippy::too_many_arguments)]
 fn emit_parallel(
     build: &[BuildNode],
     items: &[BuildItem],
     tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
-    children: Lanes,
+    lanes: &[Lanes],
     out: BlockWriter<'_>,
-    sizes: &[AtomicU32],
+    sizes: &[(AtomicU32, AtomicU32)],
     depth: u32,
     levels: u32,
 ) -> u32 {
-    let children = open(build, children);
+    let children = &lanes[0];
     let inner: Vec<(usize, u32)> = children
         .as_slice()
         .iter()
@@ -153,24 +195,29 @@ fn emit_parallel(
     // This node and its packs, then one run per child subtree.
     let own = NODE_BLOCKS + (children.len - inner.len()) * PACK_BLOCKS;
     let mut lens = vec![own];
-    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize].load(Ordering::Relaxed) as usize));
+    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize].0.load(Ordering::Relaxed) as usize));
     let mut runs = out.split(&lens).into_iter();
     let mut head = runs.next().expect("the node's own run");
-    let me = write_node(build, items, tri, &children, &mut head);
+    let me = write_node(build, items, tri, children, &mut head);
     debug_assert!(head.is_full());
     let mut jobs = Vec::with_capacity(inner.len());
+    let mut rest = &lanes[1..];
     for (&(lane, c), run) in inner.iter().zip(runs) {
-        let BuildNode::Inner { bounds, left, right } = build[c as usize] else { unreachable!() };
+        let BuildNode::Inner { bounds, .. } = build[c as usize] else { unreachable!() };
         head.node_mut(me).set(lane, ChildRef::node(run.next_block()), &bounds);
-        jobs.push((Lanes::two(left, right), run));
+        let (sub, tail) = rest.split_at(sizes[c as usize].1.load(Ordering::Relaxed) as usize);
+        rest = tail;
+        jobs.push((sub, run));
     }
-    let depths = crate::par::map_vec(jobs, |(lanes, mut run)| {
+    debug_assert!(rest.is_empty());
+    let depths = crate::par::map_vec(jobs, |(sub, mut run)| {
         if levels > 1 {
-            emit_parallel(build, items, tri, lanes, run, sizes, depth + 1, levels - 1)
+            emit_parallel(build, items, tri, sub, run, sizes, depth + 1, levels - 1)
         } else {
             let mut deepest = 0;
-            emit(build, items, tri, lanes, &mut run, depth + 1, &mut deepest);
-            debug_assert!(run.is_full());
+            let mut plan = sub.iter();
+            emit(build, items, tri, &mut plan, &mut run, depth + 1, &mut deepest);
+            debug_assert!(run.is_full() && plan.next().is_none());
             deepest
         }
     });
