@@ -210,3 +210,31 @@ fn a_hit_nearly_in_its_triangle_plane_stays_on_the_triangle() {
         );
     }
 }
+
+/// A bulk build of boxes whose surface areas overflow `f32` (finite boxes of extent 1e20 along
+/// two axes), spread most along y: the small node's exact sweep along its widest spread alone
+/// (`DbvtConfig::fast_build`) finds no finite cost, and used to fall back on an order it had
+/// never written, putting copies of one proxy in the place of all the others (`validate` failed,
+/// and queries missed every proxy but one). Every proxy must stay in the tree and be found.
+#[test]
+fn a_bulk_build_of_boxes_with_overflowing_areas_keeps_every_proxy() {
+    let boxes: Vec<(Aabb, u32)> = (0..7u32)
+        .map(|i| {
+            let lo = Vec3A::new(-1e20, 10.0 * i as f32, -1e20);
+            (Aabb::new(lo, lo + Vec3A::new(2e20, 1.0, 2e20)), i)
+        })
+        .collect();
+    let (tree, ids) = Dbvt::build(boxes.iter().copied()).unwrap();
+    tree.validate().unwrap();
+    assert_eq!(ids.len(), 7);
+    let mut ws = QueryWorkspace::new();
+    for (b, i) in &boxes {
+        let mut found = Vec::new();
+        let mut collect = |id, data: &u32| {
+            found.push((id, *data));
+            slabtree::LeafControl::Continue
+        };
+        tree.overlap(b, &mut ws, &mut collect).unwrap();
+        assert!(found.iter().any(|&(id, d)| d == *i && id == ids[*i as usize]), "proxy {i}: {found:?}");
+    }
+}

@@ -56,6 +56,7 @@ impl BinnedSah {
         let mut keys = [(0u64, 0u8); EXACT_BELOW];
         // `axis`, the widest centroid spread, alone with `longest_axis_only`.
         let axes = if self.longest_axis_only { axis..axis + 1 } else { 0..3 };
+        let first_axis = axes.start;
         for a in axes {
             // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
             // as integers exactly as that pair does (`total_cmp`, then the index): one compare
@@ -94,7 +95,10 @@ impl BinnedSah {
                     improved = true;
                 }
             }
-            if improved || a == 0 {
+            // The first axis swept keeps its order even when no cost is finite (the split is then
+            // at the middle of that order); keeping axis 0's instead, which a sweep of another
+            // axis alone never wrote, put copies of the first item in the place of every other.
+            if improved || a == first_axis {
                 best_order = order;
             }
         }
@@ -182,6 +186,33 @@ mod tests {
             }
         }
         assert_eq!(compared, 12_000);
+    }
+
+    /// A sweep whose every cost is infinite (boxes infinite along two axes, whose areas are
+    /// then infinite on every side) still splits a permutation of its items, on whichever axis
+    /// it sweeps alone.
+    #[test]
+    fn a_sweep_of_infinite_costs_keeps_every_item() {
+        use glam::Vec3A;
+        for axis in 0..3 {
+            for longest_axis_only in [false, true] {
+                let items: Vec<BuildItem> = (0..5u32)
+                    .map(|i| {
+                        let lo = Vec3A::new(i as f32, -(i as f32), 2.0 * i as f32);
+                        let hi = lo + Vec3A::new(f32::INFINITY, f32::INFINITY, 1.0);
+                        BuildItem::new(Aabb::new(lo, hi), 10 + i)
+                    })
+                    .collect();
+                let bounds = items.iter().fold(Aabb::EMPTY, |b, it| b.union(&it.bounds()));
+                let b = BinnedSah { longest_axis_only, ..Default::default() };
+                let mut sorted = items.clone();
+                let split = b.sweep_split(&mut sorted, &bounds, axis);
+                let mut got: Vec<u32> = sorted.iter().map(|it| it.index()).collect();
+                got.sort_unstable();
+                assert_eq!(got, vec![10, 11, 12, 13, 14], "axis {axis}, longest axis only: {longest_axis_only}");
+                assert!(split.is_some_and(|s| s.mid > 0 && s.mid < 5));
+            }
+        }
     }
 
     /// The exact split's integer keys order floats exactly as `total_cmp` does.
