@@ -6,7 +6,7 @@ use glam::Vec4;
 use wide::{f32x4, i32x4};
 
 use super::binned_sah::BinnedSah;
-use super::item::{Bounds4, BuildItem};
+use super::item::{Bounds4, BuildItem, half_areas};
 
 /// Items binned per task when a large node's bins are filled on several threads: the bins are
 /// merged by `min`, `max` and integer sums, which are exact in any order, so the split is the
@@ -151,13 +151,6 @@ impl BinnedSah {
             }
         };
         let zero = f32x4::ZERO;
-        // The half areas of three boxes, axis `a`'s in lane `a`: `Aabb::half_area`'s arithmetic.
-        let half_areas = |b: &[Bounds4; 3]| -> f32x4 {
-            let e = b.map(|b| (b.hi - b.lo).to_array());
-            let lane = |k: usize| f32x4::new([e[0][k], e[1][k], e[2][k], 0.0]).fast_max(zero);
-            let (x, y, z) = (lane(0), lane(1), lane(2));
-            x * y + y * z + z * x
-        };
         let union = |acc: &mut [Bounds4; 3], i: usize| {
             for (a, acc) in acc.iter_mut().enumerate() {
                 *acc = acc.union(&table.bounds[a][i]);

@@ -2,6 +2,7 @@
 //! them, in the `Vec4` form the binning loops read.
 
 use glam::{BVec4A, Vec3A, Vec4};
+use wide::f32x4;
 
 use crate::math::Aabb;
 
@@ -100,6 +101,17 @@ impl Bounds4 {
     pub(super) fn aabb(&self) -> Aabb {
         Aabb { min: Vec3A::from_vec4(xyz(self.lo)), max: Vec3A::from_vec4(xyz(self.hi)) }
     }
+}
+
+/// The half surface areas of three boxes, box `a`'s in lane `a` (lane 3 zero), in
+/// [`Aabb::half_area`]'s arithmetic lane for lane, so each lane equals it bit for bit: the SAH
+/// sweeps take the three axes' candidate boxes at once.
+#[inline(always)]
+pub(super) fn half_areas(b: &[Bounds4; 3]) -> f32x4 {
+    let e = b.map(|b| (b.hi - b.lo).to_array());
+    let lane = |k: usize| f32x4::new([e[0][k], e[1][k], e[2][k], 0.0]).fast_max(f32x4::ZERO);
+    let (x, y, z) = (lane(0), lane(1), lane(2));
+    x * y + y * z + z * x
 }
 
 /// `v` with its `w` lane zeroed.

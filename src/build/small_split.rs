@@ -2,7 +2,9 @@
 //! guards against coincident centroids and deep trees (see `super::binned_sah`).
 
 use super::binned_sah::{BinnedSah, Split, bounds_of, centroid_bounds};
-use super::item::{Bounds4, BuildItem};
+use wide::f32x4;
+
+use super::item::{Bounds4, BuildItem, half_areas};
 use crate::math::Aabb;
 
 impl BinnedSah {
@@ -43,8 +45,87 @@ impl BinnedSah {
         Some(split_at(items, 1))
     }
 
-    /// [`BinnedSah::exact_split`] by the full sweep, for 2 to [`EXACT_BELOW`] items.
+    /// [`BinnedSah::exact_split`] by the full sweep, for 2 to [`EXACT_BELOW`] items. The three
+    /// axes' sweeps run at once, one per lane of `f32x4` (see [`half_areas`]), and choose as one
+    /// sweep per axis would: the lowest cost, the first axis and then the first boundary among
+    /// equals (a test compares them). 712.5M -> 698.0M instructions per Sponza build (callgrind).
     fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
+        if self.longest_axis_only {
+            return self.sweep_split_by_axis(items, bounds, axis);
+        }
+        let n = items.len();
+        debug_assert!((2..=EXACT_BELOW).contains(&n));
+        let block_count = self.block_counter();
+        let blocks = |c: usize| block_count(c as u32);
+        let mut orders = [[0u8; EXACT_BELOW]; 3];
+        let mut keys = [(0u64, 0u8); EXACT_BELOW];
+        for (a, order) in orders.iter_mut().enumerate() {
+            // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
+            // as integers exactly as that pair does (`total_cmp`, then the index): one compare
+            // per step instead of two loads from the items and a float total order (measured
+            // with callgrind: the sort was a sixth of a tree rebuild).
+            for (i, it) in items.iter().enumerate() {
+                keys[i] = ((total_order_key(it.centroid2()[a]) as u64) << 32 | u64::from(it.index()), i as u8);
+            }
+            for i in 1..n {
+                let (k, mut j) = (keys[i], i);
+                while j > 0 && keys[j - 1].0 > k.0 {
+                    keys[j] = keys[j - 1];
+                    j -= 1;
+                }
+                keys[j] = k;
+            }
+            for (o, k) in order.iter_mut().zip(&keys[..n]) {
+                *o = k.1;
+            }
+        }
+        let union = |acc: &mut [Bounds4; 3], i: usize| {
+            for (a, acc) in acc.iter_mut().enumerate() {
+                let it = &items[orders[a][i] as usize];
+                *acc = acc.union(&Bounds4 { lo: it.lo, hi: it.hi });
+            }
+        };
+        let mut right_area = [f32x4::ZERO; EXACT_BELOW + 1];
+        let mut acc = [Bounds4::EMPTY; 3];
+        for i in (1..n).rev() {
+            union(&mut acc, i);
+            right_area[i] = half_areas(&acc);
+        }
+        let inf = f32x4::splat(f32::INFINITY);
+        let (mut best_cost, mut best_boundary) = (inf, f32x4::ZERO);
+        let mut acc = [Bounds4::EMPTY; 3];
+        for (i, &right) in right_area.iter().enumerate().take(n).skip(1) {
+            union(&mut acc, i - 1);
+            let cost = half_areas(&acc) * f32x4::splat(blocks(i)) + right * f32x4::splat(blocks(n - i));
+            let better = cost.simd_lt(best_cost);
+            best_cost = better.select(cost, best_cost);
+            best_boundary = better.select(f32x4::splat(i as f32), best_boundary);
+        }
+        let (cost, boundary) = (best_cost.to_array(), best_boundary.to_array());
+        let mut best = (f32::INFINITY, 0, 0usize); // cost, axis, boundary
+        for a in 0..3 {
+            if cost[a] < best.0 {
+                best = (cost[a], a, boundary[a] as usize);
+            }
+        }
+        let area = bounds.half_area();
+        let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
+        if n <= self.max_leaf && split_cost >= blocks(n) {
+            return None;
+        }
+        // Put the items in the chosen axis's order (axis 0's when no cost is finite).
+        let order = &orders[best.1];
+        let copy: [BuildItem; EXACT_BELOW] = std::array::from_fn(|i| items[order[i.min(n - 1)] as usize]);
+        items.copy_from_slice(&copy[..n]);
+        // A NaN-free but degenerate sweep (all costs infinite) still splits at the middle.
+        let mid = if best.0.is_finite() { best.2 } else { n / 2 };
+        Some(split_at(items, mid))
+    }
+
+    /// [`BinnedSah::sweep_split`] one axis at a time, as it was written first: the sweep of
+    /// `axis` alone with `longest_axis_only` (where the SIMD sweep's other two lanes would be
+    /// wasted), and the reference that the SIMD sweep of all three axes is tested against.
+    fn sweep_split_by_axis(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         let n = items.len();
         debug_assert!((2..=EXACT_BELOW).contains(&n));
         let block_count = self.block_counter();
@@ -186,6 +267,58 @@ mod tests {
             }
         }
         assert_eq!(compared, 12_000);
+    }
+
+    /// The SIMD sweep splits as the sweep one axis at a time does (the same items in the same
+    /// order, the same boundary, the same leaf decision) on random items of 2 to 12 with
+    /// coincident and repeated boxes, flat, huge and infinite ones, every axis alone or all three,
+    /// and blocks of 1 and 4.
+    #[test]
+    fn the_simd_sweep_split_is_the_sweep_by_axis() {
+        use glam::Vec3A;
+        use slabtree_testkit::rng::Rng;
+        let mut rng = Rng(0x5851_F42D_4C95_7F2D);
+        for round in 0..6000 {
+            let n = 2 + rng.below(EXACT_BELOW - 1);
+            let items: Vec<BuildItem> = (0..n)
+                .map(|i| {
+                    let lo = rng.unit3a() * 10.0;
+                    let mut hi = lo + rng.unit3a().abs() * [0.0, 1.0, 3.0][rng.below(3)];
+                    match rng.below(12) {
+                        0 => hi.x = f32::INFINITY,
+                        1 => hi = lo + Vec3A::new(2e20, 1.0, 2e20),
+                        _ => {}
+                    }
+                    BuildItem::new(Aabb::new(lo, hi), (i as u32 * 7) % 13)
+                })
+                .collect();
+            let mut items = items;
+            if round % 5 == 0 {
+                items[n - 1] = items[0]; // a repeated item: equal keys but for the index
+                items[n - 1].set_index(99);
+            }
+            let bounds = items.iter().fold(Aabb::EMPTY, |b, it| b.union(&it.bounds()));
+            for axis in 0..3 {
+                for longest_axis_only in [false, true] {
+                    for (block, max_leaf) in [(1, 1), (4, 4), (1, 4)] {
+                        let b = BinnedSah { longest_axis_only, block, max_leaf, ..Default::default() };
+                        let (mut simd, mut scalar) = (items.clone(), items.clone());
+                        let (s, r) = (
+                            b.sweep_split(&mut simd, &bounds, axis),
+                            b.sweep_split_by_axis(&mut scalar, &bounds, axis),
+                        );
+                        let what =
+                            format!("round {round}, axis {axis}, widest alone {longest_axis_only}, block {block}");
+                        assert_eq!(s.map(|s| s.mid), r.map(|r| r.mid), "{what}");
+                        assert_eq!(
+                            simd.iter().map(|i| i.index()).collect::<Vec<_>>(),
+                            scalar.iter().map(|i| i.index()).collect::<Vec<_>>(),
+                            "{what}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A sweep whose every cost is infinite (boxes infinite along two axes, whose areas are
