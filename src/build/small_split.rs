@@ -48,7 +48,7 @@ impl BinnedSah {
     /// [`BinnedSah::exact_split`] by the full sweep, for 2 to [`EXACT_BELOW`] items. The three
     /// axes' sweeps run at once, one per lane of `f32x4` (see [`half_areas`]), and choose as one
     /// sweep per axis would: the lowest cost, the first axis and then the first boundary among
-    /// equals (a test compares them). 712.5M -> 698.0M instructions per Sponza build (callgrind).
+    /// equals (a test compares them). 712.5M -> 706.3M instructions per Sponza build (callgrind).
     fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         if self.longest_axis_only {
             return self.sweep_split_by_axis(items, bounds, axis);
@@ -57,28 +57,7 @@ impl BinnedSah {
         debug_assert!((2..=EXACT_BELOW).contains(&n));
         let block_count = self.block_counter();
         let blocks = |c: usize| block_count(c as u32);
-        let mut orders = [[0u8; EXACT_BELOW]; 3];
-        let mut keys = [(0u64, 0u8); EXACT_BELOW];
-        for (a, order) in orders.iter_mut().enumerate() {
-            // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
-            // as integers exactly as that pair does (`total_cmp`, then the index): one compare
-            // per step instead of two loads from the items and a float total order (measured
-            // with callgrind: the sort was a sixth of a tree rebuild).
-            for (i, it) in items.iter().enumerate() {
-                keys[i] = ((total_order_key(it.centroid2()[a]) as u64) << 32 | u64::from(it.index()), i as u8);
-            }
-            for i in 1..n {
-                let (k, mut j) = (keys[i], i);
-                while j > 0 && keys[j - 1].0 > k.0 {
-                    keys[j] = keys[j - 1];
-                    j -= 1;
-                }
-                keys[j] = k;
-            }
-            for (o, k) in order.iter_mut().zip(&keys[..n]) {
-                *o = k.1;
-            }
-        }
+        let orders = [centroid_order(items, 0), centroid_order(items, 1), centroid_order(items, 2)];
         let union = |acc: &mut [Bounds4; 3], i: usize| {
             for (a, acc) in acc.iter_mut().enumerate() {
                 let it = &items[orders[a][i] as usize];
@@ -108,18 +87,8 @@ impl BinnedSah {
                 best = (cost[a], a, boundary[a] as usize);
             }
         }
-        let area = bounds.half_area();
-        let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
-        if n <= self.max_leaf && split_cost >= blocks(n) {
-            return None;
-        }
-        // Put the items in the chosen axis's order (axis 0's when no cost is finite).
-        let order = &orders[best.1];
-        let copy: [BuildItem; EXACT_BELOW] = std::array::from_fn(|i| items[order[i.min(n - 1)] as usize]);
-        items.copy_from_slice(&copy[..n]);
-        // A NaN-free but degenerate sweep (all costs infinite) still splits at the middle.
-        let mid = if best.0.is_finite() { best.2 } else { n / 2 };
-        Some(split_at(items, mid))
+        // The chosen axis's order (axis 0's when no cost is finite).
+        self.finish_sweep(items, bounds, (best.0, best.2), &orders[best.1])
     }
 
     /// [`BinnedSah::sweep_split`] one axis at a time, as it was written first: the sweep of
@@ -132,31 +101,12 @@ impl BinnedSah {
         let blocks = |c: usize| block_count(c as u32);
         let mut best = (f32::INFINITY, 0usize, 0usize); // cost, axis, boundary
         let mut best_order = [0u8; EXACT_BELOW];
-        let mut order = [0u8; EXACT_BELOW];
         let mut right_area = [0.0f32; EXACT_BELOW + 1];
-        let mut keys = [(0u64, 0u8); EXACT_BELOW];
         // `axis`, the widest centroid spread, alone with `longest_axis_only`.
         let axes = if self.longest_axis_only { axis..axis + 1 } else { 0..3 };
         let first_axis = axes.start;
         for a in axes {
-            // Insertion sort of positions by (centroid, index), n at most 12, on keys that order
-            // as integers exactly as that pair does (`total_cmp`, then the index): one compare
-            // per step instead of two loads from the items and a float total order (measured
-            // with callgrind: the sort was a sixth of a tree rebuild).
-            for (i, it) in items.iter().enumerate() {
-                keys[i] = ((total_order_key(it.centroid2()[a]) as u64) << 32 | u64::from(it.index()), i as u8);
-            }
-            for i in 1..n {
-                let (k, mut j) = (keys[i], i);
-                while j > 0 && keys[j - 1].0 > k.0 {
-                    keys[j] = keys[j - 1];
-                    j -= 1;
-                }
-                keys[j] = k;
-            }
-            for (o, k) in order.iter_mut().zip(&keys[..n]) {
-                *o = k.1;
-            }
+            let order = centroid_order(items, a);
             let b = |i: usize| {
                 let it = &items[order[i] as usize];
                 Bounds4 { lo: it.lo, hi: it.hi }
@@ -183,18 +133,57 @@ impl BinnedSah {
                 best_order = order;
             }
         }
+        self.finish_sweep(items, bounds, (best.0, best.2), &best_order)
+    }
+
+    /// The end of both sweeps: a leaf when splitting at the best `(cost, boundary)` costs no
+    /// less than the leaf, else the items put in `order` (positions, as [`centroid_order`]
+    /// gives them) and split at the boundary, or at the middle when no cost is finite.
+    fn finish_sweep(
+        &self,
+        items: &mut [BuildItem],
+        bounds: &Aabb,
+        (cost, boundary): (f32, usize),
+        order: &[u8; EXACT_BELOW],
+    ) -> Option<Split> {
+        let n = items.len();
         let area = bounds.half_area();
-        let split_cost = self.traversal_cost + if area > 0.0 { best.0 / area } else { 0.0 };
-        if n <= self.max_leaf && split_cost >= blocks(n) {
+        let split_cost = self.traversal_cost + if area > 0.0 { cost / area } else { 0.0 };
+        if n <= self.max_leaf && split_cost >= (self.block_counter())(n as u32) {
             return None;
         }
-        // Put the items in the chosen axis's order.
-        let copy: [BuildItem; EXACT_BELOW] = std::array::from_fn(|i| items[best_order[i.min(n - 1)] as usize]);
+        let copy: [BuildItem; EXACT_BELOW] = std::array::from_fn(|i| items[order[i.min(n - 1)] as usize]);
         items.copy_from_slice(&copy[..n]);
         // A NaN-free but degenerate sweep (all costs infinite) still splits at the middle.
-        let mid = if best.0.is_finite() { best.2 } else { n / 2 };
+        let mid = if cost.is_finite() { boundary } else { n / 2 };
         Some(split_at(items, mid))
     }
+}
+
+/// The positions of `items` (at most [`EXACT_BELOW`]) in the order of their centroids on `axis`,
+/// ties broken by index. An insertion sort on keys that order as integers exactly as that pair
+/// does (`total_cmp`, then the index): one compare per step instead of two loads from the items
+/// and a float total order (measured with callgrind: the sort was a sixth of a tree rebuild).
+#[inline(always)]
+fn centroid_order(items: &[BuildItem], axis: usize) -> [u8; EXACT_BELOW] {
+    let n = items.len();
+    let mut keys = [(0u64, 0u8); EXACT_BELOW];
+    for (i, it) in items.iter().enumerate() {
+        keys[i] = ((total_order_key(it.centroid2()[axis]) as u64) << 32 | u64::from(it.index()), i as u8);
+    }
+    for i in 1..n {
+        let (k, mut j) = (keys[i], i);
+        while j > 0 && keys[j - 1].0 > k.0 {
+            keys[j] = keys[j - 1];
+            j -= 1;
+        }
+        keys[j] = k;
+    }
+    let mut order = [0u8; EXACT_BELOW];
+    for (o, k) in order.iter_mut().zip(&keys[..n]) {
+        *o = k.1;
+    }
+    order
 }
 
 /// `x`'s bits as a `u32` that orders as [`f32::total_cmp`] orders the floats: negative numbers

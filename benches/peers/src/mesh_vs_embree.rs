@@ -1073,11 +1073,13 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
         // (the difference of two counts over the difference of their builds). slabtree's saved
         // form is hashed, so that a change meant to leave the tree alone can show that it does.
         let mut digest = String::new();
+        // One pool for every build, so that its threads' start-up is not counted per build.
+        let one = pool(1)?;
         for _ in 0..passes {
             match *lib {
                 "slabtree" | "slabtree-wt" => {
                     let test = if *lib == "slabtree" { TriangleTest::MollerTrumbore } else { TriangleTest::Watertight };
-                    let (bvh, _) = pool(1)?.install(|| build_slab(&mesh, test));
+                    let (bvh, _) = one.install(|| build_slab(&mesh, test));
                     let mut h = std::hash::DefaultHasher::new();
                     std::hash::Hash::hash(&bvh.0.to_bytes(), &mut h);
                     digest = format!(", saved BVH hash {:016x}", std::hash::Hasher::finish(&h));
