@@ -137,13 +137,21 @@ impl<T> Dbvt<T> {
     }
 
     /// Walks from node `n` to the root: optionally rotates, and stores each node's new bounds in
-    /// its parent's slot. Stops early once a node's bounds come out unchanged (and no rotation
-    /// happened there): nothing above it can change.
+    /// its parent's slot. Stops early once the box its parent stores for a node still contains
+    /// the node's children (and no rotation happened there): nothing above it needs to grow.
+    /// Where that stored box is larger than the children's union (a removal left it loose, or a
+    /// rotation below shrank it), the node is marked for the next refit instead of walking on:
+    /// walking on to tighten every loose ancestor cost more cache misses per reinsertion than
+    /// the removal's own walk saved.
     pub(super) fn refit_upward(&mut self, mut n: u32, rotate: bool) {
         while n != NULL {
             let rotated = rotate && self.rotate(n);
             let bounds = self.nodes[n as usize].union();
-            if !rotated && self.bounds_of(ChildRef::node(n)) == bounds {
+            let stored = self.bounds_of(ChildRef::node(n));
+            if !rotated && stored.contains(&bounds) {
+                if stored != bounds {
+                    self.nodes[n as usize].stale = true;
+                }
                 return;
             }
             self.store_bounds(n, &bounds);
