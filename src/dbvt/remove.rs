@@ -19,14 +19,15 @@ impl<T> Dbvt<T> {
         Ok(self.free_proxy(p))
     }
 
-    /// Unlinks proxy `p` from the tree, keeping the proxy itself.
-    pub(super) fn remove_leaf(&mut self, p: u32) {
+    /// Unlinks proxy `p` from the tree, keeping the proxy itself. Returns the node that held
+    /// its parent ([`NULL`] when that was the root, or when `p` was the only leaf).
+    pub(super) fn remove_leaf(&mut self, p: u32) -> u32 {
         let (parent, slot) = (self.proxies[p as usize].parent, self.proxies[p as usize].slot);
         if parent == NULL {
             self.topology += 1;
             self.root = None;
             self.root_bounds = Aabb::EMPTY;
-            return;
+            return NULL;
         }
         let pn = self.nodes[parent as usize];
         let sibling = pn.child[1 - slot as usize];
@@ -49,5 +50,6 @@ impl<T> Dbvt<T> {
             }
         }
         debug_assert!(self.root != Some(ChildRef::leaf(p)));
+        grand
     }
 }

@@ -75,9 +75,10 @@ impl<T> Dbvt<T> {
     pub fn move_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
-        self.remove_leaf(p);
+        let grand = self.remove_leaf(p);
         self.proxies[p as usize].set_fat(&fat);
-        self.insert_leaf(p)?;
+        let start = self.reinsertion_start(grand, &fat);
+        self.insert_leaf_below(p, start)?;
         Ok(true)
     }
 
