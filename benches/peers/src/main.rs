@@ -27,7 +27,8 @@
 //! `pairs-refit` (self pairs after the 50 in-place and refit frames), `overlaps` (the 100k overlap
 //! queries on the inserted tree), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
-//! tree, through its 8-wide copy, or the binary tree with `BINARY=1`)) runs that one workload
+//! tree, through its 8-wide copy, or the binary tree with `BINARY=1`; `rays-refit` after the 50
+//! in-place and refit frames)) runs that one workload
 //! REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
@@ -778,8 +779,13 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("slabtree", "rays") => {
-            let (tree, _) = slab_insert_all(&initial);
+        ("slabtree", "rays" | "rays-refit") => {
+            let (tree, ids) = slab_insert_all(&initial);
+            let tree = if *workload == "rays" {
+                tree
+            } else {
+                slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1
+            };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
@@ -787,8 +793,10 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("parry", "rays") => {
+        ("parry", "rays" | "rays-refit") => {
             let bvh = parry_insert_all(&initial);
+            let bvh =
+                if *workload == "rays" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1 };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
