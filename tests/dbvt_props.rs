@@ -60,8 +60,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A direction with a fair chance of exact zeros, negative zeros and tiny components, which
-/// exercise the parallel-axis handling.
 /// Inserts and teleports (`move_proxy`) of boxes in three cells on a line, and removals.
 fn grid_op() -> impl Strategy<Value = Op> {
     // Few cells and sizes, so that equal boxes are common.
@@ -74,6 +72,8 @@ fn grid_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A direction with a fair chance of exact zeros, negative zeros and tiny components, which
+/// exercise the parallel-axis handling.
 fn component() -> impl Strategy<Value = f32> {
     prop_oneof![
         6 => -1.0f32..1.0,
@@ -288,6 +288,20 @@ fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &
     }
 }
 
+/// Applies `ops` in turn to a tree made with `cfg` and to the model, and checks everything
+/// ([`check_all`]) after each.
+fn apply_and_check_each(cfg: DbvtConfig, ops: &[Op], probes: &[Probe]) {
+    let mut tree = Dbvt::with_config(cfg);
+    let mut model = Vec::new();
+    let mut ws = QueryWorkspace::new();
+    let mut tag = 0;
+    let mut storage = WideStorage::default();
+    for op in ops {
+        apply(&mut tree, &mut model, op, &mut tag);
+        check_all(&tree, &model, probes, &mut ws, &mut storage);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -315,15 +329,7 @@ proptest! {
             refresh_growth: 0.25,
             ..DbvtConfig::default()
         };
-        let mut tree = Dbvt::with_config(cfg);
-        let mut model = Vec::new();
-        let mut ws = QueryWorkspace::new();
-        let mut tag = 0;
-        let mut storage = WideStorage::default();
-        for op in &ops {
-            apply(&mut tree, &mut model, op, &mut tag);
-            check_all(&tree, &model, &probes, &mut ws, &mut storage);
-        }
+        apply_and_check_each(cfg, &ops, &probes);
     }
 
     /// Teleports (`move_proxy`, no margin) between three cells of equal boxes: reinsertions that
@@ -335,15 +341,7 @@ proptest! {
         ops in proptest::collection::vec(grid_op(), 1..120),
         probes in proptest::collection::vec(probe(), 2),
     ) {
-        let mut tree = Dbvt::with_config(DbvtConfig { margin: 0.0, ..DbvtConfig::default() });
-        let mut model = Vec::new();
-        let mut ws = QueryWorkspace::new();
-        let mut tag = 0;
-        let mut storage = WideStorage::default();
-        for op in &ops {
-            apply(&mut tree, &mut model, op, &mut tag);
-            check_all(&tree, &model, &probes, &mut ws, &mut storage);
-        }
+        apply_and_check_each(DbvtConfig { margin: 0.0, ..DbvtConfig::default() }, &ops, &probes);
     }
 
     /// The same operations give the same tree: the same callback order and visit counts.

@@ -9,6 +9,11 @@ use super::{Dbvt, Proxy, Slot};
 use crate::build::{BuildItem, BuildNode};
 use crate::math::Aabb;
 
+/// `relayout`'s mark, in its map from old to new node indices, of a node whose children it
+/// swapped. Node indices stay at or below [`MAX_INDEX`], so the top bit is free.
+const SWAPPED: u32 = 1 << 31;
+const _: () = assert!(MAX_INDEX < SWAPPED);
+
 impl<T> Dbvt<T> {
     pub(super) fn alloc_node(&mut self) -> Result<u32, DbvtError> {
         self.topology += 1;
@@ -137,7 +142,7 @@ impl<T> Dbvt<T> {
                     }
                 }
             }
-            moved_to[o as usize] = i | u32::from(swap) << 31;
+            moved_to[o as usize] = i | if swap { SWAPPED } else { 0 };
             node.parent = parent;
             node.slot = slot;
             if parent != NULL {
@@ -155,8 +160,8 @@ impl<T> Dbvt<T> {
         for (proxy, slot) in self.proxies.iter_mut().zip(&self.slots) {
             if slot.data.is_some() && proxy.parent != NULL {
                 let m = moved_to[proxy.parent as usize];
-                proxy.parent = m & !(1 << 31);
-                proxy.slot ^= (m >> 31) as u8;
+                proxy.parent = m & !SWAPPED;
+                proxy.slot ^= u8::from(m & SWAPPED != 0);
             }
         }
         self.relayout_map = moved_to;

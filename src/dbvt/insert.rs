@@ -32,7 +32,7 @@ use crate::math::Aabb;
 const REINSERT_CLIMB: usize = 8;
 
 /// Where an insertion's sibling search starts: a subtree, its box, and where it hangs.
-struct SearchStart {
+pub(super) struct SearchStart {
     at: ChildRef,
     bounds: Aabb,
     parent: u32,
@@ -65,20 +65,14 @@ impl<T> Dbvt<T> {
     /// Links proxy `p` (whose `fat` box is set) into the tree, searching the subtree of `start`
     /// when given (a node whose box contains the fat box; see [`Dbvt::reinsertion_start`]),
     /// else the whole tree.
-    pub(super) fn insert_leaf_below(&mut self, p: u32, start: Option<u32>) -> Result<(), DbvtError> {
+    pub(super) fn insert_leaf_below(&mut self, p: u32, start: Option<SearchStart>) -> Result<(), DbvtError> {
         let leaf = ChildRef::leaf(p);
         let fat = self.proxies[p as usize].fat();
         let Some(root) = self.root else {
             self.set_child(NULL, 0, leaf, &fat);
             return Ok(());
         };
-        let start = match start {
-            Some(n) => {
-                let node = &self.nodes[n as usize];
-                SearchStart { at: ChildRef::node(n), bounds: node.union(), parent: node.parent, slot: node.slot }
-            }
-            None => SearchStart { at: root, bounds: self.root_bounds, parent: NULL, slot: 0 },
-        };
+        let start = start.unwrap_or(SearchStart { at: root, bounds: self.root_bounds, parent: NULL, slot: 0 });
         let (sibling, old_parent, old_slot) = self.find_best_sibling(&fat, &start);
         let sibling_bounds = if old_parent == NULL {
             self.root_bounds
@@ -181,15 +175,16 @@ impl<T> Dbvt<T> {
     /// (its `lookahead`). A small move usually lands near where it was: the removal has just
     /// read those nodes, and a search from the root reads the whole path again, most of it
     /// beyond L2 in a large tree.
-    pub(super) fn reinsertion_start(&self, from: u32, fat: &Aabb) -> Option<u32> {
+    pub(super) fn reinsertion_start(&self, from: u32, fat: &Aabb) -> Option<SearchStart> {
         let mut n = from;
         for _ in 0..=REINSERT_CLIMB {
             if n == NULL {
                 return None;
             }
             let node = &self.nodes[n as usize];
-            if node.union().contains(fat) {
-                return Some(n);
+            let bounds = node.union();
+            if bounds.contains(fat) {
+                return Some(SearchStart { at: ChildRef::node(n), bounds, parent: node.parent, slot: node.slot });
             }
             n = node.parent;
         }
@@ -320,7 +315,9 @@ mod tests {
             .expect("a cluster's subtree");
         let hung_at = (tree.nodes[start as usize].parent, tree.nodes[start as usize].slot);
         let p = tree.alloc_proxy(cell(0.0), 12).unwrap();
-        tree.insert_leaf_below(p, Some(start)).unwrap();
+        let from = tree.reinsertion_start(start, &cell(0.0)).expect("the cluster's box contains the cell");
+        assert_eq!(from.at.index(), start);
+        tree.insert_leaf_below(p, Some(from)).unwrap();
         let parent = tree.proxies[p as usize].parent;
         assert_eq!((tree.nodes[parent as usize].parent, tree.nodes[parent as usize].slot), hung_at);
         tree.validate().unwrap();
