@@ -15,6 +15,7 @@ use wide::f32x4;
 
 use super::bins::{Binning, PARALLEL_BINNING, Table};
 use super::item::{Bounds4, BuildItem, xyz};
+use super::segments::{PENDING, Segment, place};
 use super::small_split::{EXACT_BELOW, median_split};
 use crate::math::Aabb;
 
@@ -150,7 +151,9 @@ impl BinnedSah {
             } else {
                 items.to_vec()
             };
-            self.build_into(items, &mut scratch, true, 0, 0, bounds.aabb(), centroids, &mut out);
+            let mut spawned = Vec::new();
+            self.build_into(items, &mut scratch, true, 0, 0, bounds.aabb(), centroids, &mut out, &mut spawned);
+            place(&mut out, spawned);
         }
         out
     }
@@ -171,8 +174,9 @@ impl BinnedSah {
     }
 
     /// Builds the subtree over `items` (which start at `first` in the caller's array, `depth`
-    /// levels down) into `out`. `other` is the same range of the other array: `home` tells
-    /// whether `items` is the caller's array, where every leaf's items must end.
+    /// levels down) into `out`, and the right subtrees it hands to other threads into segments
+    /// pushed to `spawned` (see `super::segments`). `other` is the same range of the other array:
+    /// `home` tells whether `items` is the caller's array, where every leaf's items must end.
     #[allow(clippy::too_many_arguments)]
     fn build_into(
         &self,
@@ -184,6 +188,7 @@ impl BinnedSah {
         bounds: Aabb,
         centroids: Bounds4,
         out: &mut Vec<BuildNode>,
+        spawned: &mut Vec<Segment>,
     ) {
         let n = items.len();
         let split = if n <= 1 { None } else { self.choose_split(items, other, &bounds, &centroids, depth) };
@@ -205,25 +210,26 @@ impl BinnedSah {
         let (left_index, right_index);
         if n > self.parallel_threshold {
             // The left subtree is built in place by this thread; the right one, which another
-            // thread may take, into its own vector, appended once (building both apart and
-            // appending both copied every node once more per parallel level, on one thread at
-            // the top).
+            // thread may take, into a segment of its own, placed after the whole build.
             left_index = out.len() as u32;
-            let ((), rv) = crate::par::join(
-                || self.build_into(left, left_other, home, first, depth + 1, lb, lc, out),
+            let ((), segment) = crate::par::join(
+                || self.build_into(left, left_other, home, first, depth + 1, lb, lc, out, spawned),
                 || {
-                    let mut v = Vec::with_capacity(2 * right.len());
-                    self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, &mut v);
-                    v
+                    // A segment holds one node per parallel level and then a subtree of at
+                    // most `parallel_threshold` items (see `super::segments`).
+                    let mut nodes = Vec::with_capacity(2 * right.len().min(self.parallel_threshold) + 64);
+                    let mut below = Vec::new();
+                    self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, &mut nodes, &mut below);
+                    Segment::new(me as u32, nodes, below)
                 },
             );
-            right_index = out.len() as u32;
-            append_shifted(out, rv);
+            right_index = PENDING;
+            spawned.push(segment);
         } else {
             left_index = out.len() as u32;
-            self.build_into(left, left_other, home, first, depth + 1, lb, lc, out);
+            self.build_into(left, left_other, home, first, depth + 1, lb, lc, out, spawned);
             right_index = out.len() as u32;
-            self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, out);
+            self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, out, spawned);
         }
         out[me] = BuildNode::Inner { bounds, left: left_index, right: right_index };
     }
@@ -382,16 +388,6 @@ pub(super) fn partition<const AXIS: usize>(
 /// Nodes of more items than this are binned with all of [`BinnedSah::bins`]; smaller ones with
 /// at most 16, where the bins' initialisation and sweep, not the items, are the cost.
 const FINE_BINNING_ABOVE: usize = 1024;
-
-fn append_shifted(out: &mut Vec<BuildNode>, sub: Vec<BuildNode>) {
-    let shift = out.len() as u32;
-    out.extend(sub.into_iter().map(|n| match n {
-        BuildNode::Inner { bounds, left, right } => {
-            BuildNode::Inner { bounds, left: left + shift, right: right + shift }
-        }
-        leaf => leaf,
-    }));
-}
 
 #[cfg(test)]
 mod tests {

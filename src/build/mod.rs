@@ -7,6 +7,7 @@ mod bins;
 mod item;
 mod morton;
 mod rotate;
+mod segments;
 mod small_split;
 
 pub use binned_sah::{BinnedSah, BuildNode};

@@ -32,8 +32,13 @@
 //! REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
-//! `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
+//! `RUSTFLAGS="-C target-cpu=x86-64-v3"`. The ray workloads also print slabtree's nodes and leaves
+//! visited per ray.
+//!
+//! `DBVT_ROUNDS=1` prints every interleaved round's times to stderr (each library's list in the
+//! order the row's libraries are timed), to tell a row's noise from its ratio.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use glam::Vec3A;
@@ -190,15 +195,20 @@ fn record<R>(out: &mut Option<R>, f: impl FnOnce() -> R) -> f64 {
 fn interleaved<const K: usize>(min_rounds: usize, runs: [&mut dyn FnMut() -> f64; K]) -> [f64; K] {
     let mut best = [f64::INFINITY; K];
     let mut total = [0.0; K];
+    let mut all: [Vec<f64>; K] = std::array::from_fn(|_| Vec::new());
     let mut round = 0;
     while round < min_rounds || (round < MAX_ROUNDS && total.iter().any(|&t| t < MIN_TOTAL_MS)) {
         for k in 0..K {
             let i = (k + round) % K;
             let t = runs[i]();
+            all[i].push(t);
             best[i] = best[i].min(t);
             total[i] += t;
         }
         round += 1;
+    }
+    if std::env::var_os("DBVT_ROUNDS").is_some() {
+        eprintln!("rounds {round}: {all:.1?}");
     }
     best
 }
@@ -256,6 +266,10 @@ struct QueryTimes {
     pairs: f64,
 }
 
+/// Nodes and leaves visited by slabtree's ray workload, summed over every call (the profile mode
+/// prints them per ray).
+static RAY_VISITS: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
 /// The closest-hit ray workload on slabtree: (hits, sum of hit distances). With `wide`, through
 /// the tree's 8-wide copy ([`Dbvt::wide`], the API for read-heavy trees), made inside the timed
 /// region; otherwise through the binary tree.
@@ -272,11 +286,13 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
             }
             _ => RayControl::Continue,
         };
-        match &copy {
+        let stats = match &copy {
             Some(w) => w.ray_cast(ray, &mut ws, &mut policy),
             None => tree.ray_cast(ray, &mut ws, &mut policy),
         }
         .expect("valid ray");
+        RAY_VISITS[0].fetch_add(u64::from(stats.nodes_visited), Relaxed);
+        RAY_VISITS[1].fetch_add(u64::from(stats.leaves_visited), Relaxed);
         if best.is_finite() {
             hits += 1;
             sum += f64::from(best);
@@ -781,11 +797,8 @@ fn profile(spec: &str) -> Result<(), String> {
         }
         ("slabtree", "rays" | "rays-refit") => {
             let (tree, ids) = slab_insert_all(&initial);
-            let tree = if *workload == "rays" {
-                tree
-            } else {
-                slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1
-            };
+            let tree =
+                if *workload == "rays" { tree } else { slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1 };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
@@ -795,8 +808,7 @@ fn profile(spec: &str) -> Result<(), String> {
         }
         ("parry", "rays" | "rays-refit") => {
             let bvh = parry_insert_all(&initial);
-            let bvh =
-                if *workload == "rays" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1 };
+            let bvh = if *workload == "rays" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1 };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
@@ -842,6 +854,10 @@ fn profile(spec: &str) -> Result<(), String> {
         _ => return Err(format!("DBVT_PROFILE={spec}: unknown library or workload")),
     }
     println!("{lib} {workload} N={n} x {repeats}: checksum {check}");
+    let visits = RAY_VISITS.each_ref().map(|v| v.load(Relaxed) as f64 / (RAYS * repeats) as f64);
+    if visits[0] > 0.0 {
+        println!("per ray: {:.1} nodes, {:.2} leaves visited", visits[0], visits[1]);
+    }
     if !times.is_empty() {
         if std::env::var_os("DBVT_TIMES").is_some() {
             println!("{times:.2?}");
