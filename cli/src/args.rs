@@ -284,6 +284,12 @@ pub struct InfoArgs {
 
     #[command(flatten)]
     pub bvh: BvhArgs,
+
+    /// Builds the BVH this many times and prints the best and the median time of the build and
+    /// of each of its phases. The first build of a process also pays for fresh memory, which
+    /// the kernel zeroes page by page; later builds show the steady state.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub builds: u32,
 }
 
 /// `slabtree export`.

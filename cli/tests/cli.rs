@@ -487,7 +487,7 @@ fn help_describes_every_flag() {
             &["bench", "--help"],
             &["--kind", "primary", "random", "diffuse", "shadow", "all", "--count", "--passes", "--threads"],
         ),
-        (&["info", "--help"], &["FILE", "--builtin", "--threads"]),
+        (&["info", "--help"], &["FILE", "--builtin", "--threads", "--builds"]),
         (&["export", "--help"], &["cornell", "field", "--out"]),
     ];
     for (args, needles) in cases {
@@ -515,6 +515,18 @@ fn bench_and_info_on_a_builtin_scene() {
     for needle in ["triangles:          32", "SAH cost", "nodes", "depth", "bytes per triangle", "build time"] {
         assert!(text.contains(needle), "missing `{needle}`:\n{text}");
     }
+    // Repeated builds: best and median of the build and of each phase, the best never above the
+    // median.
+    let text = stdout(&run(bin().args(["info", "--builtin", "cornell", "--builds", "3"])));
+    let line = text.lines().find(|l| l.starts_with("build time:")).unwrap_or_else(|| panic!("no build time:\n{text}"));
+    assert!(line.contains("best / median of 3 builds"), "{line}");
+    let phases = text.lines().find(|l| l.trim_start().starts_with("of which:")).expect("the phases line");
+    for pair in line.split(',').chain(phases.split(',')).filter(|p| p.contains(" / ")) {
+        let ms: Vec<f64> = pair.split(" ms").filter_map(|p| p.rsplit(' ').next()?.parse().ok()).collect();
+        assert!(ms.len() == 2 && ms[0] <= ms[1], "{pair}");
+    }
+    let zero = bin().args(["info", "--builtin", "cornell", "--builds", "0"]).output().expect("the binary runs");
+    assert!(!zero.status.success() && String::from_utf8_lossy(&zero.stderr).contains("--builds"), "{zero:?}");
 }
 
 /// Every shared ray set through `slabtree trace`, against Embree's hits: hit or miss the same, t
