@@ -33,6 +33,9 @@ struct Kind {
     parry: Vec<f64>,
 }
 
+/// One library's run of one query kind: its answers, one number per query.
+type Workload<'a> = Box<dyn Fn() -> Vec<f32> + 'a>;
+
 fn v(p: Vec3) -> Vector {
     Vector::new(p.x, p.y, p.z)
 }
@@ -92,7 +95,7 @@ fn main() {
         let points: Vec<Vec3> = (0..20_000).map(|_| point(1.5)).collect();
         let casts: Vec<(Vec3, Vec3)> = (0..5_000).map(|_| (point(1.2), point(1.2))).collect();
         let (r_sphere, half_capsule) = (0.01 * diag, 0.02 * diag);
-        let kinds: Vec<(&'static str, usize, Box<dyn Fn() -> Vec<f32>>, Box<dyn Fn() -> Vec<f32>>)> = vec![
+        let kinds: Vec<(&'static str, usize, Workload<'_>, Workload<'_>)> = vec![
             (
                 "closest point",
                 points.len(),
