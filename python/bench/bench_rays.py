@@ -4,6 +4,9 @@ shared scenes' ray sets, with the same numpy arrays.
 
     python python/bench/bench_rays.py [PASSES] [SCENES...]      (default: 7 passes; bunny dragon sponza)
 
+Besides the installed ``slabtree`` wheel it needs embreex, trimesh and rtree (which trimesh's
+``ray_triangle`` builds its candidate tree with): ``pip install embreex trimesh rtree``.
+
 ``SLABTREE_SCENES`` names the scenes folder (default ``../shared/scenes``). The libraries run in
 turn within each pass (interleaved, as this machine is noisy); the best pass of each is
 reported, with the spread (worst / best). slabtree runs on one thread and then on all; embreex
