@@ -2,11 +2,11 @@
 
 use std::time::Instant;
 
+use slabtree::{MeshBvh, MeshStats};
+
 use super::args::InfoArgs;
 use super::error::CliResult;
 use super::load;
-use slabtree::MeshBvh;
-
 use super::progress::{self, count, ms};
 
 /// Runs the command.
@@ -27,7 +27,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("leaves:             {} (up to 4 triangles each)", count(s.leaves));
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
-    let phases = |s: &slabtree::MeshStats| {
+    let phases = |s: &MeshStats| {
         let p = s.build_phases;
         [s.build_time, p.triangle_bounds, p.binary_build, p.rotations, p.collapse]
     };
@@ -37,29 +37,21 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
         let again = progress::spin("building it again", || MeshBvh::build(&scene.mesh, &options).stats());
         times.push(phases(&again));
     }
-    let threads = progress::threads(threads);
-    if times.len() == 1 {
-        let [total, bounds, binary, rotations, collapse] = times[0].map(ms);
-        println!("build time:         {total} ({threads})");
-        println!(
-            "  of which:         triangle bounds {bounds}, binary SAH build {binary}, rotations {rotations}, collapse to 8-wide {collapse}"
-        );
-    } else {
-        // Best and median of each column over the builds.
-        let stat = |k: usize| {
-            let mut col: Vec<_> = times.iter().map(|t| t[k]).collect();
-            col.sort();
-            format!("{} / {}", ms(col[0]), ms(col[col.len() / 2]))
-        };
-        println!("build time:         {} best / median of {} builds ({threads})", stat(0), times.len());
-        println!(
-            "  of which:         triangle bounds {}, binary SAH build {}, rotations {}, collapse to 8-wide {}",
-            stat(1),
-            stat(2),
-            stat(3),
-            stat(4)
-        );
-    }
+    // One build: its times. Several: the best and the median of each column.
+    let stat = |k: usize| {
+        let mut col: Vec<_> = times.iter().map(|t| t[k]).collect();
+        col.sort();
+        if col.len() == 1 { ms(col[0]) } else { format!("{} / {}", ms(col[0]), ms(col[col.len() / 2])) }
+    };
+    let of = if times.len() == 1 { String::new() } else { format!(" best / median of {} builds", times.len()) };
+    println!("build time:         {}{of} ({})", stat(0), progress::threads(threads));
+    println!(
+        "  of which:         triangle bounds {}, binary SAH build {}, rotations {}, collapse to 8-wide {}",
+        stat(1),
+        stat(2),
+        stat(3),
+        stat(4)
+    );
     println!("load time:          {}", ms(load));
     Ok(())
 }

@@ -521,7 +521,9 @@ fn bench_and_info_on_a_builtin_scene() {
     let line = text.lines().find(|l| l.starts_with("build time:")).unwrap_or_else(|| panic!("no build time:\n{text}"));
     assert!(line.contains("best / median of 3 builds"), "{line}");
     let phases = text.lines().find(|l| l.trim_start().starts_with("of which:")).expect("the phases line");
-    for pair in line.split(',').chain(phases.split(',')).filter(|p| p.contains(" / ")) {
+    let pairs: Vec<&str> = line.split(',').chain(phases.split(',')).filter(|p| p.contains(" ms / ")).collect();
+    assert_eq!(pairs.len(), 5, "the build and its four phases:\n{text}");
+    for pair in pairs {
         let ms: Vec<f64> = pair.split(" ms").filter_map(|p| p.rsplit(' ').next()?.parse().ok()).collect();
         assert!(ms.len() == 2 && ms[0] <= ms[1], "{pair}");
     }
