@@ -219,3 +219,19 @@ fn an_invalid_ray_refuses_the_stream_and_names_it() {
     rays[77] = Ray::new(Vec3A::ZERO, Vec3A::Z).with_range(2.0, 1.0);
     assert_eq!(bvh.intersect_stream(&rays, &mut hits).map_err(|e| e.index), Err(77));
 }
+
+/// A mesh finer than the rays' spacing (a 590k-triangle sphere seen by 128 × 128 camera rays), where
+/// each leaf is entered by about one ray of a packet, so that the stream sends most windows to
+/// single rays and subtrees deep in the tree to single rays too: every answer is still the single
+/// ray's, and so are those of a coarse mesh seen by the same rays, whose windows stay in packets.
+#[test]
+fn finer_than_the_rays_and_coarser_equal_single_rays() {
+    for mesh in [TriMesh::uv_sphere(1.0, 768, 384), TriMesh::uv_sphere(1.0, 16, 8)] {
+        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+            let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+            let rays = camera(Vec3::new(0.3, 0.2, 2.5), Vec3::ZERO, 128, 128, 0.9);
+            let (hits, occluded) = check("fine sphere", &bvh, &rays);
+            assert!(hits > 4000 && occluded == hits, "{hits} {occluded}");
+        }
+    }
+}

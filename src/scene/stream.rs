@@ -19,7 +19,7 @@ use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::{BatchError, Ray, validate_rays};
 use crate::mesh::Hit;
-use crate::mesh::stream::regroup::Regroup;
+use crate::mesh::stream::regroup::{LeafSharing, Regroup};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.
@@ -215,6 +215,7 @@ impl Scene {
                 |out, idx| {
                     pk.load::<false>(rays, idx);
                     packet(view, pk, work, idx, out);
+                    LeafSharing::UNKNOWN
                 },
             );
         };

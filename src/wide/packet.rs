@@ -19,6 +19,14 @@ const REL_MARGIN: f32 = 64.0 * f32::EPSILON * 0.5;
 /// [`Packet::enter`]): 2⁻¹⁶, far above the few roundings of a triangle test's `t`.
 const TIE_MARGIN: f32 = 1.0 / 65536.0;
 
+/// `tmax` raised by [`TIE_MARGIN`] relative, as [`Packet::enter`] raises it for closest hits
+/// (the same expression): the box tests' `tmax` of a ray of a closest-hit packet that walks a
+/// subtree alone.
+#[inline(always)]
+pub(crate) fn raised_tmax(tmax: f32) -> f32 {
+    tmax + tmax.abs() * TIE_MARGIN + f32::MIN_POSITIVE
+}
+
 /// One value per ray of a packet, 32-byte aligned so that each group of eight loads as one
 /// vector.
 #[derive(Clone, Copy)]
@@ -269,14 +277,16 @@ impl Packet {
         (((self.live & range) >> (g * 8)) & 0xFF) as u32
     }
 
-    /// The first and the last live ray of `first..=last` that enter the box of `planes`.
+    /// The first and the last live ray of `first..=last` that enter the box of `planes`, and how
+    /// many enter: exact when the two lie in one group or in neighbouring groups, else
+    /// `u32::MAX` (the groups between are not tested).
     #[inline(always)]
     pub(crate) fn entering<const FUSED: bool, const TIES: bool>(
         &self,
         planes: &Planes,
         first: usize,
         last: usize,
-    ) -> Option<(usize, usize)> {
+    ) -> Option<(usize, usize, u32)> {
         let (g0, g1) = (first / 8, last / 8);
         for g in g0..=g1 {
             let active = self.active(g, first, last);
@@ -290,12 +300,13 @@ impl Packet {
             let lo = g * 8 + m.trailing_zeros() as usize;
             // The last one, from the end; the group of the first bounds the search.
             for h in (g + 1..=g1).rev() {
-                let m = self.enter::<FUSED, TIES>(planes, h) & self.active(h, first, last);
-                if m != 0 {
-                    return Some((lo, h * 8 + 31 - m.leading_zeros() as usize));
+                let m2 = self.enter::<FUSED, TIES>(planes, h) & self.active(h, first, last);
+                if m2 != 0 {
+                    let count = if h == g + 1 { m.count_ones() + m2.count_ones() } else { u32::MAX };
+                    return Some((lo, h * 8 + 31 - m2.leading_zeros() as usize, count));
                 }
             }
-            return Some((lo, g * 8 + 31 - m.leading_zeros() as usize));
+            return Some((lo, g * 8 + 31 - m.leading_zeros() as usize, m.count_ones()));
         }
         None
     }
@@ -321,12 +332,17 @@ struct Entry {
     lane: u8,
     first: u8,
     last: u8,
+    /// A node that so few rays enter that they walk it alone (see [`packet_walk`]).
+    alone: bool,
 }
 
-/// A leaf the packet walk reached: its index (of a [`ChildRef::leaf`]), its box's planes, and
-/// the packet's rays that may enter it, `first..=last`.
+/// A leaf the packet walk reached, or a node whose subtree its few rays walk alone: its index
+/// (of a [`ChildRef::leaf`], or of a [`ChildRef::node`]), its box's planes, and the packet's rays
+/// that may enter it, `first..=last`.
 pub(crate) struct PacketLeaf {
     pub index: u32,
+    /// `index` is a node's, whose subtree the rays walk alone.
+    pub subtree: bool,
     pub planes: Planes,
     pub first: usize,
     pub last: usize,
@@ -355,8 +371,16 @@ impl PacketLeaf {
 /// `leaf`, which tests its rays (through [`PacketLeaf::entering`]), may clip them
 /// ([`Packet::clip`], then [`Packet::clipped`]) or end them (`pk.live`), and returns `false` to end
 /// the walk. `prefetch` starts loading a child that is pushed. Returns the nodes visited.
+///
+/// A child node that at most `ALONE` rays enter (counted where [`Packet::entering`] counts
+/// exactly) goes to `leaf` too, marked [`PacketLeaf::subtree`], for those rays to walk its
+/// subtree one at a time: deep in the tree, where a packet's rays have parted, the packet's tests
+/// serve one or two rays at the cost of many, and the single ray's walk is cheaper (the switch of
+/// Benthin, Wald, Woop, Ernst and Mark 2012, "Combining Single and Packet-Ray Tracing for
+/// Arbitrary Ray Distributions on the Intel MIC Architecture"). With `ALONE` 0, `leaf` only
+/// ever gets leaves.
 #[inline(always)]
-pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, N: NodeStore + ?Sized>(
+pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, const ALONE: u32, N: NodeStore + ?Sized>(
     nodes: &N,
     pk: &mut Packet,
     prefetch: impl Fn(ChildRef),
@@ -364,13 +388,15 @@ pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, N: NodeStore + ?Si
 ) -> u32 {
     let mut visits = 0;
     let mut stack = FixedStack::<Entry, STACK>::new();
-    let mut cur = Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8 };
+    let mut cur =
+        Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8, alone: false };
     loop {
         let (first, last) = (cur.first as usize, cur.last as usize);
-        if cur.child.is_leaf() {
-            // SAFETY: `parent` is a node that held this leaf reference.
+        if cur.child.is_leaf() || cur.alone {
+            // SAFETY: `parent` is a node that held this reference.
             let parent = unsafe { nodes.node(cur.parent) };
-            let at = PacketLeaf { index: cur.child.index(), planes: pk.planes(parent, cur.lane as usize), first, last };
+            let planes = pk.planes(parent, cur.lane as usize);
+            let at = PacketLeaf { index: cur.child.index(), subtree: cur.alone, planes, first, last };
             if !leaf(pk, &at) || (ANY && pk.live == 0) {
                 break;
             }
@@ -391,9 +417,10 @@ pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, N: NodeStore + ?Si
                 } else {
                     pk.entering::<FUSED, true>(&planes, first, last)
                 };
-                if let Some((lo, hi)) = range {
+                if let Some((lo, hi, count)) = range {
                     let (child, parent) = (node.child[l], cur.child.index());
-                    let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8 };
+                    let alone = count <= ALONE && !child.is_leaf();
+                    let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8, alone };
                     // Far to near by insertion, so the nearest is taken first.
                     let mut j = n;
                     while !ANY && j > 0 && found[j - 1].1 < key[l] {

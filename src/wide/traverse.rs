@@ -126,6 +126,29 @@ pub(crate) fn closest_first<
     nodes: &N,
     ray: &R,
     tmin: f32,
+    tmax: f32,
+    stack: &mut S,
+    leaves: &mut V,
+) -> u32 {
+    closest_first_from::<ANY, INFLATE, N, R, S, V>(nodes, ChildRef::node(0), ray, tmin, tmax, stack, leaves)
+}
+
+/// [`closest_first`] from node `start` instead of the root: the walk of the subtree under it.
+/// The ray packets hand a subtree that only one or two of their rays enter to this walk, one ray
+/// at a time (`super::packet`).
+#[inline(always)]
+pub(crate) fn closest_first_from<
+    const ANY: bool,
+    const INFLATE: bool,
+    N: NodeStore + ?Sized,
+    R: NodeTest,
+    S: EntryStack,
+    V: LeafVisitor,
+>(
+    nodes: &N,
+    start: ChildRef,
+    ray: &R,
+    tmin: f32,
     mut tmax: f32,
     stack: &mut S,
     leaves: &mut V,
@@ -134,7 +157,7 @@ pub(crate) fn closest_first<
     // The stack: `sp` entries at `base`, which `room` keeps valid for 8 more.
     let mut base = stack.room(8);
     let mut sp = 0usize;
-    let (mut cur, mut dist) = (ChildRef::node(0), tmin);
+    let (mut cur, mut dist) = (start, tmin);
     'walk: loop {
         if cur.is_leaf() {
             if !leaves.visit(cur.index(), dist, &mut tmax) {

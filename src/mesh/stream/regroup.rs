@@ -11,6 +11,33 @@ use crate::wide::packet::{PACKET, fusable};
 /// Rays of one direction octant in a window, or of a packet, below which they are traced singly.
 pub(crate) const MIN_PACKET: usize = 8;
 
+/// How many rays of a packet shared its leaves: over the packet's leaf visits, the groups of
+/// eight rays that entered a leaf, and the rays in them. A packet pays for itself only where
+/// leaves are entered by several rays at once: one ray per group and leaf is the single ray's
+/// work plus the packet's.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LeafSharing {
+    pub groups: u32,
+    pub rays: u32,
+}
+
+impl LeafSharing {
+    /// Nothing measured (the scene's packets, whose leaves are instances): never a reason to
+    /// stop making packets.
+    pub(crate) const UNKNOWN: LeafSharing = LeafSharing { groups: 0, rays: 0 };
+}
+
+/// Leaf groups a window's packets must have entered for their sharing to decide the next window.
+const MIN_SAMPLE: u32 = 256;
+/// Rays per entered leaf group below which packets cost more than single rays: measured on the
+/// shared scenes' camera and shadow rays (`docs/performance.md`, "Ray streams"), the dragon's
+/// packets share 1.1 rays per group and run at 0.7-0.9× single rays, the bunny's 1.6-1.7 at
+/// 1.0-1.1×, Sponza's 3.7-4.0 at 1.3-1.5×.
+const MIN_SHARING: f32 = 1.4;
+/// While packets do not pay, one window in this many is still traced as packets, to notice when
+/// they pay again.
+const PROBE_EVERY: usize = 8;
+
 /// The scratch of the regrouping, kept by its caller so that nothing is allocated per stream.
 pub(crate) struct Regroup {
     /// A window's rays, by octant, as indices into the stream.
@@ -38,19 +65,25 @@ impl Regroup {
 
     /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
-    /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)` every
-    /// other ray, with the coherence of its run as `hint`; `cx` is what both write to. Each ray of a coherent run is first offered to
-    /// `settle(cx, i)`, which may answer it at once (a ray that misses the whole structure) and
-    /// return `true`, or leave it to the packets.
+    /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
+    /// every other ray, with the coherence of its run as `hint`; `cx` is what both write to. Each
+    /// ray of a coherent run is first offered to `settle(cx, i)`, which may answer it at once (a
+    /// ray that misses the whole structure) and return `true`, or leave it to the packets.
+    ///
+    /// `packet` returns how its rays shared the leaves ([`LeafSharing`]). When a window's packets
+    /// shared fewer than [`MIN_SHARING`] rays per leaf group (triangles smaller than the rays'
+    /// spacing, where a packet's work only adds to the single rays'), the following windows are
+    /// traced one ray at a time, but for one in [`PROBE_EVERY`], whose packets decide again.
     pub(crate) fn run<C: ?Sized>(
         &mut self,
         rays: &[Ray],
         cx: &mut C,
         mut settle: impl FnMut(&mut C, usize) -> bool,
         mut single: impl FnMut(&mut C, usize, RayCoherence),
-        mut packet: impl FnMut(&mut C, &[usize]),
+        mut packet: impl FnMut(&mut C, &[usize]) -> LeafSharing,
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant } = self;
+        let (mut packets_pay, mut since_probe) = (true, 0);
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -58,6 +91,16 @@ impl Regroup {
             for (r, run) in window.chunks(RUN).enumerate() {
                 coherent_run[r] = RayCoherence::of_rays(run) == RayCoherence::Coherent;
             }
+            since_probe += 1;
+            if !packets_pay && since_probe < PROBE_EVERY {
+                for (k, _) in window.iter().enumerate() {
+                    let hint = if coherent_run[k / RUN] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
+                    single(cx, base + k, hint);
+                }
+                continue;
+            }
+            since_probe = 0;
+            let mut shared = LeafSharing::default();
             // Each ray's octant, or NONE when it is traced alone or settled.
             let mut count = [0usize; 8];
             for (k, ray) in window.iter().enumerate() {
@@ -98,9 +141,14 @@ impl Regroup {
                     if idx.len() < MIN_PACKET || !coherent(rays, idx) {
                         idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     } else {
-                        packet(cx, idx);
+                        let s = packet(cx, idx);
+                        shared.groups += s.groups;
+                        shared.rays += s.rays;
                     }
                 }
+            }
+            if shared.groups >= MIN_SAMPLE {
+                packets_pay = shared.rays as f32 >= MIN_SHARING * shared.groups as f32;
             }
         }
     }
@@ -241,4 +289,66 @@ fn coherent(rays: &[Ray], idx: &[usize]) -> bool {
         hi = hi.max(d);
     }
     (hi - lo).max_element() <= MAX_DIR_SPREAD
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3A;
+
+    use super::{LeafSharing, PROBE_EVERY, Regroup, WINDOW};
+    use crate::math::{Ray, RayCoherence};
+
+    /// Camera rays of `windows` windows, in scan lines of 64: every window coherent.
+    fn camera_rays(windows: usize) -> Vec<Ray> {
+        (0..windows * WINDOW)
+            .map(|i| {
+                let (x, y) = ((i % 64) as f32 / 64.0 - 0.5, (i / 64 % 64) as f32 / 64.0 - 0.5);
+                Ray::new(Vec3A::new(0.0, 0.0, 3.0), Vec3A::new(x, y, -1.0))
+            })
+            .collect()
+    }
+
+    /// Runs the regrouping with packets that report `sharing(window)`, and returns for each window
+    /// whether it made packets, checking that every ray was answered once, by a packet or alone
+    /// with the coherent hint.
+    fn windows_with_packets(sharing: impl Fn(usize) -> LeafSharing, windows: usize) -> Vec<bool> {
+        let rays = camera_rays(windows);
+        let mut seen = vec![0u8; rays.len()];
+        Regroup::new().run(
+            &rays,
+            &mut seen[..],
+            |_, _| false,
+            |seen, i, hint| {
+                assert_eq!(hint, RayCoherence::Coherent, "ray {i}");
+                seen[i] += 1;
+            },
+            |seen, idx| {
+                idx.iter().for_each(|&i| seen[i] += 2);
+                sharing(idx[0] / WINDOW)
+            },
+        );
+        assert!(seen.iter().all(|&s| s == 1 || s == 2), "a ray answered twice or never");
+        seen.chunks(WINDOW).map(|w| w.contains(&2)).collect()
+    }
+
+    /// Packets whose rays share the leaves are kept; packets that serve about one ray per leaf
+    /// group send the following windows to single rays, but for a probe every `PROBE_EVERY`
+    /// windows, and packets come back as soon as a probe finds them paying.
+    #[test]
+    fn windows_whose_packets_do_not_pay_are_traced_alone() {
+        let n = 3 * PROBE_EVERY;
+        let (pays, fails) = (LeafSharing { groups: 1000, rays: 4000 }, LeafSharing { groups: 1000, rays: 1100 });
+        let paying = windows_with_packets(|_| pays, n);
+        assert!(paying.iter().all(|&p| p), "{paying:?}");
+        let failing = windows_with_packets(|_| fails, n);
+        let probes: Vec<bool> = (0..n).map(|w| w % PROBE_EVERY == 0).collect();
+        assert_eq!(failing, probes);
+        // Packets that stop paying, then pay again from the second probe on.
+        let back = windows_with_packets(|w| if w < PROBE_EVERY { fails } else { pays }, n);
+        let expected: Vec<bool> = (0..n).map(|w| w == 0 || w >= PROBE_EVERY).collect();
+        assert_eq!(back, expected);
+        // Too few leaf groups to judge: packets go on.
+        let unknown = windows_with_packets(|_| LeafSharing::UNKNOWN, n);
+        assert!(unknown.iter().all(|&p| p), "{unknown:?}");
+    }
 }
