@@ -711,21 +711,6 @@ impl MeshBvh {
         found.map(|(triangle, (t, h))| (triangle, t, h))
     }
 
-    /// Whether `ray` (valid) enters a child of the root node: the first node test of its walk, in
-    /// the same form (fused or exact) as [`MeshBvh::traverse`] picks. A ray that enters none hits
-    /// nothing, which lets the ray streams settle it before regrouping.
-    pub(crate) fn enters_root(&self, ray: &Ray) -> bool {
-        if self.blocks.is_empty() {
-            return false;
-        }
-        let root = self.blocks.node(0);
-        let mask = match FusedRay8::new(ray) {
-            Some(fused) => fused.test::<false>(root, ray.tmax).0,
-            None => Ray8::new(ray, Vec3A::ZERO).test::<false>(root, ray.tmax).0,
-        };
-        mask != 0
-    }
-
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
     /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
@@ -896,4 +881,17 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
         }
         best
     }
+}
+
+/// Whether `ray` (valid) enters a child of `node`: the first node test of its walk when `node` is
+/// the root, in the same form (fused or exact) as [`MeshBvh::traverse`] picks. A ray that enters
+/// none of the root's children hits nothing, which lets the ray streams settle it before
+/// regrouping.
+#[inline(always)]
+pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
+    let mask = match FusedRay8::new(ray) {
+        Some(fused) => fused.test::<false>(node, ray.tmax).0,
+        None => Ray8::new(ray, Vec3A::ZERO).test::<false>(node, ray.tmax).0,
+    };
+    mask != 0
 }

@@ -45,7 +45,7 @@
 pub(crate) mod regroup;
 
 use super::bvh::STACK;
-use super::bvh::{Hit, MeshBvh, TriangleTest};
+use super::bvh::{Hit, MeshBvh, TriangleTest, enters_node};
 use super::layout::Blocks;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
@@ -239,12 +239,14 @@ impl MeshBvh {
         let fused = cfg!(target_feature = "fma");
         let Scratch { best, pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
+        // Found once per stream rather than per ray: the settling below runs for every ray.
+        let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
         regroup.run(
             rays,
             out,
             // A ray that enters none of the root's children is settled: nothing is hit.
             |out, i| {
-                let missed = !self.enters_root(&rays[i]);
+                let missed = !root.is_some_and(|root| enters_node(root, &rays[i]));
                 if missed {
                     answer(&rays[i], Some((None, false)), RayCoherence::Coherent, &mut out[i]);
                 }
