@@ -235,3 +235,47 @@ fn finer_than_the_rays_and_coarser_equal_single_rays() {
         }
     }
 }
+
+/// Exact ties seen from the origin, where the fused node test's widening is tiny: a fine grid in
+/// the plane z = 0.7 with exact coordinates, so that every triangle has the same normal and every
+/// hit the same `t` bit for bit, and rays through every fourth vertex (where Möller–Trumbore may
+/// also let a ray through) and just beside them. The grid is fine against the rays, so that
+/// subtrees near the leaves are walked by single rays of the packets.
+#[test]
+fn ties_seen_from_the_origin_equal_single_rays() {
+    let n = 256u32;
+    let mut p = Vec::new();
+    let mut t = Vec::new();
+    // Exact coordinates, so that every triangle has the same normal and every hit the same `t`.
+    let at = |i: u32| i as f32 / 512.0 - 0.25;
+    for y in 0..=n {
+        for x in 0..=n {
+            p.push(Vec3::new(at(x), at(y), 0.7));
+        }
+    }
+    for y in 0..n {
+        for x in 0..n {
+            let a = y * (n + 1) + x;
+            t.push([a, a + 1, a + n + 2]);
+            t.push([a, a + n + 2, a + n + 1]);
+        }
+    }
+    let mesh = TriMesh::new(p, t).unwrap();
+    // Through every fourth vertex, in scan lines, and through points a little off the vertices.
+    let mut rays = Vec::new();
+    for y in (0..=n).step_by(4) {
+        for x in (0..=n).step_by(4) {
+            rays.push(Ray::new(Vec3A::ZERO, Vec3A::new(at(x), at(y), 0.7)));
+        }
+    }
+    for y in (0..=n).step_by(4) {
+        for x in (0..=n).step_by(4) {
+            rays.push(Ray::new(Vec3A::ZERO, Vec3A::new(at(x) + 1e-7, at(y) - 1e-7, 0.7)));
+        }
+    }
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        let (hits, _) = check("grid seen from the origin", &bvh, &rays);
+        assert!(hits > rays.len() * 3 / 4, "{hits} of {}", rays.len());
+    }
+}
