@@ -158,8 +158,24 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(scene.occluded_stream(&stream, Scene::ALL, &mut scene_occ), Err(BatchError { index: 55, error: e }));
             assert!(hits == [None; 2] && occ == [true; 2] && scene_hits == [None; 2] && scene_occ == [true; 2]);
         }
+        // Large batches are checked in chunks on several threads: still the first bad ray is
+        // named, wherever the chunks fall, when a later chunk holds another.
+        for first in [0, 4095, 4096, 9000, 19_999] {
+            let (bad, worse) = (bad_rays()[0], bad_rays()[1]);
+            let (e, _) = (bad.validate().unwrap_err(), worse.validate().unwrap_err());
+            let mut big = vec![good; 20_000];
+            big[first] = bad;
+            if first + 5000 < big.len() {
+                big[first + 5000] = worse;
+            }
+            same(bvh.intersect_batch(&big), Err(BatchError { index: first, error: e }));
+            same(bvh.occluded_batch(&big), Err(BatchError { index: first, error: e }));
+            same(scene.occluded_batch(&big, Scene::ALL), Err(BatchError { index: first, error: e }));
+        }
         // The same batch without the bad ray is traced.
         assert_eq!(bvh.intersect_batch(&[good; 3]).unwrap().iter().filter(|h| h.is_some()).count(), 3);
+        let big = bvh.intersect_batch(&vec![good; 20_000]).unwrap();
+        assert!(big.len() == 20_000 && big.iter().all(|h| *h == bvh.intersect(&good).unwrap()));
     }
 }
 

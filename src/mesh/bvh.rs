@@ -18,7 +18,7 @@ use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::build::{BinnedSah, BuildItem};
-use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
+use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays, validate_rays_parallel};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, NodeTest, Ray8, closest_first};
 
@@ -406,10 +406,8 @@ impl MeshBvh {
     /// larger than the last-level cache, each thread traces several rays at once (see
     /// [`MeshBvh::intersect_each`]).
     pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
-        validate_rays(rays)?;
-        let mut out = vec![None; rays.len()];
-        crate::par::for_chunks(rays, &mut out, 256, |r, o| self.intersect_valid_rays(r, o));
-        Ok(out)
+        validate_rays_parallel(rays)?;
+        Ok(crate::par::map_chunks(rays, 256, None, |r, o| self.intersect_valid_rays(r, o)))
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
@@ -458,10 +456,8 @@ impl MeshBvh {
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
     /// as in [`MeshBvh::intersect_batch`], rays in flight as in [`MeshBvh::occluded_each`].
     pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
-        validate_rays(rays)?;
-        let mut out = vec![false; rays.len()];
-        crate::par::for_chunks(rays, &mut out, 256, |r, o| self.occluded_valid_rays(r, o));
-        Ok(out)
+        validate_rays_parallel(rays)?;
+        Ok(crate::par::map_chunks(rays, 256, false, |r, o| self.occluded_valid_rays(r, o)))
     }
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared

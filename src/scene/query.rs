@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays};
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays_parallel};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -137,7 +137,7 @@ impl Scene {
     /// [`Scene::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
     /// whole batch, before tracing any ray, when one is invalid, naming the first.
     pub fn intersect_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<Option<SceneHit>>, BatchError> {
-        validate_rays(rays)?;
+        validate_rays_parallel(rays)?;
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
         Ok(crate::par::map(rays, 64, |r| self.intersect_counted(r, mask, 0)))
@@ -146,7 +146,7 @@ impl Scene {
     /// [`Scene::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays as
     /// in [`Scene::intersect_batch`].
     pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<bool>, BatchError> {
-        validate_rays(rays)?;
+        validate_rays_parallel(rays)?;
         self.wide_view(rays.len() as u64);
         Ok(crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0)))
     }
