@@ -55,9 +55,10 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
 /// A new vector of `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one
 /// task per chunk, each output chunk set to `fill` on its own task before `f` sees it: nothing
 /// of the output is written on the calling thread, so the kernel's zeroing of a fresh allocation
-/// and the first writes to it are shared out too. (A batch of 65k rays allocated and filled its
-/// 2 MB of answers on the calling thread in 0.3 ms, a tenth of its two-thread time on the
-/// bunny's camera rays; `docs/performance.md`, "Batches: nothing serial".)
+/// and the first writes to it are shared out too. (A batch of the bunny's 65k camera rays
+/// allocated and filled its 2 MB of answers on the calling thread in 0.28 ms, after checking its
+/// rays there in 0.20 ms: an eighth of its two-thread time; `docs/performance.md`, "Batches:
+/// nothing serial".)
 pub(crate) fn map_chunks<T: Sync, R: Clone + Send + Sync>(
     input: &[T],
     chunk: usize,
