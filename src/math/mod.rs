@@ -11,7 +11,6 @@ pub use aabb::{Aabb, Aabb2};
 pub use coherence::RayCoherence;
 pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};
-pub(crate) use ray::validate_rays_parallel;
 pub use ray::{Ray, Ray2, RayHit2, validate_rays};
 pub use slab::ray_aabb2;
 pub(crate) use slab::{FAR_PAD, min_keep, slab_interval};

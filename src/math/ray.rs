@@ -121,12 +121,6 @@ pub fn validate_rays(rays: &[Ray]) -> Result<(), BatchError> {
     }
 }
 
-/// [`validate_rays`] on rayon's threads (feature `parallel`), in chunks: the same answer, the
-/// first invalid ray. For the batches, whose work is otherwise all spread over the threads.
-pub(crate) fn validate_rays_parallel(rays: &[Ray]) -> Result<(), BatchError> {
-    crate::par::first_error(rays, 4096, validate_rays, |e, base| BatchError { index: e.index + base, ..e })
-}
-
 impl SlabRay for Ray {
     type Bounds = Aabb;
     #[inline(always)]

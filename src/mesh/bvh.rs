@@ -17,8 +17,9 @@ use super::layout::Blocks;
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
+use super::validate_rays_parallel;
 use crate::build::{BinnedSah, BuildItem};
-use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays, validate_rays_parallel};
+use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
 use crate::mesh::MeshError;
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Node8, NodeTest, Ray8, closest_first};
 

@@ -8,7 +8,8 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays_parallel};
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence};
+use crate::mesh::validate_rays_parallel;
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.

@@ -44,8 +44,7 @@
 
 pub(crate) mod regroup;
 
-use super::bvh::STACK;
-use super::bvh::{Hit, MeshBvh, TriangleTest, enters_node};
+use super::bvh::{Hit, MeshBvh, STACK, TriangleTest, enters_node};
 use super::layout::Blocks;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
