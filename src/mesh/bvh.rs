@@ -733,12 +733,26 @@ impl MeshBvh {
         let (tmin, tmax) = (ray.tmin, ray.tmax);
         let fused = if INFLATE { None } else { FusedRay8::new(ray) };
         let nodes = match fused {
-            Some(fused) => {
-                closest_first::<ANY, false, _, _, _, _>(&self.blocks, &fused, tmin, tmax, &mut stack, &mut packs)
-            }
+            Some(fused) => closest_first::<ANY, false, _, _, _, _>(
+                &self.blocks,
+                ChildRef::node(0),
+                &fused,
+                tmin,
+                tmax,
+                &mut stack,
+                &mut packs,
+            ),
             None => {
                 let exact = Ray8::new(ray, inflate);
-                closest_first::<ANY, INFLATE, _, _, _, _>(&self.blocks, &exact, tmin, tmax, &mut stack, &mut packs)
+                closest_first::<ANY, INFLATE, _, _, _, _>(
+                    &self.blocks,
+                    ChildRef::node(0),
+                    &exact,
+                    tmin,
+                    tmax,
+                    &mut stack,
+                    &mut packs,
+                )
             }
         };
         (packs.best, TraversalStats { nodes, leaves: packs.tested })

@@ -15,7 +15,7 @@ use super::bvh::{LeafTest, PackVisitor, STACK};
 use super::triangle::{NO_PRIM, TriPack};
 use super::{MeshBvh, TriMesh};
 use crate::math::InputError;
-use crate::wide::{FixedStack, Node8, NodeTest, closest_first};
+use crate::wide::{ChildRef, FixedStack, Node8, NodeTest, closest_first};
 
 /// The point of a mesh nearest to a query point.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -248,7 +248,15 @@ impl MeshBvh {
         let mut stack = FixedStack::<_, STACK>::new();
         // The bound, squared, is the loop's `tmax`: a pack is opened only if its box is no farther.
         let bound2 = max_distance * max_distance;
-        closest_first::<false, false, _, _, _, _>(&self.blocks, lanes, 0.0, bound2, &mut stack, &mut packs);
+        closest_first::<false, false, _, _, _, _>(
+            &self.blocks,
+            ChildRef::node(0),
+            lanes,
+            0.0,
+            bound2,
+            &mut stack,
+            &mut packs,
+        );
         packs.best.map(|(triangle, (point, u, v))| ClosestPoint {
             point,
             triangle,

@@ -17,7 +17,7 @@ use super::layout::Blocks;
 use super::triangle::NO_PRIM;
 use super::{MeshBvh, TriMesh};
 use crate::math::{Aabb, InputError};
-use crate::wide::{FixedStack, LeafVisitor, Node8, NodeTest, closest_first};
+use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, NodeTest, closest_first};
 
 /// Akenine-Möller's separating-axis test: whether triangle `[a, b, c]` and the box with centre
 /// `centre` and half-extents `half` share a point (touching counts).
@@ -100,7 +100,15 @@ impl MeshBvh {
         };
         let mut visitor = Collect { blocks: &self.blocks, mesh: &self.mesh, hit, found };
         let mut stack = FixedStack::<_, STACK>::new();
-        closest_first::<true, false, _, _, _, _>(&self.blocks, &lanes, 0.0, f32::INFINITY, &mut stack, &mut visitor);
+        closest_first::<true, false, _, _, _, _>(
+            &self.blocks,
+            ChildRef::node(0),
+            &lanes,
+            0.0,
+            f32::INFINITY,
+            &mut stack,
+            &mut visitor,
+        );
     }
 }
 

@@ -21,4 +21,4 @@ mod traverse;
 pub(crate) use crate::child::ChildRef;
 pub(crate) use node::{Node8, NodeStore};
 pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
-pub(crate) use traverse::{Entry, FixedStack, LeafVisitor, closest_first, closest_first_from};
+pub(crate) use traverse::{Entry, FixedStack, LeafVisitor, closest_first};

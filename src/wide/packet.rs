@@ -20,7 +20,8 @@ const REL_MARGIN: f32 = 64.0 * f32::EPSILON * 0.5;
 const TIE_MARGIN: f32 = 1.0 / 65536.0;
 
 /// `tmax` raised by [`TIE_MARGIN`] relative, as [`Packet::enter`] raises it for closest hits
-/// (the same expression): the box tests' `tmax` of a ray of a closest-hit packet that walks a
+/// (the same expression, there eight lanes at a time): the interval test's bound of the packet's
+/// largest `tmax`, and the box tests' `tmax` of a ray of a closest-hit packet that walks a
 /// subtree alone.
 #[inline(always)]
 pub(crate) fn raised_tmax(tmax: f32) -> f32 {
@@ -199,7 +200,7 @@ impl Packet {
     pub(crate) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
         let rows = node.bounds.as_flattened();
         let mut near = self.tmin_lo;
-        let mut far = f32x8::splat(self.tmax_hi + self.tmax_hi.abs() * TIE_MARGIN + f32::MIN_POSITIVE);
+        let mut far = f32x8::splat(raised_tmax(self.tmax_hi));
         let mut far_hi = f32x8::splat(f32::INFINITY);
         for a in 0..3 {
             let np = f32x8::new(rows[self.near_row[a]]);

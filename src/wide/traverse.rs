@@ -102,9 +102,11 @@ impl EntryStack for Vec<Entry> {
     }
 }
 
-/// Walks `nodes` (the root is the node that [`ChildRef::node`]`(0)` names, and must exist) along
-/// `ray` from `tmin` to `tmax`, handing `leaves` every leaf whose box the ray enters before the
-/// current `tmax`, and returns the nodes visited.
+/// Walks the subtree of `nodes` under node `start` (the root, [`ChildRef::node`]`(0)`, for a
+/// whole walk; a node of it when a ray packet hands a subtree that few of its rays enter to its
+/// rays one at a time, `super::packet`) along `ray` from `tmin` to `tmax`, handing `leaves`
+/// every leaf whose box the ray enters before the current `tmax`, and returns the nodes visited.
+/// `start` must exist.
 ///
 /// At a node with several children hit, the nearest is entered at once and the others wait on
 /// the stack, nearest on top, so leaves come roughly nearest first and a clipping visitor
@@ -116,28 +118,6 @@ impl EntryStack for Vec<Entry> {
 /// `INFLATE` grows every box by the swept box `ray` was made with ([`super::Ray8::new`]).
 #[inline(always)]
 pub(crate) fn closest_first<
-    const ANY: bool,
-    const INFLATE: bool,
-    N: NodeStore + ?Sized,
-    R: NodeTest,
-    S: EntryStack,
-    V: LeafVisitor,
->(
-    nodes: &N,
-    ray: &R,
-    tmin: f32,
-    tmax: f32,
-    stack: &mut S,
-    leaves: &mut V,
-) -> u32 {
-    closest_first_from::<ANY, INFLATE, N, R, S, V>(nodes, ChildRef::node(0), ray, tmin, tmax, stack, leaves)
-}
-
-/// [`closest_first`] from node `start` instead of the root: the walk of the subtree under it.
-/// The ray packets hand a subtree that only one or two of their rays enter to this walk, one ray
-/// at a time (`super::packet`).
-#[inline(always)]
-pub(crate) fn closest_first_from<
     const ANY: bool,
     const INFLATE: bool,
     N: NodeStore + ?Sized,

@@ -34,8 +34,15 @@ impl<T> Dbvt<T> {
         }
         let lanes = Ray8::new(ray, Vec3A::ZERO);
         let mut proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
-        stats.nodes_visited =
-            closest_first::<false, false, _, _, _, _>(&view.nodes[..], &lanes, ray.tmin, ray.tmax, stack, &mut proxies);
+        stats.nodes_visited = closest_first::<false, false, _, _, _, _>(
+            &view.nodes[..],
+            ChildRef::node(0),
+            &lanes,
+            ray.tmin,
+            ray.tmax,
+            stack,
+            &mut proxies,
+        );
         stats.leaves_visited = proxies.leaves_visited;
         Ok(stats)
     }

@@ -49,7 +49,7 @@ use super::layout::Blocks;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf, packet_walk, raised_tmax};
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first_from};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
 use regroup::{LeafSharing, Regroup};
 
 use regroup::MIN_PACKET;
@@ -378,7 +378,7 @@ impl MeshBvh {
                 let mut stack = FixedStack::<_, STACK>::new();
                 let start = ChildRef::node(at.index);
                 match FusedRay8::new(ray).filter(|_| FUSED) {
-                    Some(f) => closest_first_from::<ANY, false, _, _, _, _>(
+                    Some(f) => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
                         &f,
@@ -387,7 +387,7 @@ impl MeshBvh {
                         &mut stack,
                         &mut visitor,
                     ),
-                    None => closest_first_from::<ANY, false, _, _, _, _>(
+                    None => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
                         &Ray8::new(ray, glam::Vec3A::ZERO),

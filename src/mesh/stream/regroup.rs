@@ -93,7 +93,7 @@ impl Regroup {
             }
             since_probe += 1;
             if !packets_pay && since_probe < PROBE_EVERY {
-                for (k, _) in window.iter().enumerate() {
+                for k in 0..window.len() {
                     let hint = if coherent_run[k / RUN] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
                     single(cx, base + k, hint);
                 }
