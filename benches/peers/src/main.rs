@@ -28,7 +28,9 @@
 //! queries on the inserted tree), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
 //! tree, through its 8-wide copy, or the binary tree with `BINARY=1`; `rays-refit` after the 50
-//! in-place and refit frames)) runs that one workload
+//! in-place and refit frames, `rays-reinsert` after the 50 reinsert frames, both on the moved
+//! tight boxes; `RELAYOUT=1` first calls `refit`, which lays a disordered arena out in
+//! depth-first order)) runs that one workload
 //! REPEATS times (default 1) on one library and prints a checksum, so that
 //! `valgrind --tool=callgrind` counts one library's instructions per item (run with 1 and 3
 //! repeats and take the difference). Build the profiled binary with
@@ -801,24 +803,37 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("slabtree", "rays" | "rays-refit") => {
+        ("slabtree", "rays" | "rays-refit" | "rays-reinsert") => {
             let (tree, ids) = slab_insert_all(&initial);
-            let tree =
-                if *workload == "rays" { tree } else { slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1 };
+            let tree = match *workload {
+                "rays" => tree,
+                "rays-refit" => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1,
+                _ => slab_frames(&tree, &ids, &frames, Maintenance::Reinsert).1,
+            };
+            let mut tree = tree;
+            if std::env::var_os("RELAYOUT").is_some() {
+                tree.refit();
+            }
+            let tight = if *workload == "rays" { &initial } else { &last };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
-                check += slab_queries_rays(&tree, &initial, &rays, std::env::var_os("BINARY").is_none()).0;
+                check += slab_queries_rays(&tree, tight, &rays, std::env::var_os("BINARY").is_none()).0;
                 times.push(ms(t));
             }
         }
-        ("parry", "rays" | "rays-refit") => {
+        ("parry", "rays" | "rays-refit" | "rays-reinsert") => {
             let bvh = parry_insert_all(&initial);
-            let bvh = if *workload == "rays" { bvh } else { parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1 };
+            let bvh = match *workload {
+                "rays" => bvh,
+                "rays-refit" => parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1,
+                _ => parry_frames(&bvh, &frames, Maintenance::Reinsert).1,
+            };
+            let tight = if *workload == "rays" { &initial } else { &last };
             let rays = rays(n, &mut rng);
             for _ in 0..repeats {
                 let t = Instant::now();
-                check += parry_queries_rays(&bvh, &initial, &rays).0;
+                check += parry_queries_rays(&bvh, tight, &rays).0;
                 times.push(ms(t));
             }
         }
