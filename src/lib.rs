@@ -51,7 +51,7 @@ mod wide;
 
 pub use dbvt::NodeTest;
 pub use dbvt::{
-    Dbvt, DbvtConfig, DbvtError, IN_FLIGHT, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyId, QueryStats,
+    Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyId, QueryStats,
     QueryWorkspace, RayBatchPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt,
     WideStorage,
 };

@@ -1,4 +1,4 @@
-//! Rays of a batch in flight together (`Dbvt::ray_cast_batch`): each ray's policy sees exactly
+//! Rays of a batch in flight together (`Dbvt::ray_cast_each`): each ray's policy sees exactly
 //! the calls a cast of that ray alone makes, in the same order, whatever the policy does (clip,
 //! stop), and bad input refuses the whole batch.
 
@@ -54,7 +54,7 @@ fn every_ray_sees_what_it_sees_alone() {
             stats_alone.1 += s.leaves_visited;
         }
         let mut batch = vec![Vec::new(); rays.len()];
-        let s = tree.ray_cast_batch(&rays, &mut ws, &mut record(&mut batch)).unwrap();
+        let s = tree.ray_cast_each(&rays, &mut ws, &mut record(&mut batch)).unwrap();
         assert_eq!(batch, alone, "{n} boxes, {m} rays");
         assert_eq!((s.nodes_visited, s.leaves_visited), stats_alone, "{n} boxes, {m} rays");
         if n >= 2000 {
@@ -62,7 +62,7 @@ fn every_ray_sees_what_it_sees_alone() {
         }
 
         let mut hits = Vec::new();
-        tree.intersect_batch(&rays, &mut ws, &mut hits).unwrap();
+        tree.intersect_each(&rays, &mut ws, &mut hits).unwrap();
         let single: Vec<_> = rays.iter().map(|r| tree.intersect(r, &mut ws).unwrap()).collect();
         assert_eq!(hits, single);
     }
@@ -75,7 +75,7 @@ fn bad_input_refuses_the_whole_batch() {
     rays[13] = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X);
     let expect = rays[13].validate().unwrap_err();
     let mut calls = 0;
-    let refused = tree.ray_cast_batch(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| {
+    let refused = tree.ray_cast_each(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| {
         calls += 1;
         RayControl::Continue
     });
@@ -84,13 +84,13 @@ fn bad_input_refuses_the_whole_batch() {
     assert!(matches!(expect, InputError::NonFiniteRay { .. }), "{expect:?}");
     assert!(refused.unwrap_err().to_string().contains("ray 13"));
     let mut hits = vec![None; 3];
-    assert!(tree.intersect_batch(&rays, &mut ws, &mut hits).is_err());
+    assert!(tree.intersect_each(&rays, &mut ws, &mut hits).is_err());
     assert!(hits.is_empty(), "no stale answers are left behind");
 
     // Moved without a refit: refused, as single rays are.
     rays[13] = Ray::new(Vec3A::ZERO, Vec3A::X);
     let id = tree.iter().next().map(|(id, _)| id).unwrap();
     tree.update_proxy(id, Aabb::new(Vec3A::splat(50.0), Vec3A::splat(51.0)), Vec3A::ZERO).unwrap();
-    let pending = tree.ray_cast_batch(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| RayControl::Continue);
+    let pending = tree.ray_cast_each(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| RayControl::Continue);
     assert_eq!(pending, Err(DbvtError::RefitPending));
 }

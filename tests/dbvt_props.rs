@@ -235,7 +235,7 @@ fn check_all(
     *storage = wide.into_storage();
 }
 
-/// The probes' rays as one batch ([`Dbvt::ray_cast_batch`], several rays in flight): every ray's
+/// The probes' rays as one batch ([`Dbvt::ray_cast_each`], several rays in flight): every ray's
 /// leaves, and its closest hit, as brute force gives them.
 fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
     // Repeated, so that more rays than are in flight share the batch.
@@ -246,13 +246,13 @@ fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mu
         })
         .collect();
     let mut all = vec![Vec::new(); rays.len()];
-    tree.ray_cast_batch(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
+    tree.ray_cast_each(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
         all[i].push((l.id, l.t));
         slabtree::RayControl::Continue
     })
     .unwrap();
     let mut hits = Vec::new();
-    tree.intersect_batch(&rays, ws, &mut hits).unwrap();
+    tree.intersect_each(&rays, ws, &mut hits).unwrap();
     assert_eq!(hits.len(), rays.len());
     for ((ray, mut got), hit) in rays.iter().zip(all).zip(hits) {
         got.sort_by_key(|a| a.0);

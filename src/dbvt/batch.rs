@@ -6,8 +6,16 @@
 //! rays: one dependent load per level"). Rays of a batch are independent, so the walk here takes
 //! [`IN_FLIGHT`] of them in turn, one node each: while one ray's next node is on its way (its
 //! children are prefetched before its test, as in [`Dbvt::ray_cast`]), the others are tested.
-//! This is the "rays in flight" of the mesh BVH's batches, and of Ainsworth and Jones's software
-//! prefetching of independent traversals.
+//! This is the mesh BVH's rays in flight (`MeshBvh::intersect_each` through a large BVH), and the
+//! interleaving of independent pointer chases of Kocberber, Falsafi and Grot, "Asynchronous
+//! Memory Access Chaining" (VLDB 2015).
+//!
+//! Taking turns costs the branch predictor: a branch that one ray's walk takes in a pattern sees
+//! eight rays' outcomes mixed. So each step here has no branch on the node test's outcome: the
+//! next entry is always the top of the ray's stack, and the children are pushed with
+//! `push_if`. (Callgrind's branch model at 100k proxies: 72 mispredictions per ray with a kept
+//! next entry, a branch on an empty mask and the nearer child chosen by a branch; 17 without;
+//! 20 for a ray cast alone.)
 //!
 //! Each ray walks exactly as [`Dbvt::ray_cast`] walks it (the same test, the same order of
 //! children, the same clipping), so its policy calls come in the same order and every answer is
@@ -17,13 +25,13 @@ use glam::Vec3A;
 
 use super::node::{ChildRef, RayLanes};
 use super::queries::{RayCastHit, RayControl, RayLeaf};
-use super::traverse::{QueryStats, QueryWorkspace};
+use super::traverse::{QueryStats, QueryWorkspace, push_if};
 use super::{Dbvt, DbvtError};
 use crate::math::{Ray, ray_aabb2, validate_rays};
 
-/// Rays walked in turn by [`Dbvt::ray_cast_batch`]: enough for the others' tests to cover one
+/// Rays walked in turn by [`Dbvt::ray_cast_each`]: enough for the others' tests to cover one
 /// ray's cache miss (measured: see the benchmark rows of `docs/performance.md`).
-pub const IN_FLIGHT: usize = 8;
+pub(crate) const IN_FLIGHT: usize = 8;
 
 /// Decides, at each leaf a ray of a batch reaches, whether that ray continues, clips or stops;
 /// `ray` is its index in the batch. Closures `FnMut(usize, RayLeaf<T>) -> RayControl`
@@ -40,24 +48,24 @@ impl<T, F: FnMut(usize, RayLeaf<'_, T>) -> RayControl> RayBatchPolicy<T> for F {
     }
 }
 
-/// One ray in flight: its node test, its range, and what it visits next.
+/// One ray in flight: its index, its node test and its range. What it visits next is the top of
+/// its stack.
 struct Flight {
     index: usize,
     lanes: RayLanes,
     tmax: f32,
-    /// The entry to visit next, before the ray's stack.
-    next: Option<(ChildRef, f32)>,
 }
 
 impl<T> Dbvt<T> {
-    /// [`Dbvt::ray_cast`] of every ray of `rays`, [`IN_FLIGHT`] at a time: each ray's leaves go
+    /// [`Dbvt::ray_cast`] of every ray of `rays`, eight at a time: each ray's leaves go
     /// to `policy` with the ray's index, in the order its own cast would hand them over, and the
     /// answers are the single casts' answers. Returns the visit counts summed over the rays.
     ///
-    /// For many rays between two changes of the tree, this is the binary tree's fast path: at
-    /// 100k proxies one ray's walk waits on a cache miss at every level, and here the other rays'
-    /// tests fill that wait. (The 8-wide copy, [`Dbvt::wide`], is faster still when the tree
-    /// stays unchanged long enough to pay for its collapse.)
+    /// For many rays at once, this is the binary tree's fast path: one ray's walk waits on a
+    /// cache miss at every level, and here the other rays' tests fill that wait (measured at 10k
+    /// and 100k proxies: 1.2–1.9× the rays cast one by one; `docs/performance.md`). The 8-wide
+    /// copy, [`Dbvt::wide`], is the other fast path, for a tree that stays unchanged long enough
+    /// to pay for its collapse.
     ///
     /// Refuses the whole batch, visiting nothing, when a ray is invalid ([`DbvtError::Ray`],
     /// naming the first) or a refit is pending. Allocates nothing once `ws` has grown. The node
@@ -70,7 +78,7 @@ impl<T> Dbvt<T> {
     /// let (tree, _) = Dbvt::build(boxes)?;
     /// let rays: Vec<Ray> = (0..10).map(|k| Ray::new(Vec3A::new(k as f32 * 30.0 - 1.0, 0.0, 0.0), Vec3A::X)).collect();
     /// let mut first = vec![None; rays.len()];
-    /// tree.ray_cast_batch(&rays, &mut QueryWorkspace::new(), &mut |ray: usize, leaf: RayLeaf<'_, i32>| {
+    /// tree.ray_cast_each(&rays, &mut QueryWorkspace::new(), &mut |ray: usize, leaf: RayLeaf<'_, i32>| {
     ///     if first[ray].is_none_or(|(t, _)| leaf.t < t) {
     ///         first[ray] = Some((leaf.t, *leaf.data));
     ///     }
@@ -79,7 +87,7 @@ impl<T> Dbvt<T> {
     /// assert_eq!(first[3].map(|(_, i)| i), Some(30));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn ray_cast_batch<P: RayBatchPolicy<T>>(
+    pub fn ray_cast_each<P: RayBatchPolicy<T>>(
         &self,
         rays: &[Ray],
         ws: &mut QueryWorkspace,
@@ -101,8 +109,9 @@ impl<T> Dbvt<T> {
                 *next_ray += 1;
                 if let Some(key) = ray_aabb2(ray, &self.root_bounds) {
                     stack.clear();
+                    stack.push((root, key));
                     let lanes = RayLanes::new(ray.origin(), ray.inv_dir(), ray.sign(), ray.tmin, Vec3A::ZERO);
-                    *slot = Some(Flight { index, lanes, tmax: ray.tmax, next: Some((root, key)) });
+                    *slot = Some(Flight { index, lanes, tmax: ray.tmax });
                     return true;
                 }
             }
@@ -115,12 +124,9 @@ impl<T> Dbvt<T> {
         while active > 0 {
             for (slot, stack) in flights.iter_mut().zip(stacks.iter_mut()) {
                 let Some(f) = slot else { continue };
-                // One step of `Dbvt::traverse` for this ray (ordered: the nearer child next).
-                let entry = match f.next.take() {
-                    Some(e) => Some(e),
-                    None => stack.pop(),
-                };
-                let Some((c, key)) = entry else {
+                // One step of `Dbvt::traverse` for this ray (ordered: the nearer child next). The
+                // next entry is always the top of the stack, the nearer child pushed last.
+                let Some((c, key)) = stack.pop() else {
                     if !board(slot, stack, &mut next_ray) {
                         active -= 1;
                     }
@@ -135,7 +141,6 @@ impl<T> Dbvt<T> {
                     let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
                     let leaf = RayLeaf { id: self.id_of(p), data, t: key, tmax: f.tmax };
                     if !policy.visit(f.index, leaf).apply(&mut f.tmax) {
-                        f.next = None;
                         stack.clear();
                     }
                     continue;
@@ -145,24 +150,24 @@ impl<T> Dbvt<T> {
                 self.prefetch(node.child[0]);
                 self.prefetch(node.child[1]);
                 let (mask, keys) = f.lanes.test_pair::<false>(node, f.tmax);
-                if mask == 0 {
-                    continue;
-                }
+                // As in `Dbvt::traverse`, no branch on which children were hit: the farther
+                // waits below the nearer when both were.
                 let both = mask == 3;
-                let near = if both { usize::from(keys[1] < keys[0]) } else { (mask >> 1) as usize };
-                if both {
-                    stack.push((node.child[1 - near], keys[1 - near]));
-                }
-                f.next = Some((node.child[near], keys[near]));
+                // Child 1 when it alone was hit, or when both were and it is nearer; in bit
+                // operations, since the compiler made a branch of the conditional form.
+                let nearer_1 = u32::from(keys[1] < keys[0]);
+                let near = ((mask >> 1) & ((!mask & 1) | nearer_1)) as usize;
+                push_if(stack, both, (node.child[1 - near], keys[1 - near]));
+                push_if(stack, mask != 0, (node.child[near], keys[near]));
             }
         }
         Ok(stats)
     }
 
-    /// [`Dbvt::intersect`] of every ray of `rays`, several in flight ([`Dbvt::ray_cast_batch`]),
+    /// [`Dbvt::intersect`] of every ray of `rays`, several in flight ([`Dbvt::ray_cast_each`]),
     /// into `hits` (cleared first): for each ray, the proxy whose fat box it enters first, of
     /// equal distances the lowest [`ProxyId::index`](super::ProxyId::index).
-    pub fn intersect_batch(
+    pub fn intersect_each(
         &self,
         rays: &[Ray],
         ws: &mut QueryWorkspace,
@@ -170,7 +175,7 @@ impl<T> Dbvt<T> {
     ) -> Result<QueryStats, DbvtError> {
         hits.clear();
         hits.resize(rays.len(), None);
-        self.ray_cast_batch(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| {
+        self.ray_cast_each(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| {
             let best = &mut hits[ray];
             if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
                 *best = Some(RayCastHit { id: leaf.id, t: leaf.t });

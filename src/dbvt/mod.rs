@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use glam::Vec3A;
 
 use crate::math::Aabb;
-pub use batch::{IN_FLIGHT, RayBatchPolicy};
+pub use batch::RayBatchPolicy;
 pub use error::DbvtError;
 use node::{ChildRef, NULL, Node};
 

@@ -313,12 +313,12 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
 }
 
 /// The closest-hit ray workload through slabtree's binary tree with the rays in flight together
-/// ([`Dbvt::ray_cast_batch`]): (hits, sum of hit distances).
+/// ([`Dbvt::ray_cast_each`]): (hits, sum of hit distances).
 fn slab_queries_rays_batch(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[Ray], best: &mut Vec<f32>) -> (u64, f64) {
     let mut ws = QueryWorkspace::new();
     best.clear();
     best.resize(rays.len(), f32::INFINITY);
-    tree.ray_cast_batch(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| match ray_aabb2(
+    tree.ray_cast_each(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| match ray_aabb2(
         &rays[i],
         &tight[*leaf.data as usize],
     ) {
