@@ -52,7 +52,8 @@ mod wide;
 pub use dbvt::NodeTest;
 pub use dbvt::{
     Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyId, QueryStats,
-    QueryWorkspace, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt, WideStorage,
+    QueryWorkspace, RayBatchPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt,
+    WideStorage,
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, ray_aabb2};

@@ -231,7 +231,35 @@ fn check_all(
     assert_eq!(stats[0], stats[1]);
     ws.node_test = NodeTest::Simd;
     assert_eq!(tree_pairs(tree, ws), brute_pairs(model));
+    check_batch(tree, model, probes, ws);
     *storage = wide.into_storage();
+}
+
+/// The probes' rays as one batch ([`Dbvt::ray_cast_each`], several rays in flight): every ray's
+/// leaves, and its closest hit, as brute force gives them.
+fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
+    // Repeated, so that more rays than are in flight share the batch.
+    let rays: Vec<Ray> = (0..3)
+        .flat_map(|k| probes.iter().map(move |p| (k, p)))
+        .map(|(k, p)| {
+            Ray::new(Vec3A::from(p.origin) + Vec3A::splat(k as f32), Vec3A::from(p.dir)).with_range(0.0, p.tmax)
+        })
+        .collect();
+    let mut all = vec![Vec::new(); rays.len()];
+    tree.ray_cast_each(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
+        all[i].push((l.id, l.t));
+        slabtree::RayControl::Continue
+    })
+    .unwrap();
+    let mut hits = Vec::new();
+    tree.intersect_each(&rays, ws, &mut hits).unwrap();
+    assert_eq!(hits.len(), rays.len());
+    for ((ray, mut got), hit) in rays.iter().zip(all).zip(hits) {
+        got.sort_by_key(|a| a.0);
+        let expect = brute_ray(model, ray);
+        assert_eq!(got, expect, "batch ray all-hits differ for {ray:?}");
+        assert_eq!(hit.map(|h| (h.id, h.t)), closest_hit(&expect), "batch closest differs for {ray:?}");
+    }
 }
 
 fn apply(tree: &mut Dbvt<u32>, model: &mut Vec<ModelProxy>, op: &Op, next_tag: &mut u32) {

@@ -98,7 +98,11 @@ fn ray_queries_allocate_nothing_once_warm() {
     let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
     let (mut all_hits, mut scene_all_hits) = (Vec::new(), Vec::new());
     let mut near_triangles = Vec::with_capacity(4096);
+    let mut tree_hits = Vec::new();
     let mut round = |count: &mut usize| {
+        // The dynamic tree's rays in flight together.
+        tree.intersect_each(&stream, &mut ws, &mut tree_hits).unwrap();
+        *count += tree_hits.iter().flatten().count();
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
         *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();

@@ -3,13 +3,16 @@
 use std::fmt;
 
 use super::ProxyId;
-use crate::math::InputError;
+use crate::math::{BatchError, InputError};
 
 /// An error from a [`Dbvt`](crate::dbvt::Dbvt) operation. The tree is unchanged after any error.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DbvtError {
     /// The box, ray, displacement or frustum given is unusable.
     Input(InputError),
+    /// A ray of a batch ([`Dbvt::ray_cast_each`](crate::dbvt::Dbvt::ray_cast_each)) is
+    /// unusable: the first such ray's index and what is wrong with it.
+    Ray(BatchError),
     /// The id names a proxy that was removed (its slot may since hold another proxy).
     StaleProxy(ProxyId),
     /// The id was issued by another tree.
@@ -26,6 +29,7 @@ impl fmt::Display for DbvtError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DbvtError::Input(e) => write!(f, "invalid input: {e}"),
+            DbvtError::Ray(e) => write!(f, "invalid input: {e}"),
             DbvtError::StaleProxy(id) => write!(f, "proxy {id:?} was removed from this tree"),
             DbvtError::ForeignProxy(id) => write!(f, "proxy {id:?} belongs to another tree"),
             DbvtError::CapacityExceeded => write!(f, "tree capacity exceeded"),
@@ -38,6 +42,7 @@ impl std::error::Error for DbvtError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             DbvtError::Input(e) => Some(e),
+            DbvtError::Ray(e) => Some(&e.error),
             _ => None,
         }
     }

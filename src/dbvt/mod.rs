@@ -21,6 +21,7 @@
 //! | `wide/query.rs` | ray casts and frustum culling over that copy |
 
 mod arena;
+mod batch;
 mod error;
 mod insert;
 mod nearest;
@@ -41,6 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use glam::Vec3A;
 
 use crate::math::Aabb;
+pub use batch::RayBatchPolicy;
 pub use error::DbvtError;
 use node::{ChildRef, NULL, Node};
 

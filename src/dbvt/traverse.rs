@@ -43,6 +43,8 @@ pub struct QueryWorkspace {
     pub(crate) subtree: Vec<ChildRef>,
     /// The stack of ray casts over an 8-wide copy of the tree.
     pub(crate) wide_stack: Vec<(crate::wide::ChildRef, f32)>,
+    /// One stack per ray in flight of [`Dbvt::ray_cast_each`].
+    pub(crate) flight_stacks: Vec<Vec<(ChildRef, f32)>>,
     /// The node test used by ray-like queries.
     pub node_test: NodeTest,
 }
@@ -79,7 +81,7 @@ pub(crate) trait Visitor<T> {
 impl<T> Dbvt<T> {
     /// Starts loading what visiting `c` reads: its node line, or for a leaf its proxy slot.
     #[inline(always)]
-    fn prefetch(&self, c: ChildRef) {
+    pub(super) fn prefetch(&self, c: ChildRef) {
         if c.is_leaf() {
             prefetch(self.slots.as_ptr().wrapping_add(c.index() as usize));
         } else {
@@ -210,7 +212,7 @@ impl<T> Dbvt<T> {
 /// way and the length grows by `push` (the reserve's branch is taken once per growth, which
 /// the predictor learns).
 #[inline(always)]
-fn push_if<E: Copy>(stack: &mut Vec<E>, push: bool, e: E) {
+pub(super) fn push_if<E: Copy>(stack: &mut Vec<E>, push: bool, e: E) {
     stack.reserve(1);
     let len = stack.len();
     // SAFETY: `reserve(1)` leaves room for one more entry at `len`; the length grows by at most

@@ -27,7 +27,8 @@
 //! `pairs-refit` (self pairs after the 50 in-place and refit frames), `overlaps` (the 100k overlap
 //! queries on the inserted tree), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
-//! tree, through its 8-wide copy, or the binary tree with `BINARY=1`; `rays-refit` after the 50
+//! tree, through its 8-wide copy, or the binary tree with `BINARY=1`, or the binary tree's
+//! batch of rays in flight with `BATCH=1`; `rays-refit` after the 50
 //! in-place and refit frames, `rays-reinsert` after the 50 reinsert frames, both on the moved
 //! tight boxes; `RELAYOUT=1` first calls `refit`, which lays a disordered arena out in
 //! depth-first order)) runs that one workload
@@ -264,6 +265,8 @@ struct QueryTimes {
     rays: f64,
     /// slabtree only: the rays through the binary tree (parry: the same as `rays`).
     rays_binary: f64,
+    /// slabtree only: the rays through the binary tree, in flight together (parry: `rays`).
+    rays_batch: f64,
     overlaps: f64,
     pairs: f64,
 }
@@ -309,6 +312,26 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
     (hits, sum)
 }
 
+/// The closest-hit ray workload through slabtree's binary tree with the rays in flight together
+/// ([`Dbvt::ray_cast_each`]): (hits, sum of hit distances).
+fn slab_queries_rays_batch(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[Ray], best: &mut Vec<f32>) -> (u64, f64) {
+    let mut ws = QueryWorkspace::new();
+    best.clear();
+    best.resize(rays.len(), f32::INFINITY);
+    tree.ray_cast_each(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| match ray_aabb2(
+        &rays[i],
+        &tight[*leaf.data as usize],
+    ) {
+        Some(t) if t < best[i] => {
+            best[i] = t;
+            RayControl::Clip(t)
+        }
+        _ => RayControl::Continue,
+    })
+    .expect("valid rays");
+    best.iter().filter(|t| t.is_finite()).fold((0, 0.0), |(n, s), &t| (n + 1, s + f64::from(t)))
+}
+
 /// The closest-hit ray workload on parry3d: (hits, sum of hit distances).
 fn parry_queries_rays(bvh: &Bvh, tight: &[Aabb], rays: &[(Ray, PRay)]) -> (u64, f64) {
     let (mut hits, mut sum) = (0u64, 0f64);
@@ -332,17 +355,21 @@ fn time_queries(
     rays: &[(Ray, PRay)],
     queries: &[Aabb],
 ) -> (QueryTimes, QueryTimes, Answers, Answers) {
-    let (mut s_rays, mut s_binary, mut p_rays) = (None, None, None);
-    let [t_wide, t_binary, t_parry] = interleaved(
+    let (mut s_rays, mut s_binary, mut s_batch, mut p_rays) = (None, None, None, None);
+    let plain: Vec<Ray> = rays.iter().map(|(r, _)| *r).collect();
+    let mut best = Vec::new();
+    let [t_wide, t_binary, t_batch, t_parry] = interleaved(
         MIN_ROUNDS,
         [
             &mut || record(&mut s_rays, || slab_queries_rays(tree, tight, rays, true)),
             &mut || record(&mut s_binary, || slab_queries_rays(tree, tight, rays, false)),
+            &mut || record(&mut s_batch, || slab_queries_rays_batch(tree, tight, &plain, &mut best)),
             &mut || record(&mut p_rays, || parry_queries_rays(bvh, tight, rays)),
         ],
     );
     let (s_rays, p_rays) = (s_rays.expect("timed"), p_rays.expect("timed"));
     assert_eq!(s_binary.expect("timed"), s_rays, "the wide copy and the binary tree disagree");
+    assert_eq!(s_batch.expect("timed"), s_rays, "the batch and the single rays disagree");
 
     let (mut ws, mut pws) = (QueryWorkspace::new(), BvhWorkspace::default());
     let pqueries: Vec<PAabb> = queries.iter().map(to_parry).collect();
@@ -416,8 +443,20 @@ fn time_queries(
         pairs_tight: p.1,
     };
     (
-        QueryTimes { rays: t_wide, rays_binary: t_binary, overlaps: s_t_overlaps, pairs: s_t_pairs },
-        QueryTimes { rays: t_parry, rays_binary: t_parry, overlaps: p_t_overlaps, pairs: p_t_pairs },
+        QueryTimes {
+            rays: t_wide,
+            rays_binary: t_binary,
+            rays_batch: t_batch,
+            overlaps: s_t_overlaps,
+            pairs: s_t_pairs,
+        },
+        QueryTimes {
+            rays: t_parry,
+            rays_binary: t_parry,
+            rays_batch: t_parry,
+            overlaps: p_t_overlaps,
+            pairs: p_t_pairs,
+        },
         answers(s_rays, s_overlaps.expect("timed"), s_pairs.expect("timed")),
         answers(p_rays, p_overlaps.expect("timed"), p_pairs.expect("timed")),
     )
@@ -687,6 +726,11 @@ fn run(n: usize, rows: &mut Vec<Row>, mismatches: &mut usize) {
         );
         push(format!("{RAYS} closest-hit rays on tight boxes, {state} (ms)"), s_q.rays, p_q.rays);
         push(format!("{RAYS} closest-hit rays, {state}, slabtree's binary tree (ms)"), s_q.rays_binary, p_q.rays);
+        push(
+            format!("{RAYS} closest-hit rays, {state}, slabtree's binary tree, a batch in flight (ms)"),
+            s_q.rays_batch,
+            p_q.rays,
+        );
         push(format!("{OVERLAPS} overlap queries, half-size {QUERY_HALF}, {state} (ms)"), s_q.overlaps, p_q.overlaps);
         push(format!("self pairs, {state} (ms)"), s_q.pairs, p_q.pairs);
     }
@@ -816,9 +860,14 @@ fn profile(spec: &str) -> Result<(), String> {
             }
             let tight = if *workload == "rays" { &initial } else { &last };
             let rays = rays(n, &mut rng);
+            let (plain, mut best): (Vec<Ray>, _) = (rays.iter().map(|(r, _)| *r).collect(), Vec::new());
             for _ in 0..repeats {
                 let t = Instant::now();
-                check += slab_queries_rays(&tree, tight, &rays, std::env::var_os("BINARY").is_none()).0;
+                check += if std::env::var_os("BATCH").is_some() {
+                    slab_queries_rays_batch(&tree, tight, &plain, &mut best).0
+                } else {
+                    slab_queries_rays(&tree, tight, &rays, std::env::var_os("BINARY").is_none()).0
+                };
                 times.push(ms(t));
             }
         }
