@@ -14,6 +14,9 @@ use slabtree::{Aabb, Dbvt, DbvtConfig, DbvtError, LeafControl, PairControl, Prox
 
 use crate::{F32s, I64s, rays, with_threads};
 
+/// Rays per task of a batched ray cast.
+const RAY_CHUNK: usize = 1024;
+
 /// A `DbvtError` as a Python exception, with the library's message.
 fn error(e: DbvtError) -> PyErr {
     match e {
@@ -168,19 +171,27 @@ impl PyDbvt {
         threads: Option<usize>,
     ) -> PyResult<(I64s<'py>, F32s<'py>)> {
         let rays = rays(&origins, &directions, &tmin, &tmax)?;
-        let found: Vec<(i64, f32)> = py.detach(|| {
+        let (mut id, mut t) = (vec![-1i64; rays.len()], vec![f32::INFINITY; rays.len()]);
+        py.detach(|| {
             with_threads(threads, || {
-                (0..rays.len())
-                    .into_par_iter()
-                    .with_min_len(256)
-                    .map_init(QueryWorkspace::new, |ws, i| match self.tree.intersect(&rays.ray(i), ws) {
-                        Ok(Some(h)) => (*self.tree.get(h.id).expect("a hit's proxy is live"), h.t),
-                        _ => (-1, f32::INFINITY),
-                    })
-                    .collect()
+                // Chunks of rays in flight together through the tree (`Dbvt::intersect_each`).
+                id.par_chunks_mut(RAY_CHUNK).zip(t.par_chunks_mut(RAY_CHUNK)).enumerate().for_each_init(
+                    || (QueryWorkspace::new(), Vec::new(), Vec::new()),
+                    |(ws, chunk, hits), (c, (id, t))| {
+                        chunk.clear();
+                        chunk.extend((c * RAY_CHUNK..c * RAY_CHUNK + id.len()).map(|i| rays.ray(i)));
+                        // The rays were checked above, and the tree has no refit pending.
+                        if self.tree.intersect_each(chunk, ws, hits).is_ok() {
+                            for ((id, t), h) in id.iter_mut().zip(t.iter_mut()).zip(hits.iter()) {
+                                if let Some(h) = h {
+                                    (*id, *t) = (*self.tree.get(h.id).expect("a hit's proxy is live"), h.t);
+                                }
+                            }
+                        }
+                    },
+                )
             })
         })?;
-        let (id, t): (Vec<i64>, Vec<f32>) = found.into_iter().unzip();
         Ok((id.into_pyarray(py), t.into_pyarray(py)))
     }
 

@@ -102,3 +102,25 @@ def test_threads_give_the_same_answers():
     a, b = tree.overlap(queries, threads=1), tree.overlap(queries, threads=2)
     np.testing.assert_array_equal(a.query, b.query)
     np.testing.assert_array_equal(a.id, b.id)
+
+
+def test_ray_casts_over_several_chunks_match_brute_force():
+    # More rays than one task takes (1024), so that every chunk's answers land in their rows.
+    r = np.random.default_rng(11)
+    boxes = random_boxes(r, 300, spread=60.0, size=8.0)
+    tree = slabtree.Dbvt(boxes)
+    ids = np.arange(300)
+    origins, directions = r.uniform(-10, 70, (2500, 3)), r.normal(size=(2500, 3))
+    hit = tree.ray_cast(origins, directions, threads=1)
+    # Brute force on what the tree and the rays hold: float32 coordinates. (At coordinates up to
+    # 70, the float64 boxes' rounding alone moves an entry by 2e-5 relative on a grazing ray.)
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    t = slab(f32(origins), f32(directions), f32(boxes))
+    best = t.min(axis=1)
+    assert (np.isfinite(best) == (hit.id >= 0)).all()
+    found = hit.id >= 0
+    assert found.sum() > 500
+    np.testing.assert_allclose(hit.t[found], best[found], rtol=1e-5, atol=1e-5)
+    rows = np.nonzero(found)[0]
+    col = np.searchsorted(ids, hit.id[found])
+    assert (np.abs(t[rows, col] - best[found]) <= 1e-5 * (1 + np.abs(best[found]))).all()
