@@ -63,7 +63,7 @@ impl<T> Dbvt<T> {
     ///
     /// For many rays at once, this is the binary tree's fast path: one ray's walk waits on a
     /// cache miss at every level, and here the other rays' tests fill that wait (measured at 10k
-    /// and 100k proxies: 1.2–1.9× the rays cast one by one; `docs/performance.md`). The 8-wide
+    /// and 100k proxies: 1.2–2.3× the rays cast one by one; `docs/performance.md`). The 8-wide
     /// copy, [`Dbvt::wide`], is the other fast path, for a tree that stays unchanged long enough
     /// to pay for its collapse.
     ///
