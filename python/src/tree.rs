@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use slabtree::{Aabb, Dbvt, DbvtConfig, DbvtError, LeafControl, PairControl, ProxyId, QueryWorkspace};
 
-use crate::{F32s, I64s, rays, with_threads};
+use crate::{F32s, I64s, bad_ray, first_refusal, unchecked_rays, with_threads};
 
 /// Rays per task of a batched ray cast.
 const RAY_CHUNK: usize = 1024;
@@ -170,29 +170,40 @@ impl PyDbvt {
         tmax: PyReadonlyArray1<'py, f32>,
         threads: Option<usize>,
     ) -> PyResult<(I64s<'py>, F32s<'py>)> {
-        let rays = rays(&origins, &directions, &tmin, &tmax)?;
+        // Each chunk's rays are checked by the library's batch, which names the first refused.
+        let rays = unchecked_rays(&origins, &directions, &tmin, &tmax)?;
         let (mut id, mut t) = (vec![-1i64; rays.len()], vec![f32::INFINITY; rays.len()]);
-        py.detach(|| {
+        let refused = py.detach(|| {
             with_threads(threads, || {
                 // Chunks of rays in flight together through the tree (`Dbvt::intersect_each`).
-                id.par_chunks_mut(RAY_CHUNK).zip(t.par_chunks_mut(RAY_CHUNK)).enumerate().for_each_init(
-                    || (QueryWorkspace::new(), Vec::new(), Vec::new()),
-                    |(ws, chunk, hits), (c, (id, t))| {
-                        chunk.clear();
-                        chunk.extend((c * RAY_CHUNK..c * RAY_CHUNK + id.len()).map(|i| rays.ray(i)));
-                        // The rays were checked above, and the tree has no refit pending.
-                        if self.tree.intersect_each(chunk, ws, hits).is_ok() {
+                id.par_chunks_mut(RAY_CHUNK)
+                    .zip(t.par_chunks_mut(RAY_CHUNK))
+                    .enumerate()
+                    .map_init(
+                        || (QueryWorkspace::new(), Vec::new(), Vec::new()),
+                        |(ws, chunk, hits), (c, (id, t))| {
+                            let base = c * RAY_CHUNK;
+                            chunk.clear();
+                            chunk.extend((base..base + id.len()).map(|i| rays.ray(i)));
+                            if let Err(e) = self.tree.intersect_each(chunk, ws, hits) {
+                                return Some((base, e));
+                            }
                             for ((id, t), h) in id.iter_mut().zip(t.iter_mut()).zip(hits.iter()) {
                                 if let Some(h) = h {
                                     (*id, *t) = (*self.tree.get(h.id).expect("a hit's proxy is live"), h.t);
                                 }
                             }
-                        }
-                    },
-                )
+                            None
+                        },
+                    )
+                    .reduce(|| None, first_refusal)
             })
         })?;
-        Ok((id.into_pyarray(py), t.into_pyarray(py)))
+        match refused {
+            Some((base, DbvtError::Ray(e))) => Err(bad_ray(base + e.index, e.error)),
+            Some((_, e)) => Err(error(e)),
+            None => Ok((id.into_pyarray(py), t.into_pyarray(py))),
+        }
     }
 
     /// Every pair of a query box (`(k, 2, 3)`) and a stored box that overlap (touching counts):

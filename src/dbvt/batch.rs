@@ -24,7 +24,7 @@
 use glam::Vec3A;
 
 use super::node::{ChildRef, RayLanes};
-use super::queries::{RayCastHit, RayControl, RayLeaf};
+use super::queries::{RayCastHit, RayControl, RayLeaf, closest_hit};
 use super::traverse::{QueryStats, QueryWorkspace, push_if};
 use super::{Dbvt, DbvtError};
 use crate::math::{Ray, ray_aabb2, validate_rays};
@@ -137,9 +137,8 @@ impl<T> Dbvt<T> {
                 }
                 if c.is_leaf() {
                     stats.leaves_visited += 1;
-                    let p = c.index();
-                    let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-                    let leaf = RayLeaf { id: self.id_of(p), data, t: key, tmax: f.tmax };
+                    let (id, data) = self.leaf(c.index());
+                    let leaf = RayLeaf { id, data, t: key, tmax: f.tmax };
                     if !policy.visit(f.index, leaf).apply(&mut f.tmax) {
                         stack.clear();
                     }
@@ -175,13 +174,8 @@ impl<T> Dbvt<T> {
     ) -> Result<QueryStats, DbvtError> {
         hits.clear();
         hits.resize(rays.len(), None);
-        self.ray_cast_each(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| {
-            let best = &mut hits[ray];
-            if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
-                *best = Some(RayCastHit { id: leaf.id, t: leaf.t });
-            }
-            RayControl::Clip(leaf.t)
-        })
-        .inspect_err(|_| hits.clear())
+        // Each ray's hit kept by `Dbvt::intersect`'s own policy.
+        self.ray_cast_each(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| closest_hit(&mut hits[ray])(leaf))
+            .inspect_err(|_| hits.clear())
     }
 }

@@ -203,8 +203,15 @@ impl<T> Dbvt<T> {
     #[inline(always)]
     fn visit_leaf<V: Visitor<T>>(&self, v: &mut V, p: u32, key: f32, stats: &mut QueryStats) -> bool {
         stats.leaves_visited += 1;
+        let (id, data) = self.leaf(p);
+        v.visit_leaf(id, data, key)
+    }
+
+    /// The id and data of the live proxy in slot `p`, which a leaf of the tree names.
+    #[inline(always)]
+    pub(super) fn leaf(&self, p: u32) -> (super::ProxyId, &T) {
         let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
-        v.visit_leaf(self.id_of(p), data, key)
+        (self.id_of(p), data)
     }
 }
 

@@ -849,12 +849,11 @@ fn profile(spec: &str) -> Result<(), String> {
         }
         ("slabtree", "rays" | "rays-refit" | "rays-reinsert") => {
             let (tree, ids) = slab_insert_all(&initial);
-            let tree = match *workload {
+            let mut tree = match *workload {
                 "rays" => tree,
                 "rays-refit" => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1,
                 _ => slab_frames(&tree, &ids, &frames, Maintenance::Reinsert).1,
             };
-            let mut tree = tree;
             if std::env::var_os("RELAYOUT").is_some() {
                 tree.refit();
             }
