@@ -7,6 +7,7 @@
 //! | `node.rs` | [`Node8`]: eight child boxes as SoA planes and eight [`ChildRef`]s |
 //! | `ray.rs` | [`Ray8`]: one ray (or a swept box's centre ray) against the eight children |
 //! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
+//! | `order.rs` | the order of three or more children hit, by a sorting network (AVX2) |
 //! | `packet.rs` | ray packets of up to 64 and the one packet walk, generic over the leaf |
 //!
 //! Builders (`mesh::collapse`, `dbvt::wide`) write nodes; the loop in `traverse.rs` reads them and
@@ -14,6 +15,8 @@
 //! pack, a proxy) and whether the ray is clipped or stopped.
 
 mod node;
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+mod order;
 pub(crate) mod packet;
 mod ray;
 mod traverse;

@@ -28,6 +28,19 @@ pub(crate) fn raised_tmax(tmax: f32) -> f32 {
     tmax + tmax.abs() * TIE_MARGIN + f32::MIN_POSITIVE
 }
 
+/// [`raised_tmax`] of eight rays' `tmax` (a lane holding -inf becomes NaN, which no test passes).
+#[inline(always)]
+pub(crate) fn raised_tmax8(tmax: f32x8) -> f32x8 {
+    tmax + tmax.abs() * f32x8::splat(TIE_MARGIN) + f32x8::splat(f32::MIN_POSITIVE)
+}
+
+/// The lower end of the band around a ray's `tmax` within which a second hit may be a tie:
+/// `tmax` lowered by [`TIE_MARGIN`] relative, as [`raised_tmax`] raises it.
+#[inline(always)]
+pub(crate) fn lowered_tmax(tmax: f32) -> f32 {
+    tmax - tmax.abs() * TIE_MARGIN
+}
+
 /// One value per ray of a packet, 32-byte aligned so that each group of eight loads as one
 /// vector.
 #[derive(Clone, Copy)]
@@ -251,7 +264,7 @@ impl Packet {
         let (tmin, mut tmax) = (self.tmin.group(g), self.tmax.group(g));
         if TIES {
             // Lanes past the last ray hold -inf, which becomes NaN here; `active` masks them.
-            tmax += tmax.abs() * f32x8::splat(TIE_MARGIN) + f32x8::splat(f32::MIN_POSITIVE);
+            tmax = raised_tmax8(tmax);
         }
         let pad = f32x8::splat(FAR_PAD);
         if FUSED {

@@ -185,33 +185,50 @@ pub(crate) fn closest_first<
                     (cur, dist) = (node.child[n], d[n]);
                     continue;
                 }
-                // Three or more: all wait, sorted far to near by insertion (at most 8), and the
-                // nearest is taken back at once.
-                let run = sp;
-                let mut insert = |l: usize| {
-                    let e = (node.child[l], d[l]);
-                    leaves.prefetch(e.0);
-                    let mut j = sp;
-                    // SAFETY: entries run..sp were written; room(run + 8) covers j <= run + 7.
-                    unsafe {
-                        while j > run && (*base.add(j - 1)).1 < e.1 {
-                            base.add(j).write(*base.add(j - 1));
-                            j -= 1;
-                        }
-                        base.add(j).write(e);
+                // Three or more: the nearest is entered, the others wait, sorted far to near.
+                #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+                {
+                    let hit = mask | 1 << first | 1 << second;
+                    // SAFETY: `room(sp + 8)` made room for the 8 entries written.
+                    let nearest = unsafe { super::order::nearest_and_rest(node, near, hit, base.add(sp)) };
+                    let mut rest = hit & !(1 << nearest);
+                    sp += rest.count_ones() as usize;
+                    while rest != 0 {
+                        leaves.prefetch(node.child[rest.trailing_zeros() as usize]);
+                        rest &= rest - 1;
                     }
-                    sp += 1;
-                };
-                insert(first);
-                insert(second);
-                while mask != 0 {
-                    let l = mask.trailing_zeros() as usize;
-                    mask &= mask - 1;
-                    insert(l);
+                    (cur, dist) = (node.child[nearest], d[nearest]);
                 }
-                sp -= 1;
-                // SAFETY: the entry just written on top.
-                (cur, dist) = unsafe { *base.add(sp) };
+                // Without AVX2, by insertion (at most 8), and the nearest is taken back at once; at equal
+                // distances the earlier lane is taken first, as with AVX2.
+                #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+                {
+                    let run = sp;
+                    let mut insert = |l: usize| {
+                        let e = (node.child[l], d[l]);
+                        leaves.prefetch(e.0);
+                        let mut j = sp;
+                        // SAFETY: entries run..sp were written; room(run + 8) covers j <= run + 7.
+                        unsafe {
+                            while j > run && (*base.add(j - 1)).1 <= e.1 {
+                                base.add(j).write(*base.add(j - 1));
+                                j -= 1;
+                            }
+                            base.add(j).write(e);
+                        }
+                        sp += 1;
+                    };
+                    insert(first);
+                    insert(second);
+                    while mask != 0 {
+                        let l = mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        insert(l);
+                    }
+                    sp -= 1;
+                    // SAFETY: the entry just written on top.
+                    (cur, dist) = unsafe { *base.add(sp) };
+                }
                 continue;
             }
         }

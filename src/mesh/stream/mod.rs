@@ -48,7 +48,7 @@ use super::bvh::{Hit, MeshBvh, STACK, TriangleTest, enters_node};
 use super::layout::Blocks;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
-use crate::wide::packet::{PACKET, Packet, PacketLeaf, packet_walk, raised_tmax};
+use crate::wide::packet::{PACKET, Packet, PacketLeaf, lowered_tmax, packet_walk, raised_tmax, raised_tmax8};
 use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
 use regroup::{LeafSharing, Regroup};
 
@@ -59,9 +59,17 @@ const LANES_FROM: u32 = 2;
 /// Rays at most that walk a subtree alone rather than in their packet (see `packet_walk`).
 const ALONE: u32 = 8;
 
-/// Records ray `r`'s hit `h` on triangle `prim`, found with the ray's `tmax` at the pack: any hit
-/// ends the ray; a closest hit clips it, and a hit at exactly the previous `tmax` is a tie.
-/// Returns whether the ray was clipped.
+/// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax`: any hit ends
+/// the ray. A closest hit was found with the triangle test's range raised to
+/// [`triangle_tmax`]`(tmax)`: one beyond `tmax` is no hit, one before it clips the ray, and either
+/// is a tie when an earlier hit lies within the band of [`lowered_tmax`] and [`raised_tmax`]
+/// around it. Returns whether the ray was clipped.
+///
+/// Why a band, and not `t == tmax`: a single ray that has a hit at `t` refuses a second triangle
+/// at `t' <= t` when the triangle test's scaled check (`t_num <= |det|·tmax`, rounded) fails,
+/// which it can for `t'` equal to `t` or a rounding below it; which of the two triangles it
+/// returns then depends on the order it meets them in, and a packet meets them in its own order.
+/// Such a ray is traced again singly.
 #[inline(always)]
 fn record<const ANY: bool>(
     pk: &mut Packet,
@@ -72,16 +80,27 @@ fn record<const ANY: bool>(
     h: PackHit,
     tmax: f32,
 ) -> bool {
-    let earlier = best[r].replace((prim, h));
     if ANY {
+        best[r] = Some((prim, h));
         pk.live &= !(1u64 << r);
         return false;
     }
-    if earlier.is_some() && h.t == tmax {
+    if best[r].is_some() && h.t >= lowered_tmax(tmax) {
         *ties |= 1 << r;
     }
+    if h.t > tmax {
+        return false;
+    }
+    best[r] = Some((prim, h));
     pk.clip(r, h.t);
     true
+}
+
+/// The `tmax` of a triangle test in a packet: a closest hit's raised, so that [`record`] sees
+/// every hit that may tie with the ray's current one.
+#[inline(always)]
+fn triangle_tmax<const ANY: bool>(tmax: f32) -> f32 {
+    if ANY { tmax } else { raised_tmax(tmax) }
 }
 
 /// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing
@@ -307,7 +326,7 @@ impl MeshBvh {
                     // Möller–Trumbore with the group's rays across the lanes: four tests of eight
                     // rays, against one of four triangles per ray that enters.
                     let (o, d, tmin, tmax) = pk.group_rays(g);
-                    let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, tmax);
+                    let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, if ANY { tmax } else { raised_tmax8(tmax) });
                     m &= rh.mask;
                     let (t, u, v, tmax) = (rh.t.to_array(), rh.u.to_array(), rh.v.to_array(), tmax.to_array());
                     while m != 0 {
@@ -325,7 +344,9 @@ impl MeshBvh {
                     let tmax = pk.tmax_of(r);
                     let (o, d, tmin) = pk.ray_parts(r);
                     let tr = TriRay::new(o, d, tmin, watertight);
-                    let h = if watertight { tr.intersect_watertight(p, tmax) } else { tr.intersect_mt(p, tmax) };
+                    let test_tmax = triangle_tmax::<ANY>(tmax);
+                    let h =
+                        if watertight { tr.intersect_watertight(p, test_tmax) } else { tr.intersect_mt(p, test_tmax) };
                     if let Some(mut h) = h {
                         h.pack = leaf.index;
                         hit |= record::<ANY>(pk, best, &mut ties, r, p.prim[h.lane], h, tmax);
@@ -424,14 +445,21 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
         // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's.
         let p = unsafe { self.blocks.pack_unchecked(index) };
         let tmax = self.pk.tmax_of(self.r);
-        let h = if self.watertight { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) };
+        let test_tmax = triangle_tmax::<ANY>(tmax);
+        let h = if self.watertight {
+            self.tr.intersect_watertight(p, test_tmax)
+        } else {
+            self.tr.intersect_mt(p, test_tmax)
+        };
         let Some(mut h) = h else { return true };
         h.pack = index;
-        record::<ANY>(self.pk, self.best, self.ties, self.r, p.prim[h.lane], h, tmax);
+        let clipped = record::<ANY>(self.pk, self.best, self.ties, self.r, p.prim[h.lane], h, tmax);
         if ANY {
             return false;
         }
-        *box_tmax = raised_tmax(h.t);
+        if clipped {
+            *box_tmax = raised_tmax(h.t);
+        }
         true
     }
 
