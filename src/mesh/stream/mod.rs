@@ -36,11 +36,15 @@
 //! ancestor's box too: the packet reaches every leaf that the single ray reaches. The interval
 //! test only culls a child when, for every ray, the lower bound of its entry distance exceeds the
 //! upper bound of its exit distance; both bounds are widened by the rounding of the per-ray test
-//! (the margin is derived in `Packet::cull_test`, `crate::wide::packet`). Triangles are tested by the single ray's
-//! code. What can differ is the order in which a ray meets the leaves, which matters only when
-//! two triangles give exactly the same `t`: such a ray is traced again singly. So that a tie is never hidden by a box culled at the clipped `tmax` (a triangle's `t`
-//! can round to just before its box's entry distance), closest-hit packets test boxes against
-//! each ray's `tmax` raised by 2⁻¹⁶ relative; the triangle tests keep the exact `tmax`.
+//! (the margin is derived in `Packet::cull_test`, `crate::wide::packet`). Triangles are tested by
+//! the single ray's code. What can differ is the order in which a ray meets the leaves, which
+//! matters only when two triangles give the same `t`, or nearly: the single ray keeps the first
+//! and may refuse the second by the rounding of the triangle test's range check, so its answer
+//! depends on its order. Such a ray is traced again singly. So that no such tie is hidden,
+//! closest-hit packets test boxes and triangles against each ray's `tmax` raised by 2⁻¹⁶
+//! relative (a triangle's `t` can round to just before its box's entry distance, and past the
+//! range check at the exact `tmax`), and a second hit within that band around `tmax`, on either
+//! side, is a tie (`record`).
 
 pub(crate) mod regroup;
 
@@ -364,8 +368,8 @@ impl MeshBvh {
     /// The rays of `at`'s range that enter its box, each walking the subtree under it alone
     /// (see `packet_walk`): with the single ray's node test, in the form and with the constants
     /// of its lanes in the packet, and the single ray's pack test, from its current `tmax`, its
-    /// hits recorded as the packet's are. For closest hits the box tests take `tmax` raised as
-    /// the packet's do, so that no tie is hidden. Returns whether the walk goes on.
+    /// hits recorded as the packet's are. For closest hits the box and pack tests take `tmax`
+    /// raised as the packet's do, so that no tie is hidden. Returns whether the walk goes on.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn walk_subtree<const ANY: bool, const FUSED: bool>(
@@ -426,9 +430,9 @@ impl MeshBvh {
 }
 
 /// One ray of a packet walking a subtree alone (`MeshBvh::walk_subtree`): each pack is tested
-/// with the ray's exact `tmax`, kept in the packet, and each hit is recorded in the packet's
-/// answers as it is found, so ties are seen as in the packet's own leaves; the walk's `tmax`
-/// (the box tests') is the raised one for closest hits.
+/// with the ray's `tmax`, kept in the packet (raised for closest hits, see [`record`]), and each
+/// hit is recorded in the packet's answers as it is found, so ties are seen as in the packet's
+/// own leaves; the walk's `tmax` (the box tests') is the raised one for closest hits.
 struct Alone<'a, const ANY: bool> {
     blocks: &'a Blocks,
     tr: TriRay,
