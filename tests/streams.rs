@@ -279,3 +279,28 @@ fn ties_seen_from_the_origin_equal_single_rays() {
         assert!(hits > rays.len() * 3 / 4, "{hits} of {}", rays.len());
     }
 }
+
+/// Camera rays whose range ends at their own hit, and at a few roundings either side of it: there
+/// the triangle test's range check decides, by rounding, whether the hit is in range, and the
+/// stream must decide exactly as the single ray does.
+#[test]
+fn ranges_ending_at_the_hit_equal_single_rays() {
+    for (name, bvh) in meshes() {
+        let b = bvh.bounds().unwrap();
+        let (c, d) = (Vec3::from(b.center()), (b.max - b.min).length());
+        let eye = c + Vec3::new(0.3, 0.4, 1.0).normalize() * d * 1.2;
+        let mut rays = Vec::new();
+        for ray in camera(eye, c, 48, 40, 1.0) {
+            let Some(h) = bvh.intersect(&ray).unwrap() else { continue };
+            let (mut below, mut above) = (h.t, h.t);
+            rays.push(ray.with_range(0.0, h.t));
+            for _ in 0..4 {
+                (below, above) = (below.next_down(), above.next_up());
+                rays.push(ray.with_range(0.0, below));
+                rays.push(ray.with_range(0.0, above));
+            }
+        }
+        let (hits, _) = check(name, &bvh, &rays);
+        assert!(hits > 0 && hits < rays.len(), "{name}: ranges on both sides of the hits ({hits} of {})", rays.len());
+    }
+}

@@ -287,13 +287,7 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
     let mut visits = [0u64; 2];
     for (ray, _) in rays {
         let mut best = f32::INFINITY;
-        let mut policy = |leaf: RayLeaf<'_, u32>| match ray_aabb2(ray, &tight[*leaf.data as usize]) {
-            Some(t) if t < best => {
-                best = t;
-                RayControl::Clip(t)
-            }
-            _ => RayControl::Continue,
-        };
+        let mut policy = |leaf: RayLeaf<'_, u32>| nearest_tight(ray, tight, &leaf, &mut best);
         let stats = match &copy {
             Some(w) => w.ray_cast(ray, &mut ws, &mut policy),
             None => tree.ray_cast(ray, &mut ws, &mut policy),
@@ -312,21 +306,26 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
     (hits, sum)
 }
 
+/// The policy of both of slabtree's closest-hit ray workloads: the leaf's tight box tested
+/// exactly, and the ray clipped at it when it is nearer than `best`.
+fn nearest_tight(ray: &Ray, tight: &[Aabb], leaf: &RayLeaf<'_, u32>, best: &mut f32) -> RayControl {
+    match ray_aabb2(ray, &tight[*leaf.data as usize]) {
+        Some(t) if t < *best => {
+            *best = t;
+            RayControl::Clip(t)
+        }
+        _ => RayControl::Continue,
+    }
+}
+
 /// The closest-hit ray workload through slabtree's binary tree with the rays in flight together
 /// ([`Dbvt::ray_cast_each`]): (hits, sum of hit distances).
 fn slab_queries_rays_batch(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[Ray], best: &mut Vec<f32>) -> (u64, f64) {
     let mut ws = QueryWorkspace::new();
     best.clear();
     best.resize(rays.len(), f32::INFINITY);
-    tree.ray_cast_each(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| match ray_aabb2(
-        &rays[i],
-        &tight[*leaf.data as usize],
-    ) {
-        Some(t) if t < best[i] => {
-            best[i] = t;
-            RayControl::Clip(t)
-        }
-        _ => RayControl::Continue,
+    tree.ray_cast_each(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| {
+        nearest_tight(&rays[i], tight, &leaf, &mut best[i])
     })
     .expect("valid rays");
     best.iter().filter(|t| t.is_finite()).fold((0, 0.0), |(n, s), &t| (n + 1, s + f64::from(t)))

@@ -43,8 +43,8 @@
 //! depends on its order. Such a ray is traced again singly. So that no such tie is hidden,
 //! closest-hit packets test boxes and triangles against each ray's `tmax` raised by 2⁻¹⁶
 //! relative (a triangle's `t` can round to just before its box's entry distance, and past the
-//! range check at the exact `tmax`), and a second hit within that band around `tmax`, on either
-//! side, is a tie (`record`).
+//! range check at the exact `tmax`), and a hit within that band around `tmax`, on either side
+//! (an earlier hit's `t`, or the end of the ray's range), is a tie (`record`).
 
 pub(crate) mod regroup;
 
@@ -66,14 +66,15 @@ const ALONE: u32 = 8;
 /// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax`: any hit ends
 /// the ray. A closest hit was found with the triangle test's range raised to
 /// [`triangle_tmax`]`(tmax)`: one beyond `tmax` is no hit, one before it clips the ray, and either
-/// is a tie when an earlier hit lies within the band of [`lowered_tmax`] and [`raised_tmax`]
-/// around it. Returns whether the ray was clipped.
+/// is a tie, and the ray is traced again singly, when it lies within the band of
+/// [`lowered_tmax`] and [`raised_tmax`] around `tmax`. Returns whether the ray was clipped.
 ///
-/// Why a band, and not `t == tmax`: a single ray that has a hit at `t` refuses a second triangle
-/// at `t' <= t` when the triangle test's scaled check (`t_num <= |det|·tmax`, rounded) fails,
-/// which it can for `t'` equal to `t` or a rounding below it; which of the two triangles it
-/// returns then depends on the order it meets them in, and a packet meets them in its own order.
-/// Such a ray is traced again singly.
+/// Why a band, and not `t == tmax`: the single ray refuses a triangle at `t <= tmax` when the
+/// triangle test's scaled check (`t_num <= |det|·tmax`, rounded) fails, which it can for `t`
+/// equal to `tmax` or a rounding below it. When `tmax` is an earlier hit's `t`, which of the two
+/// triangles the single ray returns depends on the order it meets them in, and a packet meets
+/// them in its own order; when `tmax` is the end of the ray's range, the packet's raised range
+/// would take a hit that the single ray's check refuses.
 #[inline(always)]
 fn record<const ANY: bool>(
     pk: &mut Packet,
@@ -89,7 +90,7 @@ fn record<const ANY: bool>(
         pk.live &= !(1u64 << r);
         return false;
     }
-    if best[r].is_some() && h.t >= lowered_tmax(tmax) {
+    if h.t >= lowered_tmax(tmax) {
         *ties |= 1 << r;
     }
     if h.t > tmax {
@@ -292,8 +293,9 @@ impl MeshBvh {
     }
 
     /// Traces the packet loaded from `rays[idx[..]]`: each ray's nearest (or, with `ANY`, first)
-    /// pack hit in `best`; returns the rays that met an exact tie between two triangles (to be
-    /// traced again singly) and how the rays shared the packs they were tested against.
+    /// pack hit in `best`; returns the rays that met a tie (a hit within a rounding band of their
+    /// `tmax`, see [`record`]; to be traced again singly) and how the rays shared the packs they
+    /// were tested against.
     fn trace_packet<const ANY: bool, const FUSED: bool>(
         &self,
         pk: &mut Packet,
