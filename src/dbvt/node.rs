@@ -204,9 +204,12 @@ impl RayLanes {
             f32x4::new([a[2], a[3], a[2], a[3]])
         };
         let near = tn_z.fast_max(high(tn_xy).fast_max(tn_xy.fast_max(self.tmin)));
-        let far = tf_z.fast_min(high(tf_xy).fast_min(tf_xy.fast_min(f32x4::splat(tmax))));
-        // As `SlabInterval::is_hit`: entered within range, at a finite distance.
-        let mask = (near.simd_le(far) & near.simd_lt(f32x4::splat(f32::INFINITY))).to_bitmask() & 3;
+        // As `SlabInterval::is_hit`: entered within range, at a finite distance. `near` is never
+        // NaN (the running maximum starts at the finite `tmin` and keeps it on NaN), so with the
+        // exit capped at `f32::MAX` one comparison says both: `near <= far` and `near < inf`.
+        // (One comparison and one `and` fewer per node.)
+        let far = tf_z.fast_min(high(tf_xy).fast_min(tf_xy.fast_min(f32x4::splat(tmax.min(f32::MAX)))));
+        let mask = near.simd_le(far).to_bitmask() & 3;
         let n = near.to_array();
         (mask, [n[0], n[1]])
     }

@@ -105,17 +105,18 @@ impl<T> Dbvt<T> {
         stack.clear();
         let mut pending = LeafQueue::<u32, LEAF_LOOKAHEAD>::new(0);
         let mut next = Some((root, key));
-        loop {
+        'walk: loop {
+            // A child just entered needs no `keep` test: it was tested against the same range.
             let (c, key) = match next.take() {
                 Some(e) => e,
-                None => match stack.pop() {
-                    Some(e) => e,
-                    None => break,
+                None => loop {
+                    match stack.pop() {
+                        Some(e) if V::ORDERED && !v.keep(e.1) => continue,
+                        Some(e) => break e,
+                        None => break 'walk,
+                    }
                 },
             };
-            if V::ORDERED && !v.keep(key) {
-                continue;
-            }
             if c.is_leaf() {
                 if V::ORDERED {
                     if !self.visit_leaf(v, c.index(), key, &mut stats) {
@@ -160,9 +161,10 @@ impl<T> Dbvt<T> {
             let both = mask == 3;
             // One child hit: that one (mask 1 or 2). Both: the nearer (the first, unordered).
             let near = if both { usize::from(V::ORDERED && keys[1] < keys[0]) } else { (mask >> 1) as usize };
-            let far = 1 - near;
-            push_if(stack, both, (node.child[far], keys[far]));
-            next = Some((node.child[near], keys[near]));
+            let (near_child, far_child) = select_pair(node.child.map(ChildRef::raw), near);
+            let (near_key, far_key) = select_pair(keys.map(f32::to_bits), near);
+            push_if(stack, both, (ChildRef::from_raw(far_child), f32::from_bits(far_key)));
+            next = Some((ChildRef::from_raw(near_child), f32::from_bits(near_key)));
         }
         while let Some(p) = pending.pop() {
             if !self.visit_leaf(v, p, 0.0, &mut stats) {
@@ -271,4 +273,13 @@ impl<E: Copy, const N: usize> LeafQueue<E, N> {
             e
         })
     }
+}
+
+/// `(pair[near], pair[1 - near])` for `near` 0 or 1, by masking two values already in registers
+/// rather than by an indexed load: the next node's address is on the loop's critical path, and
+/// a load from the node (or a store and reload of the keys) added its latency to every step.
+#[inline(always)]
+fn select_pair(pair: [u32; 2], near: usize) -> (u32, u32) {
+    let swap = (pair[0] ^ pair[1]) & (near as u32).wrapping_neg();
+    (pair[0] ^ swap, pair[1] ^ swap)
 }
