@@ -24,7 +24,8 @@
 //!
 //! Profiling: `DBVT_PROFILE=LIB:WORKLOAD:N[:REPEATS]` (LIB `slabtree` or `parry`; WORKLOAD
 //! `insert`, `remove` (every proxy of the inserted tree, in creation order), `build`, `reinsert` (the 50 frames), `pairs` (self pairs of the inserted tree),
-//! `pairs-refit` (self pairs after the 50 in-place and refit frames), `overlaps` (the 100k overlap
+//! `pairs-refit` (self pairs after the 50 in-place and refit frames), `pairs-reinsert` (after
+//! the 50 reinsert frames; `RELAYOUT=1` as for the rays), `overlaps` (the 100k overlap
 //! queries on the inserted tree), `pairs-optimized` (after
 //! the 50 in-place and optimise frames) or `rays` (the 100k closest-hit rays on the inserted
 //! tree, through its 8-wide copy, or the binary tree with `BINARY=1`, or the binary tree's
@@ -884,13 +885,17 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("slabtree", "pairs" | "pairs-refit" | "pairs-optimized") => {
+        ("slabtree", "pairs" | "pairs-refit" | "pairs-reinsert" | "pairs-optimized") => {
             let (tree, ids) = slab_insert_all(&initial);
-            let tree = match *workload {
+            let mut tree = match *workload {
                 "pairs" => tree,
                 "pairs-refit" => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceRefit).1,
+                "pairs-reinsert" => slab_frames(&tree, &ids, &frames, Maintenance::Reinsert).1,
                 _ => slab_frames(&tree, &ids, &frames, Maintenance::InPlaceOptimize).1,
             };
+            if std::env::var_os("RELAYOUT").is_some() {
+                tree.refit();
+            }
             let mut ws = QueryWorkspace::new();
             for _ in 0..repeats {
                 let t = Instant::now();
@@ -903,11 +908,12 @@ fn profile(spec: &str) -> Result<(), String> {
                 times.push(ms(t));
             }
         }
-        ("parry", "pairs" | "pairs-refit" | "pairs-optimized") => {
+        ("parry", "pairs" | "pairs-refit" | "pairs-reinsert" | "pairs-optimized") => {
             let bvh = parry_insert_all(&initial);
             let bvh = match *workload {
                 "pairs" => bvh,
                 "pairs-refit" => parry_frames(&bvh, &frames, Maintenance::InPlaceRefit).1,
+                "pairs-reinsert" => parry_frames(&bvh, &frames, Maintenance::Reinsert).1,
                 _ => parry_frames(&bvh, &frames, Maintenance::InPlaceOptimize).1,
             };
             let mut ws = BvhWorkspace::default();
