@@ -8,12 +8,16 @@
 //! arguments pick scenes (default: all three). Kinds `primary`, `random` and `diffuse` are
 //! closest-hit queries; `shadow` rays (finite `tmax`) are any-hit (occlusion) queries.
 //!
-//! Libraries, each as its users would call it, one ray at a time:
-//! * slabtree: `MeshBvh::intersect` / `occluded`, default build (Möller–Trumbore), and a second
-//!   BVH built with `TriangleTest::Watertight` ("slabtree WT").
+//! Libraries, each as its users would call it, one ray at a time. The two libraries that take a
+//! hint of how alike consecutive rays are get the same one: each run of 256 rays of a file is
+//! judged coherent or not once, outside the timed passes, by `RayCoherence::of_rays` (the judgement
+//! slabtree's batch queries make themselves), and every ray of the run is traced with it.
+//! * slabtree: `MeshBvh::intersect_hinted` / `occluded_hinted` with that judgement, default build
+//!   (Möller–Trumbore), and a second BVH built with `TriangleTest::Watertight` ("slabtree WT").
 //! * Embree 3 (system `libembree3` through the `embree` crate): `rtcIntersect1` / `rtcOccluded1`
-//!   with an incoherent context, once with the default scene flags (non-robust) and once with
-//!   `RTC_SCENE_FLAG_ROBUST` (set through `embree::sys::rtcSetSceneFlags`), default build quality.
+//!   with a coherent or incoherent intersect context by that judgement, once with the default
+//!   scene flags (non-robust) and once with `RTC_SCENE_FLAG_ROBUST` (set through
+//!   `embree::sys::rtcSetSceneFlags`), default build quality.
 //! * obvhs: a CWBVH from `build_cwbvh_from_tris` (`BvhBuildParams::medium_build()`), triangles
 //!   reordered to the BVH's primitive order as its examples do, `Triangle::intersect`;
 //!   `ray_traverse` for closest hit and `ray_traverse_miss` (early exit) for occlusion.
@@ -104,8 +108,26 @@ type RawRay = [f32; 8];
 
 /// A ray tracer over one mesh. `closest` gives `(t, triangle)`.
 trait Tracer: Sync {
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)>;
-    fn occluded(&self, r: &RawRay) -> bool;
+    /// `coherent`: whether the run of [`HINT_RUN`] rays this one belongs to was judged coherent
+    /// ([`slabtree::RayCoherence::of_rays`], once per ray file, outside the timed passes). slabtree
+    /// takes it as its query hint, Embree as its intersect context's coherent or incoherent flag;
+    /// the other libraries have no such hint.
+    fn closest(&self, r: &RawRay, coherent: bool) -> Option<(f32, u32)>;
+    fn occluded(&self, r: &RawRay, coherent: bool) -> bool;
+}
+
+/// Rays judged coherent or not together: as in slabtree's batch queries, a few scan lines of a
+/// camera's image.
+const HINT_RUN: usize = 256;
+
+/// Each run of [`HINT_RUN`] rays of `rays` judged coherent or not.
+fn judge_runs(rays: &[RawRay]) -> Vec<bool> {
+    rays.chunks(HINT_RUN)
+        .map(|run| {
+            let dir = |i: usize| glam::Vec3A::new(run[i][4], run[i][5], run[i][6]);
+            slabtree::RayCoherence::of_directions(run.len(), dir) == slabtree::RayCoherence::Coherent
+        })
+        .collect()
 }
 
 /// Per-ray answers of one library on one ray set.
@@ -146,34 +168,38 @@ impl Outcome {
 
 /// Type-erased passes, monomorphised per tracer so the per-ray calls are static.
 trait Passes: Sync {
-    /// One timed pass: the hit (or occluded) count and the wall time.
-    fn pass(&self, rays: &[RawRay], shadow: bool) -> (usize, Duration);
+    /// One timed pass: the hit (or occluded) count and the wall time. `coherent` holds each run
+    /// of [`HINT_RUN`] rays' judgement ([`judge_runs`]).
+    fn pass(&self, rays: &[RawRay], coherent: &[bool], shadow: bool) -> (usize, Duration);
     /// One pass that keeps every answer.
-    fn record(&self, rays: &[RawRay], shadow: bool) -> Outcome;
+    fn record(&self, rays: &[RawRay], coherent: &[bool], shadow: bool) -> Outcome;
 }
 
 impl<T: Tracer> Passes for T {
     #[inline(never)]
-    fn pass(&self, rays: &[RawRay], shadow: bool) -> (usize, Duration) {
+    fn pass(&self, rays: &[RawRay], coherent: &[bool], shadow: bool) -> (usize, Duration) {
         let start = Instant::now();
         let mut n = 0usize;
-        if shadow {
-            for r in rays {
-                n += self.occluded(r) as usize;
-            }
-        } else {
-            for r in rays {
-                n += self.closest(r).is_some() as usize;
+        for (run, &c) in rays.chunks(HINT_RUN).zip(coherent) {
+            if shadow {
+                for r in run {
+                    n += self.occluded(r, c) as usize;
+                }
+            } else {
+                for r in run {
+                    n += self.closest(r, c).is_some() as usize;
+                }
             }
         }
         (n, start.elapsed())
     }
 
-    fn record(&self, rays: &[RawRay], shadow: bool) -> Outcome {
+    fn record(&self, rays: &[RawRay], coherent: &[bool], shadow: bool) -> Outcome {
+        let runs = || rays.chunks(HINT_RUN).zip(coherent);
         if shadow {
-            Outcome::Occluded(rays.iter().map(|r| self.occluded(r)).collect())
+            Outcome::Occluded(runs().flat_map(|(run, &c)| run.iter().map(move |r| self.occluded(r, c))).collect())
         } else {
-            Outcome::Closest(rays.iter().map(|r| self.closest(r)).collect())
+            Outcome::Closest(runs().flat_map(|(run, &c)| run.iter().map(move |r| self.closest(r, c))).collect())
         }
     }
 }
@@ -188,20 +214,28 @@ fn slab_ray(r: &RawRay) -> slabtree::Ray {
 
 struct Slab(MeshBvh);
 
+fn slab_hint(coherent: bool) -> slabtree::RayCoherence {
+    if coherent { slabtree::RayCoherence::Coherent } else { slabtree::RayCoherence::Incoherent }
+}
+
+fn embree_context(coherent: bool) -> IntersectContext {
+    if coherent { IntersectContext::coherent() } else { IntersectContext::incoherent() }
+}
+
 impl Tracer for Slab {
     #[inline]
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
+    fn closest(&self, r: &RawRay, coherent: bool) -> Option<(f32, u32)> {
         // Each computed field goes to `black_box` on its own, as a caller would store it: the
         // whole `Result<Option<Hit>>` through `black_box` made the compiler copy it between stack
         // slots with loads wider than the stores that wrote it, and time those stalls as ours.
-        let h = self.0.intersect(&slab_ray(r)).expect(VALID)?;
+        let h = self.0.intersect_hinted(&slab_ray(r), slab_hint(coherent)).expect(VALID)?;
         black_box((h.u, h.v));
         black_box(h.normal);
         Some((h.t, h.triangle))
     }
     #[inline]
-    fn occluded(&self, r: &RawRay) -> bool {
-        self.0.occluded(&slab_ray(r)).expect(VALID)
+    fn occluded(&self, r: &RawRay, coherent: bool) -> bool {
+        self.0.occluded_hinted(&slab_ray(r), slab_hint(coherent)).expect(VALID)
     }
 }
 
@@ -213,15 +247,15 @@ struct Embree<'a>(CommittedScene<'a>);
 
 impl Embree<'_> {
     #[inline]
-    fn intersect(&self, ray: embree::Ray) -> Option<(f32, u32)> {
-        let mut ctx = IntersectContext::incoherent();
+    fn intersect(&self, ray: embree::Ray, coherent: bool) -> Option<(f32, u32)> {
+        let mut ctx = embree_context(coherent);
         let mut rh = RayHit::new(ray);
         self.0.intersect(&mut ctx, &mut rh);
         rh.hit.hit().then_some((rh.ray.tfar, rh.hit.primID))
     }
     #[inline]
-    fn occlude(&self, mut ray: embree::Ray) -> bool {
-        let mut ctx = IntersectContext::incoherent();
+    fn occlude(&self, mut ray: embree::Ray, coherent: bool) -> bool {
+        let mut ctx = embree_context(coherent);
         self.0.occluded(&mut ctx, &mut ray);
         // rtcOccluded1 sets tfar to -inf on a hit.
         ray.tfar == f32::NEG_INFINITY
@@ -230,12 +264,12 @@ impl Embree<'_> {
 
 impl Tracer for Embree<'_> {
     #[inline]
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
-        self.intersect(embree_ray(r))
+    fn closest(&self, r: &RawRay, coherent: bool) -> Option<(f32, u32)> {
+        self.intersect(embree_ray(r), coherent)
     }
     #[inline]
-    fn occluded(&self, r: &RawRay) -> bool {
-        self.occlude(embree_ray(r))
+    fn occluded(&self, r: &RawRay, coherent: bool) -> bool {
+        self.occlude(embree_ray(r), coherent)
     }
 }
 
@@ -251,7 +285,7 @@ fn obvhs_ray(r: &RawRay) -> obvhs::ray::Ray {
 
 impl Tracer for Obvhs {
     #[inline]
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
+    fn closest(&self, r: &RawRay, _: bool) -> Option<(f32, u32)> {
         let mut hit = obvhs::ray::RayHit::none();
         let tris = &self.tris;
         if self.bvh.ray_traverse(obvhs_ray(r), &mut hit, |ray, id| tris[id].intersect(ray)) {
@@ -261,7 +295,7 @@ impl Tracer for Obvhs {
         }
     }
     #[inline]
-    fn occluded(&self, r: &RawRay) -> bool {
+    fn occluded(&self, r: &RawRay, _: bool) -> bool {
         let tris = &self.tris;
         !self.bvh.ray_traverse_miss(obvhs_ray(r), |ray, id| tris[id].intersect(ray))
     }
@@ -276,7 +310,7 @@ fn parry_ray(r: &RawRay) -> parry3d::query::Ray {
 
 impl Tracer for Parry {
     #[inline]
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
+    fn closest(&self, r: &RawRay, _: bool) -> Option<(f32, u32)> {
         use parry3d::query::RayCast;
         // parry's docs: `Real::MAX` for an unbounded ray.
         let max_toi = if r[7].is_finite() { r[7] } else { f32::MAX };
@@ -284,7 +318,7 @@ impl Tracer for Parry {
         black_box(hit).map(|h| (h.time_of_impact, h.subshape))
     }
     #[inline]
-    fn occluded(&self, r: &RawRay) -> bool {
+    fn occluded(&self, r: &RawRay, _: bool) -> bool {
         use parry3d::query::RayCast;
         self.0.intersects_ray(&parry3d::math::Pose::IDENTITY, &parry_ray(r), r[7])
     }
@@ -354,7 +388,7 @@ fn bvh_ray(r: &RawRay) -> bvh::ray::Ray<f32, 3> {
 
 impl Tracer for BvhCrate {
     #[inline]
-    fn closest(&self, r: &RawRay) -> Option<(f32, u32)> {
+    fn closest(&self, r: &RawRay, _: bool) -> Option<(f32, u32)> {
         let ray = bvh_ray(r);
         let mut best: Option<(f32, u32)> = None;
         let mut tmax = r[7];
@@ -367,7 +401,7 @@ impl Tracer for BvhCrate {
         best
     }
     #[inline]
-    fn occluded(&self, r: &RawRay) -> bool {
+    fn occluded(&self, r: &RawRay, _: bool) -> bool {
         let ray = bvh_ray(r);
         self.bvh
             .traverse_iterator(&ray, &self.shapes)
@@ -504,6 +538,8 @@ struct RaySet {
     shadow: bool,
     /// The Embree 4 (robust) reference answers shipped with the rays.
     reference: Option<Outcome>,
+    /// Each run of [`HINT_RUN`] rays judged coherent or not ([`judge_runs`]).
+    coherent: Vec<bool>,
 }
 
 fn read_f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
@@ -539,7 +575,8 @@ fn load_rays(dir: &Path, scene: &str, kind: &'static str) -> Result<RaySet, Stri
             )
         })
     };
-    Ok(RaySet { kind, rays, shadow, reference })
+    let coherent = judge_runs(&rays);
+    Ok(RaySet { kind, rays, shadow, reference, coherent })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -595,6 +632,8 @@ struct SetResult {
     mt: Vec<Duration>,
     /// Share of the machine's CPU time used by other processes while the set ran.
     foreign: Option<f64>,
+    /// Runs of [`HINT_RUN`] rays judged coherent, and all runs.
+    coherent_runs: (usize, usize),
 }
 
 struct BuildResult {
@@ -620,10 +659,10 @@ fn rust_peers() -> bool {
 struct Skipped;
 
 impl Tracer for Skipped {
-    fn closest(&self, _: &RawRay) -> Option<(f32, u32)> {
+    fn closest(&self, _: &RawRay, _: bool) -> Option<(f32, u32)> {
         None
     }
-    fn occluded(&self, _: &RawRay) -> bool {
+    fn occluded(&self, _: &RawRay, _: bool) -> bool {
         false
     }
 }
@@ -785,11 +824,11 @@ fn run_scene(
         for (l, lib) in libs.iter().enumerate() {
             if !active[l] {
                 allowed[l] = 0;
-                outcomes.push(lib.record(&[], set.shadow));
+                outcomes.push(lib.record(&[], &[], set.shadow));
                 continue;
             }
             let start = Instant::now();
-            outcomes.push(lib.record(&set.rays, set.shadow));
+            outcomes.push(lib.record(&set.rays, &set.coherent, set.shadow));
             let secs = start.elapsed().as_secs_f64();
             allowed[l] = ((budget / secs).floor() as usize).clamp(1, rounds);
         }
@@ -804,7 +843,7 @@ fn run_scene(
                 if done[l] >= allowed[l] {
                     continue;
                 }
-                let (c, t) = libs[l].pass(&set.rays, set.shadow);
+                let (c, t) = libs[l].pass(&set.rays, &set.coherent, set.shadow);
                 assert_eq!(c, counts[l], "{} gave a different count on a repeated pass", LIBS[l]);
                 best[l] = best[l].min(t);
                 done[l] += 1;
@@ -829,11 +868,11 @@ fn run_scene(
             let start = Instant::now();
             let c = pool.install(|| {
                 if set.shadow {
-                    let v: Vec<bool> = erays.par_iter().with_min_len(256).map(|r| e.occlude(*r)).collect();
+                    let v: Vec<bool> = erays.par_iter().with_min_len(256).map(|r| e.occlude(*r, false)).collect();
                     v.iter().filter(|&&o| o).count()
                 } else {
                     let v: Vec<Option<(f32, u32)>> =
-                        erays.par_iter().with_min_len(256).map(|r| e.intersect(*r)).collect();
+                        erays.par_iter().with_min_len(256).map(|r| e.intersect(*r, false)).collect();
                     v.iter().filter(|h| h.is_some()).count()
                 }
             });
@@ -944,6 +983,7 @@ fn run_scene(
                 .collect(),
             mt,
             foreign,
+            coherent_runs: (set.coherent.iter().filter(|&&c| c).count(), set.coherent.len()),
         });
     }
     Ok((build, results))
@@ -1094,7 +1134,7 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     let kind: &'static str = KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
     let set = load_rays(dir, scene, kind)?;
     let run = |t: &dyn Passes| {
-        let hits: usize = (0..passes).map(|_| t.pass(&set.rays, set.shadow).0).sum();
+        let hits: usize = (0..passes).map(|_| t.pass(&set.rays, &set.coherent, set.shadow).0).sum();
         println!("{lib} {scene}.{kind}: {} rays x {passes} passes, {hits} hits", set.rays.len());
     };
     match *lib {
@@ -1225,12 +1265,13 @@ fn main() {
 
     println!(
         "\n### Single thread, Mrays/s (best of {rounds} interleaved passes; (k) = only k passes; other load = \
-         share of the machine's CPU time that other processes used while the set ran)\n"
+         share of the machine's CPU time that other processes used while the set ran; coherent = \
+         runs of 256 rays judged coherent, the hint both slabtree and Embree were given)\n"
     );
     println!(
-        "| scene | kind | slabtree | Embree | Embree robust | obvhs | parry3d | bvh | ratio slabtree/Embree | slabtree WT | ratio WT/Embree robust | other load |"
+        "| scene | kind | slabtree | Embree | Embree robust | obvhs | parry3d | bvh | ratio slabtree/Embree | slabtree WT | ratio WT/Embree robust | other load | coherent |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in &sets {
         let cell = |l: usize| {
             let t = &s.st[l];
@@ -1242,7 +1283,7 @@ fn main() {
         };
         let ratio = |a: usize, b: usize| mrays(s.n, s.st[a].best) / mrays(s.n, s.st[b].best);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {:.2} | {} | {}/{} |",
             s.scene,
             s.kind,
             cell(0),
@@ -1254,7 +1295,9 @@ fn main() {
             ratio(0, 1),
             cell(6),
             ratio(6, 2),
-            s.foreign.map_or_else(|| "n/a".to_string(), |f| format!("{:.0}%", 100.0 * f))
+            s.foreign.map_or_else(|| "n/a".to_string(), |f| format!("{:.0}%", 100.0 * f)),
+            s.coherent_runs.0,
+            s.coherent_runs.1
         );
     }
 
