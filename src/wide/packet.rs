@@ -6,7 +6,7 @@
 
 use wide::f32x8;
 
-use super::ray::{fused_interval, fused_origin, plane_rows};
+use super::ray::{fused_constants, fused_interval, plane_rows};
 use super::{ChildRef, FixedStack, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray};
 
@@ -77,10 +77,14 @@ pub(crate) struct Planes {
 pub(crate) struct Packet {
     pub(crate) n: usize,
     inv: [Lanes; 3],
-    /// `o·inv` (fused form) or `o` (exact form).
+    /// `o·inv + Δ` (fused form) or `o` (exact form): the entry planes' origin term.
     org: [Lanes; 3],
-    /// The fused form's `Δ` (zero in the exact form).
-    widen: Lanes,
+    /// The fused form's exit planes' terms, `inv·(1 + 2γ(3))` and `o·inv·(1 + 2γ(3))`
+    /// (`crate::wide::ray::FusedConstants`; unused in the exact form).
+    far_inv: [Lanes; 3],
+    far_org: [Lanes; 3],
+    /// The `tmin` of the node tests: the fused form's `tmin − Δ`, or `tmin` in the exact form.
+    node_tmin: Lanes,
     tmin: Lanes,
     /// `tmax`, lowered as hits are found; `-inf` past the last ray, so no box passes there.
     tmax: Lanes,
@@ -122,12 +126,14 @@ impl Packet {
         for (k, &i) in idx.iter().enumerate() {
             let r = &rays[i];
             let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
-            // The single ray's constants; a ray without them (never given) would only be entered
-            // everywhere (`Δ` infinite), never culled.
-            let (p, fused_widen) = fused_origin(r).unwrap_or((o * inv, f32::INFINITY));
+            // The single ray's constants (a ray without them is never given: see `fusable`).
+            let fused = if FUSED { fused_constants(r) } else { None };
+            debug_assert!(!FUSED || fused.is_some());
             for a in 0..3 {
                 self.inv[a].0[k] = inv[a];
-                self.org[a].0[k] = if FUSED { p[a] } else { o[a] };
+                self.org[a].0[k] = fused.map_or(o[a], |c| c.near_org[a]);
+                self.far_inv[a].0[k] = fused.map_or(inv[a], |c| c.far_inv[a]);
+                self.far_org[a].0[k] = fused.map_or(o[a], |c| c.far_org[a]);
                 self.o[a].0[k] = o[a];
                 self.d[a].0[k] = d[a];
                 o_lo[a] = o_lo[a].min(o[a]);
@@ -135,8 +141,8 @@ impl Packet {
                 i_lo[a] = i_lo[a].min(inv[a]);
                 i_hi[a] = i_hi[a].max(inv[a]);
             }
-            let widen = if FUSED { fused_widen } else { 0.0 };
-            self.widen.0[k] = widen;
+            let widen = fused.map_or(0.0, |c| c.widen);
+            self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.tmin);
             self.tmin.0[k] = r.tmin;
             self.tmax.0[k] = r.tmax;
             tmin_lo = tmin_lo.min(r.tmin);
@@ -148,8 +154,10 @@ impl Packet {
             for a in 0..3 {
                 self.inv[a].0[k] = self.inv[a].0[n - 1];
                 self.org[a].0[k] = self.org[a].0[n - 1];
+                self.far_inv[a].0[k] = self.far_inv[a].0[n - 1];
+                self.far_org[a].0[k] = self.far_org[a].0[n - 1];
             }
-            self.widen.0[k] = self.widen.0[n - 1];
+            self.node_tmin.0[k] = self.node_tmin.0[n - 1];
             self.tmin.0[k] = self.tmin.0[n - 1];
             self.tmax.0[k] = f32::NEG_INFINITY;
         }
@@ -204,11 +212,12 @@ impl Packet {
     /// directions it is smallest at a corner: the minimum of the four corner products bounds every
     /// ray's distance from below, and the maximum bounds the exit distance from above. The
     /// single-ray test computes its distances with at most a few roundings relative to the
-    /// distance and, in the fused form, an absolute error of at most `Δ/4` from the rounded
-    /// `o·inv`; it then lowers the entry by its `Δ` and raises the exit by `FAR_PAD` (at most
-    /// `8·2⁻²³` relative). Widening both bounds by [`REL_MARGIN`] relative plus three times the
-    /// packet's largest `Δ` absolute covers all of it with room to spare, so a child culled here
-    /// is refused by every ray's own test.
+    /// distance and, in the fused form, lowers its entry distances by at most `1.3·Δ` (its
+    /// `o·inv + Δ` and `tmin − Δ`, with their roundings) and raises its exit distances by the
+    /// factor `FAR_PAD` (at most `8·2⁻²³` relative) and an absolute error below `Δ/2` (see
+    /// `docs/architecture.md`, "The fused slab test"). Widening both bounds by [`REL_MARGIN`]
+    /// relative plus three times the packet's largest `Δ` absolute covers all of it with room to
+    /// spare, so a child culled here is refused by every ray's own test.
     #[inline(always)]
     pub(crate) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
         let rows = node.bounds.as_flattened();
@@ -261,16 +270,18 @@ impl Packet {
     pub(crate) fn enter<const FUSED: bool, const TIES: bool>(&self, planes: &Planes, g: usize) -> u32 {
         let inv = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
         let org = [self.org[0].group(g), self.org[1].group(g), self.org[2].group(g)];
-        let (tmin, mut tmax) = (self.tmin.group(g), self.tmax.group(g));
+        let (tmin, mut tmax) = (self.node_tmin.group(g), self.tmax.group(g));
         if TIES {
             // Lanes past the last ray hold -inf, which becomes NaN here; `active` masks them.
             tmax = raised_tmax8(tmax);
         }
         let pad = f32x8::splat(FAR_PAD);
         if FUSED {
+            let far_inv = [self.far_inv[0].group(g), self.far_inv[1].group(g), self.far_inv[2].group(g)];
+            let far_org = [self.far_org[0].group(g), self.far_org[1].group(g), self.far_org[2].group(g)];
             let nt = |a: usize| planes.near[a].mul_sub(inv[a], org[a]);
-            let ft = |a: usize| planes.far[a].mul_sub(inv[a], org[a]);
-            fused_interval([nt(0), nt(1), nt(2)], [ft(0), ft(1), ft(2)], tmin, self.widen.group(g), tmax).0
+            let ft = |a: usize| planes.far[a].mul_sub(far_inv[a], far_org[a]);
+            fused_interval([nt(0), nt(1), nt(2)], [ft(0), ft(1), ft(2)], tmin, tmax).0
         } else {
             let mut near = tmin;
             let mut far = tmax;
@@ -327,10 +338,10 @@ impl Packet {
 }
 
 /// `true` when the ray can join a packet: the fused form's constants are finite
-/// ([`fused_origin`]; the interval bounds need finite ones in both forms).
+/// ([`fused_constants`]; the interval bounds need finite ones in both forms).
 #[inline(always)]
 pub(crate) fn fusable(ray: &Ray) -> bool {
-    fused_origin(ray).is_some()
+    fused_constants(ray).is_some()
 }
 
 /// Stack entries of the packet walk; as for the single ray (7 siblings per level).

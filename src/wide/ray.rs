@@ -9,17 +9,17 @@
 //! * **fused** ([`FusedRay8`], the mesh BVH's rays): `plane * inv_dir - origin * inv_dir` with the
 //!   product `origin * inv_dir` computed once per ray, so each plane costs one fused multiply-add,
 //!   as in Embree's BVH kernels. Embree's fast mode accepts that the rounding of the precomputed
-//!   product can cull a box the ray grazes; here the entry distances are lowered instead, so the
-//!   test stays conservative (the argument is in `docs/architecture.md`, "The fused slab test"):
-//!   `origin * inv_dir` is rounded to nearest, an error of at most `u·|o·inv|` (`u = 2⁻²⁴`) in
-//!   every entry and exit distance of that axis, so the entry distance (the maximum over the
-//!   axes) is lowered by `Δ = 4u·max|o·inv|`, which covers that error on both sides of the
-//!   comparison and keeps the entry distance at or below the exact one. What is left is the
-//!   relative error of one rounded `inv_dir` and one rounding of the fused result, which the far
-//!   distance's factor `1 + 2γ(3)` covers (Ize 2013), as for the exact form. One `Δ` for all axes,
-//!   rather than `o·inv` rounded outward per axis and side, keeps eight vectors live per ray
-//!   instead of eleven, and the triangle tests between node tests spill less. The fused form
-//!   needs a real fused multiply-add (`target_feature = "fma"`) and finite products; a ray
+//!   product can cull a box the ray grazes; here the test stays conservative (the argument is in
+//!   `docs/architecture.md`, "The fused slab test"), with both corrections in the per-ray
+//!   constants ([`FusedConstants`]) rather than in each node's arithmetic: the entry planes'
+//!   product is `o·inv + Δ` and `tmin` is lowered to `tmin − Δ`, with `Δ = 8u·max|o·inv|`
+//!   (`u = 2⁻²⁴`), which covers the rounding of every constant on both sides of the comparison
+//!   and keeps the entry distance at or below the exact one; the exit planes use `inv` and
+//!   `o·inv` scaled by the slab test's factor `1 + 2γ(3)` (Ize 2013), which covers the relative
+//!   error of one rounded `inv_dir`, of the scaled constants and of one rounding of the fused
+//!   result. A node's verdict is then one fused multiply-add per plane, a maximum, a minimum and
+//!   a comparison, the chain a walk waits on between one node and the next. The fused form
+//!   needs a real fused multiply-add (`target_feature = "fma"`) and finite constants; a ray
 //!   without them (a direction component of 0, an origin so far out that `o·inv` overflows) is
 //!   tested in the exact form.
 
@@ -116,36 +116,68 @@ impl NodeTest for Ray8 {
 #[derive(Clone, Copy)]
 pub(crate) struct FusedRay8 {
     inv_dir: [f32x8; 3],
-    /// `o·inv`, rounded to nearest.
-    org: [f32x8; 3],
-    /// `Δ`, by which the entry distances are lowered: it covers the rounding of `org` on every
-    /// axis at once (see the module doc).
-    widen: f32x8,
+    /// `o·inv + Δ`, per axis: the entry planes' products, so that every entry distance comes
+    /// out lowered by about `Δ` (see [`FusedConstants`]).
+    near_org: [f32x8; 3],
+    /// `inv·(1 + 2γ(3))` and `o·inv·(1 + 2γ(3))`: the exit planes' products, so that every exit
+    /// distance comes out raised by the slab test's factor.
+    far_inv: [f32x8; 3],
+    far_org: [f32x8; 3],
     near_row: [usize; 3],
     far_row: [usize; 3],
+    /// `tmin − Δ`.
     tmin: f32x8,
 }
 
-/// `4u` with `u = 2⁻²⁴`, the unit roundoff of f32.
-const FUSED_PAD: f32 = 4.0 * f32::EPSILON * 0.5;
+/// `8u` with `u = 2⁻²⁴`, the unit roundoff of f32: `Δ` is this times the largest `|o·inv|`.
+const FUSED_PAD: f32 = 8.0 * f32::EPSILON * 0.5;
 
-/// The fused form's per-ray constants, `o·inv` (rounded to nearest) and `Δ`, or `None` when they
-/// are not finite or the ray's range starts before its origin (`tmin < 0`, for which
-/// [`fused_interval`]'s integer maximum would not be exact); then the ray takes the exact form.
-/// The packets of `super::packet` take exactly the rays for which this is `Some`, and the same
-/// constants, whatever the target.
+/// The fused form's per-ray constants, each rounded to nearest once (the argument that the test
+/// built from them is conservative is in `docs/architecture.md`, "The fused slab test"). The
+/// widening `Δ` and the exit factor `1 + 2γ(3)` live in these constants rather than in the
+/// per-node arithmetic, so that a node's verdict is one fused multiply-add per plane, a maximum
+/// and a minimum over the axes, and one comparison: the chain from a node's load to the choice
+/// of the next node is what a walk waits on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FusedConstants {
+    /// The inverse direction, for the entry planes.
+    pub(crate) inv: Vec3A,
+    /// `o·inv + Δ`.
+    pub(crate) near_org: Vec3A,
+    /// `inv·(1 + 2γ(3))`.
+    pub(crate) far_inv: Vec3A,
+    /// `o·inv·(1 + 2γ(3))`.
+    pub(crate) far_org: Vec3A,
+    /// `tmin − Δ`.
+    pub(crate) tmin: f32,
+    /// `Δ = 8u·max|o·inv| + MIN_POSITIVE` (the last term for products in the subnormal range).
+    pub(crate) widen: f32,
+}
+
+/// The fused form's per-ray constants, or `None` when they are not finite or the ray's range
+/// starts before its origin (`tmin < 0`, for which [`fused_interval`]'s integer maximum would let
+/// boxes behind the origin in); then the ray takes the exact form. The packets of
+/// `super::packet` take exactly the rays for which this is `Some`, and the same constants,
+/// whatever the target.
 #[inline(always)]
-pub(crate) fn fused_origin(ray: &Ray) -> Option<(Vec3A, f32)> {
+pub(crate) fn fused_constants(ray: &Ray) -> Option<FusedConstants> {
     let (o, inv) = (ray.origin(), ray.inv_dir());
     let p = o * inv;
-    // One check for both: a sum is finite only if every term is (it can also overflow for finite
-    // terms, and such a ray takes the exact form, which is always correct). `Δ` of a finite `p` is
-    // finite.
     if !(inv + p).is_finite() || ray.tmin < 0.0 {
         return None;
     }
-    // The absolute term covers a product that rounds into the subnormal range.
-    Some((p, p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE))
+    let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
+    let c = FusedConstants {
+        inv,
+        near_org: p + Vec3A::splat(widen),
+        far_inv: inv * FAR_PAD,
+        far_org: p * FAR_PAD,
+        tmin: ray.tmin - widen,
+        widen,
+    };
+    // One check for all: a sum is finite only if every term is (it can also overflow for finite
+    // terms, and such a ray takes the exact form, which is always correct).
+    (c.near_org + c.far_inv + c.far_org).is_finite().then_some(c)
 }
 
 impl FusedRay8 {
@@ -155,65 +187,55 @@ impl FusedRay8 {
         if !cfg!(target_feature = "fma") {
             return None;
         }
-        let inv = ray.inv_dir();
-        let (p, widen) = fused_origin(ray)?;
+        let c = fused_constants(ray)?;
         let (near_row, far_row) = plane_rows(ray);
         Some(FusedRay8 {
-            inv_dir: splat3(inv),
-            org: splat3(p),
-            widen: f32x8::splat(widen),
+            inv_dir: splat3(c.inv),
+            near_org: splat3(c.near_org),
+            far_inv: splat3(c.far_inv),
+            far_org: splat3(c.far_org),
             near_row,
             far_row,
-            tmin: f32x8::splat(ray.tmin),
+            tmin: f32x8::splat(c.tmin),
         })
     }
 }
 
 impl NodeTest for FusedRay8 {
-    /// Eight live vectors per ray (the inverse direction, `o·inv`, `tmin` and `Δ`), so that the
-    /// triangle test between node tests keeps its own values in registers.
     #[inline(always)]
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
         debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
-        let near_t = |a: usize| plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.org[a]);
-        let far_t = |a: usize| plane(node, self.far_row[a]).mul_sub(self.inv_dir[a], self.org[a]);
-        fused_interval(
-            [near_t(0), near_t(1), near_t(2)],
-            [far_t(0), far_t(1), far_t(2)],
-            self.tmin,
-            self.widen,
-            f32x8::splat(tmax),
-        )
+        let near_t = |a: usize| plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.near_org[a]);
+        let far_t = |a: usize| plane(node, self.far_row[a]).mul_sub(self.far_inv[a], self.far_org[a]);
+        fused_interval([near_t(0), near_t(1), near_t(2)], [far_t(0), far_t(1), far_t(2)], self.tmin, f32x8::splat(tmax))
     }
 }
 
-/// The fused form's verdict from the per-axis entry and exit distances `t = fma(plane, inv, −p)`:
-/// the lanes entered (a bit mask) and their entry distances. Shared by [`FusedRay8`] and the
-/// packets of `super::packet`, so that a ray in a packet enters exactly the lanes it enters alone.
+/// The fused form's verdict from the per-axis entry distances `fma(plane, inv, −(o·inv + Δ))` and
+/// exit distances `fma(plane, inv·(1 + 2γ(3)), −o·inv·(1 + 2γ(3)))` and the lowered `tmin − Δ`
+/// ([`FusedConstants`]): the lanes entered (a bit mask) and their entry distances. Shared by
+/// [`FusedRay8`] and the packets of `super::packet`, so that a ray in a packet enters exactly the
+/// lanes it enters alone.
 ///
-/// `Δ` covers the rounding of `o·inv` in the exit distances too (at most `u·|o·inv|` on either
-/// side, `Δ` at least twice that): the far side needs only the slab test's factor. No lane is NaN:
-/// the products and `o·inv` are finite and the planes finite or infinite. An empty lane (planes
-/// +inf and -inf) enters at +inf and leaves at -inf, so the one comparison refuses it.
+/// No lane is NaN: the products and constants are finite and the planes finite or infinite. An
+/// empty lane (planes +inf and -inf) enters at +inf and leaves at -inf, so the one comparison
+/// refuses it. `tmin` and `tmax` join the third axis before it meets the other two, so that the
+/// chain from the planes to the mask is one fused multiply-add, one integer and one float
+/// maximum (minimum), and the comparison.
 ///
 /// The first two axes are combined by [`int_max`] and [`int_min`], as Embree's kernels combine
 /// all of them: a shorter dependency chain per node visit (six alternated runs of the peer
 /// program with and without it: the mean ratio over the 12 shared sets about 1% higher against
-/// Embree and 2% against Embree robust, `docs/performance.md`). Only where that stays exact: the rays here have
-/// `tmin >= 0` ([`fused_origin`]), so the entry distance, the float maximum of that and of the
-/// third axis and `tmin`, is the float form's (see `int_max`); the exit distance can only come
-/// out later than the float minimum, when both of its axes exit behind the origin (see
-/// `int_min`), and then a box is entered only if it ends within `Δ` behind the origin.
+/// Embree and 2% against Embree robust, `docs/performance.md`). The entry distance is never
+/// later than the float form's, and earlier only when both of the first two axes enter behind
+/// the origin and the lowered `tmin` is below them, which lowers it by at most `Δ` past `tmin`
+/// (see `int_max`); the exit distance can only come out later than the float minimum when both
+/// of its axes exit behind the origin (see `int_min`), and then a box is entered only if it ends
+/// within `Δ` behind `tmin`.
 #[inline(always)]
-pub(crate) fn fused_interval(
-    near_t: [f32x8; 3],
-    far_t: [f32x8; 3],
-    tmin: f32x8,
-    widen: f32x8,
-    tmax: f32x8,
-) -> (u32, f32x8) {
-    let near = int_max(near_t[0], near_t[1]).fast_max(near_t[2].fast_max(tmin)) - widen;
-    let far = (int_min(far_t[0], far_t[1]).fast_min(far_t[2]) * f32x8::splat(FAR_PAD)).fast_min(tmax);
+pub(crate) fn fused_interval(near_t: [f32x8; 3], far_t: [f32x8; 3], tmin: f32x8, tmax: f32x8) -> (u32, f32x8) {
+    let near = int_max(near_t[0], near_t[1]).fast_max(near_t[2].fast_max(tmin));
+    let far = int_min(far_t[0], far_t[1]).fast_min(far_t[2].fast_min(tmax));
     (near.simd_le(far).to_bitmask(), near)
 }
 
@@ -222,9 +244,9 @@ pub(crate) fn fused_interval(
 /// do, and every negative float's bits are below every non-negative one's, so this is the float
 /// maximum whenever one operand is at least +0; when both are negative it is one of them (the
 /// float minimum, as negative bits order backwards), never more than the maximum. An entry
-/// distance computed with it is never later than the exact one; it must not take `tmin`, or a
-/// negative `tmin` would let every box behind the origin in (`fused_interval` takes the float
-/// maximum with `tmin` after it).
+/// distance computed with it is never later than the exact one; it must not take `tmin − Δ`,
+/// or, that being negative for a range that starts at the origin, every box behind the origin
+/// would be entered (`fused_interval` takes the float maximum with it after this one).
 #[inline(always)]
 fn int_max(a: f32x8, b: f32x8) -> f32x8 {
     // SAFETY: both are 32 bytes of plain lanes.
@@ -301,9 +323,11 @@ mod tests {
                 // A point on the ray, then a box with one corner there (rounded to f32) and a
                 // random extent on each axis, sometimes zero. Every other box lies close to the
                 // origin compared with the origin's distance from 0, where the rounding of `o·inv`
-                // is large against the box's distances.
-                let near_origin = if lane % 2 == 0 { 1.0 } else { 1e-3 };
-                let t = rng.range(0.0, 4.0) * near_origin * scale / d.length().max(1e-30);
+                // is large against the box's distances (the widening `Δ` must cover it); one in
+                // four lies a thousand times farther off, where the relative rounding of the
+                // distances outgrows `Δ` (the exit factor must cover it).
+                let distance = [1.0, 1e-3, 1e3, 1e-3][lane % 4];
+                let t = rng.range(0.0, 4.0) * distance * scale / d.length().max(1e-30);
                 let p = o + d * t;
                 let ext = rng.unit3a() * scale * 0.01 * (lane % 3) as f32;
                 let dir = Vec3A::new(
