@@ -11,12 +11,13 @@ pub(crate) fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnc
     (a(), b())
 }
 
-/// `f` of every element of `items`, in order, in chunks of at least `min_len` per task.
+/// `f` of every element of `items`, in order, in tasks of `min_len` elements (the last may be
+/// shorter), each free to be stolen (see [`map_chunks`]).
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        items.par_iter().with_min_len(min_len).map(f).collect()
+        items.par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect()
     }
     #[cfg(not(feature = "parallel"))]
     {
@@ -25,12 +26,13 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) 
     }
 }
 
-/// `f(i)` for every `i` in `0..n`, in order, in chunks of at least `min_len` per task.
+/// `f(i)` for every `i` in `0..n`, in order, in tasks of `min_len` indices (the last may be
+/// shorter), each free to be stolen (see [`map_chunks`]).
 pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        (0..n).into_par_iter().with_min_len(min_len).map(f).collect()
+        (0..n).into_par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect()
     }
     #[cfg(not(feature = "parallel"))]
     {
@@ -82,7 +84,12 @@ pub(crate) fn map_chunks<T: Sync, R: Clone + Send + Sync>(
     #[cfg(feature = "parallel")]
     {
         use rayon::prelude::*;
-        input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).for_each(|(i, o)| run(i, o));
+        // One task per chunk, each free to be stolen: rayon's adaptive split alone cut the chunks
+        // into four pieces for two threads, and a thread that finished its half early found
+        // nothing left to take from the other's last piece (Sponza's camera rays, whose top half
+        // costs 1.35x the bottom, ran 1.7x as fast on two threads as on one; tasks of one chunk:
+        // `docs/performance.md`, "Two threads: a task per chunk").
+        input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| run(i, o));
     }
     #[cfg(not(feature = "parallel"))]
     for (i, o) in input.chunks(chunk).zip(out.chunks_mut(chunk)) {

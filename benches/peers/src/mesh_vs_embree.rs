@@ -867,12 +867,21 @@ fn run_scene(
         let embree_batch = |e: &Embree, pool: &rayon::ThreadPool| -> (usize, Duration) {
             let start = Instant::now();
             let c = pool.install(|| {
+                // Tasks of 256 rays, each free to be stolen, as slabtree's batches split their
+                // rays (`par::map_chunks`).
                 if set.shadow {
-                    let v: Vec<bool> = erays.par_iter().with_min_len(256).map(|r| e.occlude(*r, false)).collect();
+                    let v: Vec<bool> = erays
+                        .par_chunks(256)
+                        .with_max_len(1)
+                        .flat_map_iter(|c| c.iter().map(|r| e.occlude(*r, false)))
+                        .collect();
                     v.iter().filter(|&&o| o).count()
                 } else {
-                    let v: Vec<Option<(f32, u32)>> =
-                        erays.par_iter().with_min_len(256).map(|r| e.intersect(*r, false)).collect();
+                    let v: Vec<Option<(f32, u32)>> = erays
+                        .par_chunks(256)
+                        .with_max_len(1)
+                        .flat_map_iter(|c| c.iter().map(|r| e.intersect(*r, false)))
+                        .collect();
                     v.iter().filter(|h| h.is_some()).count()
                 }
             });
