@@ -129,11 +129,12 @@ impl Packet {
             // The single ray's constants (a ray without them is never given: see `fusable`).
             let fused = if FUSED { fused_constants(r) } else { None };
             debug_assert!(!FUSED || fused.is_some());
+            let (near_org, far_inv, far_org) = fused.map_or((o, inv, o), |c| (c.near_org(), c.far_inv(), c.far_org()));
             for a in 0..3 {
                 self.inv[a].0[k] = inv[a];
-                self.org[a].0[k] = fused.map_or(o[a], |c| c.near_org[a]);
-                self.far_inv[a].0[k] = fused.map_or(inv[a], |c| c.far_inv[a]);
-                self.far_org[a].0[k] = fused.map_or(o[a], |c| c.far_org[a]);
+                self.org[a].0[k] = near_org[a];
+                self.far_inv[a].0[k] = far_inv[a];
+                self.far_org[a].0[k] = far_org[a];
                 self.o[a].0[k] = o[a];
                 self.d[a].0[k] = d[a];
                 o_lo[a] = o_lo[a].min(o[a]);
@@ -142,7 +143,7 @@ impl Packet {
                 i_hi[a] = i_hi[a].max(inv[a]);
             }
             let widen = fused.map_or(0.0, |c| c.widen);
-            self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.tmin);
+            self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.node_tmin());
             self.tmin.0[k] = r.tmin;
             self.tmax.0[k] = r.tmax;
             tmin_lo = tmin_lo.min(r.tmin);

@@ -142,16 +142,38 @@ const FUSED_PAD: f32 = 8.0 * f32::EPSILON * 0.5;
 pub(crate) struct FusedConstants {
     /// The inverse direction, for the entry planes.
     pub(crate) inv: Vec3A,
-    /// `o·inv + Δ`.
-    pub(crate) near_org: Vec3A,
-    /// `inv·(1 + 2γ(3))`.
-    pub(crate) far_inv: Vec3A,
-    /// `o·inv·(1 + 2γ(3))`.
-    pub(crate) far_org: Vec3A,
-    /// `tmin − Δ`.
-    pub(crate) tmin: f32,
-    /// `Δ = 8u·max|o·inv| + MIN_POSITIVE` (the last term for products in the subnormal range).
+    /// `p = o·inv`, rounded to nearest.
+    pub(crate) p: Vec3A,
+    /// `Δ = 8u·max|p| + MIN_POSITIVE` (the last term for products in the subnormal range).
     pub(crate) widen: f32,
+    /// The ray's `tmin`.
+    pub(crate) tmin: f32,
+}
+
+impl FusedConstants {
+    /// `p + Δ`: the entry planes' origin term.
+    #[inline(always)]
+    pub(crate) fn near_org(&self) -> Vec3A {
+        self.p + Vec3A::splat(self.widen)
+    }
+
+    /// `inv·(1 + 2γ(3))`: the exit planes' inverse direction.
+    #[inline(always)]
+    pub(crate) fn far_inv(&self) -> Vec3A {
+        self.inv * FAR_PAD
+    }
+
+    /// `p·(1 + 2γ(3))`: the exit planes' origin term.
+    #[inline(always)]
+    pub(crate) fn far_org(&self) -> Vec3A {
+        self.p * FAR_PAD
+    }
+
+    /// `tmin − Δ`: the range's start for the node tests.
+    #[inline(always)]
+    pub(crate) fn node_tmin(&self) -> f32 {
+        self.tmin - self.widen
+    }
 }
 
 /// The fused form's per-ray constants, or `None` when they are not finite or the ray's range
@@ -163,21 +185,14 @@ pub(crate) struct FusedConstants {
 pub(crate) fn fused_constants(ray: &Ray) -> Option<FusedConstants> {
     let (o, inv) = (ray.origin(), ray.inv_dir());
     let p = o * inv;
-    if !(inv + p).is_finite() || ray.tmin < 0.0 {
+    // One check for all: the sum is finite only if both terms are at most `f32::MAX / 2`, and
+    // then so are `p + Δ` and both products by `1 + 2γ(3)` (a sum of finite terms can also
+    // overflow, and such a ray takes the exact form, which is always correct).
+    if !((inv.abs() + p.abs()) * 2.0).is_finite() || ray.tmin < 0.0 {
         return None;
     }
     let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
-    let c = FusedConstants {
-        inv,
-        near_org: p + Vec3A::splat(widen),
-        far_inv: inv * FAR_PAD,
-        far_org: p * FAR_PAD,
-        tmin: ray.tmin - widen,
-        widen,
-    };
-    // One check for all: a sum is finite only if every term is (it can also overflow for finite
-    // terms, and such a ray takes the exact form, which is always correct).
-    (c.near_org + c.far_inv + c.far_org).is_finite().then_some(c)
+    Some(FusedConstants { inv, p, widen, tmin: ray.tmin })
 }
 
 impl FusedRay8 {
@@ -191,12 +206,12 @@ impl FusedRay8 {
         let (near_row, far_row) = plane_rows(ray);
         Some(FusedRay8 {
             inv_dir: splat3(c.inv),
-            near_org: splat3(c.near_org),
-            far_inv: splat3(c.far_inv),
-            far_org: splat3(c.far_org),
+            near_org: splat3(c.near_org()),
+            far_inv: splat3(c.far_inv()),
+            far_org: splat3(c.far_org()),
             near_row,
             far_row,
-            tmin: f32x8::splat(c.tmin),
+            tmin: f32x8::splat(c.node_tmin()),
         })
     }
 }

@@ -57,7 +57,8 @@
 //! one library over that one scene and traces its ray file PASSES times (default 1), printing the
 //! hit count and nothing else, so that `valgrind --tool=callgrind` counts one library's
 //! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
-//! count). Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`. KIND `build`
+//! count); it also prints the best pass's rate, for comparing two builds of slabtree by
+//! alternating their runs. Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`. KIND `build`
 //! builds that library's BVH of the scene PASSES times on one thread and traces nothing (LIB
 //! `slabtree`, `slabtree-wt` or `embree`).
 //!
@@ -1143,8 +1144,17 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     let kind: &'static str = KINDS.into_iter().find(|k| k == kind).ok_or("unknown kind")?;
     let set = load_rays(dir, scene, kind)?;
     let run = |t: &dyn Passes| {
-        let hits: usize = (0..passes).map(|_| t.pass(&set.rays, &set.coherent, set.shadow).0).sum();
-        println!("{lib} {scene}.{kind}: {} rays x {passes} passes, {hits} hits", set.rays.len());
+        let (mut hits, mut best) = (0, Duration::MAX);
+        for _ in 0..passes {
+            let (h, d) = t.pass(&set.rays, &set.coherent, set.shadow);
+            hits += h;
+            best = best.min(d);
+        }
+        println!(
+            "{lib} {scene}.{kind}: {} rays x {passes} passes, {hits} hits, best pass {:.3} Mrays/s",
+            set.rays.len(),
+            mrays(set.rays.len(), best)
+        );
     };
     match *lib {
         "slabtree" => run(&build_slab(&mesh, TriangleTest::MollerTrumbore).0),

@@ -404,7 +404,7 @@ impl MeshBvh {
                 };
                 let mut stack = FixedStack::<_, STACK>::new();
                 let start = ChildRef::node(at.index);
-                match FusedRay8::new(ray).filter(|_| FUSED) {
+                match if FUSED { FusedRay8::new(ray) } else { None } {
                     Some(f) => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
