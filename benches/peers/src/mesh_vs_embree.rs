@@ -58,9 +58,9 @@
 //! hit count and nothing else, so that `valgrind --tool=callgrind` counts one library's
 //! instructions per ray (run with 1 and 3 passes and divide the difference by twice the ray
 //! count); it also prints the best pass's rate, for comparing two builds of slabtree by
-//! alternating their runs. Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`. KIND `build`
-//! builds that library's BVH of the scene PASSES times on one thread and traces nothing (LIB
-//! `slabtree`, `slabtree-wt` or `embree`).
+//! alternating their runs. Build the profiled binary with `RUSTFLAGS="-C target-cpu=x86-64-v3"`.
+//! KIND `build` builds that library's BVH of the scene PASSES times on one thread and traces
+//! nothing (LIB `slabtree`, `slabtree-wt` or `embree`).
 //!
 //! Build times: `MESH_BUILD=ROUNDS` times only the builds of slabtree and Embree 3 with one and
 //! with two threads (a rayon pool of that size; an Embree device with `threads=N`), interleaved
