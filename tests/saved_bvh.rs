@@ -258,15 +258,36 @@ fn a_forged_overlap_is_refused() {
     let bytes = bvh.to_bytes();
     let at = blocks_at(&bvh);
     // The root's second child made to start one block inside its first: two records sharing
-    // blocks, which a refit of one would corrupt for the other. (The bytes read there also fail
-    // the reference checks, so this asserts the refusal, not which check makes it.)
+    // blocks, which a refit of one would corrupt for the other. References count 8-byte steps,
+    // 4 to a block. (The bytes read there also fail the reference checks, so this asserts the
+    // refusal, not which check makes it.)
     let (r0, r1) = (root_word(&bytes, at, 48), root_word(&bytes, at, 49));
     assert_eq!(r0 >> 31, r1 >> 31, "the root's first two children are of one kind in this mesh");
     let mut bad = bytes.clone();
-    bad[at + 4 * 49..at + 4 * 50].copy_from_slice(&(r0 + 1).to_le_bytes());
+    bad[at + 4 * 49..at + 4 * 50].copy_from_slice(&(r0 + 4).to_le_bytes());
     forge(&mut bad);
     assert!(matches!(MeshBvh::from_bytes(&bad), Err(SavedBvhError::BadTree { .. })));
     assert!(matches!(MeshBvh::from_untrusted_bytes(&bad), Err(SavedBvhError::BadTree { .. })));
+}
+
+#[test]
+fn a_reference_inside_a_block_is_refused() {
+    // A reference names its record by 8-byte steps from the array's start; a record starts on a
+    // block (32 bytes), so a step that is not a multiple of 4 names no record.
+    let bvh = MeshBvh::build(&soup(300, 8), &BuildOptions::default());
+    let bytes = bvh.to_bytes();
+    let at = blocks_at(&bvh);
+    let r1 = root_word(&bytes, at, 49);
+    for step in 1..4 {
+        let mut bad = bytes.clone();
+        bad[at + 4 * 49..at + 4 * 50].copy_from_slice(&(r1 + step).to_le_bytes());
+        forge(&mut bad);
+        for read in [MeshBvh::from_bytes, MeshBvh::from_untrusted_bytes] {
+            let e = read(&bad).err();
+            let want = SavedBvhError::BadTree { block: 0, reason: "a reference inside a block" };
+            assert_eq!(e, Some(want), "step {step}");
+        }
+    }
 }
 
 #[test]
@@ -287,6 +308,46 @@ fn an_unused_lane_with_a_box_is_refused() {
                 let e = read(&bad).err();
                 assert!(matches!(e, Some(SavedBvhError::BadTree { reason: "an unused lane with a box", .. })), "{e:?}");
             }
+        }
+    }
+}
+
+#[test]
+fn a_version_2_file_reads_as_the_same_bvh() {
+    // Version 2 counted references in 32-byte blocks, version 3 in 8-byte steps. A version 3
+    // file turned back into version 2 (every reference of every node divided by 4) reads as the
+    // same BVH, by both reads.
+    let mesh = soup(3000, 10);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &options(test));
+        let bytes = bvh.to_bytes();
+        let at = blocks_at(&bvh);
+        let mut old = bytes.clone();
+        old[8..12].copy_from_slice(&2u32.to_le_bytes());
+        // The nodes, from the root, by the version 3 references.
+        let (mut stack, mut nodes) = (vec![0u32], 0);
+        while let Some(node) = stack.pop() {
+            nodes += 1;
+            let start = at + 8 * node as usize;
+            for lane in 0..8 {
+                let w = start + 4 * (48 + lane);
+                let r = u32::from_le_bytes(bytes[w..w + 4].try_into().unwrap());
+                if r == u32::MAX {
+                    continue;
+                }
+                let (leaf, index) = (r >> 31, r & 0x7fff_ffff);
+                assert_eq!(index % 4, 0, "a reference starts a block");
+                if leaf == 0 {
+                    stack.push(index);
+                }
+                old[w..w + 4].copy_from_slice(&((leaf << 31) | (index / 4)).to_le_bytes());
+            }
+        }
+        assert!(nodes > 20, "{nodes} nodes");
+        forge(&mut old);
+        for read in [MeshBvh::from_bytes, MeshBvh::from_untrusted_bytes] {
+            let back = read(&old).unwrap();
+            assert_eq!(back.to_bytes(), bytes, "{test:?}: read back as version 3");
         }
     }
 }

@@ -184,7 +184,7 @@ pub struct BuildPhases {
 /// ```
 #[derive(Clone)]
 pub struct MeshBvh {
-    /// Nodes and triangle packs, addressed by block (see `super::layout`).
+    /// Nodes and triangle packs, addressed by position (see `super::layout`).
     pub(crate) blocks: Blocks,
     pub(crate) mesh: TriMesh,
     pub(crate) options: BuildOptions,
@@ -835,14 +835,17 @@ pub(super) fn write_contents(mesh: &TriMesh, blocks: &mut Blocks, rows: PackRows
     let mut box_of = vec![0u32; if packs.is_empty() { 0 } else { blocks.len() }];
     for (i, (&at, (p, _))) in packs.iter().zip(&built).enumerate() {
         *blocks.pack_mut(at) = *p;
-        box_of[at as usize] = i as u32;
+        box_of[super::layout::block_at(at)] = i as u32;
     }
     for &at in nodes {
         let old = *blocks.node(at);
         let mut n = Node8::EMPTY;
         for (lane, &c) in old.child.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
-            let b =
-                if c.is_leaf() { built[box_of[c.index() as usize] as usize].1 } else { blocks.node(c.index()).union() };
+            let b = if c.is_leaf() {
+                built[box_of[super::layout::block_at(c.index())] as usize].1
+            } else {
+                blocks.node(c.index()).union()
+            };
             n.set(lane, c, &b);
         }
         *blocks.node_mut(at) = n;
@@ -853,7 +856,7 @@ pub(super) fn write_contents(mesh: &TriMesh, blocks: &mut Blocks, rows: PackRows
 /// the nearest hit's triangle, distance and payload.
 pub(super) trait LeafTest {
     type Hit;
-    /// `index` is the pack's block in the BVH.
+    /// `index` is the pack's position in the BVH (`super::layout`).
     fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
 
     /// Whether the hit just returned ends the query (a policy's stop); a closest-hit walk

@@ -121,7 +121,7 @@ fn plan(
 }
 
 /// Writes a wide node for `children` (opened) and then its leaf packs, so that a node's packs
-/// follow it in memory; returns the node's block. Internal lanes are left to the caller.
+/// follow it in memory; returns the node's position. Internal lanes are left to the caller.
 fn write_node(
     build: &[BuildNode],
     items: &[BuildItem],
@@ -145,7 +145,7 @@ fn write_node(
 }
 
 /// Writes the subtree whose wide nodes' lanes `plan` yields, in the plan's order, into `out`:
-/// its node, the node's packs, then its child subtrees in lane order. Returns the node's block.
+/// its node, the node's packs, then its child subtrees in lane order. Returns the node's position.
 /// Recursion depth is the binary depth, which the builder bounds.
 fn emit(
     build: &[BuildNode],
@@ -204,7 +204,7 @@ fn emit_parallel(
     let mut rest = &lanes[1..];
     for (&(lane, c), run) in inner.iter().zip(runs) {
         let BuildNode::Inner { bounds, .. } = build[c as usize] else { unreachable!() };
-        head.node_mut(me).set(lane, ChildRef::node(run.next_block()), &bounds);
+        head.node_mut(me).set(lane, ChildRef::node(run.next_position()), &bounds);
         let (sub, tail) = rest.split_at(sizes[c as usize].1.load(Ordering::Relaxed) as usize);
         rest = tail;
         jobs.push((sub, run));

@@ -1,13 +1,21 @@
 //! The mesh BVH's memory: 8-wide nodes and triangle packs in one array of 32-byte blocks.
 //!
-//! A node takes 7 blocks (224 bytes) and a pack 5 (160 bytes); a child reference holds the block
-//! where its node or pack starts. Wherever they start, a node spans 4 cache lines and a pack 3,
-//! as 64-byte-aligned records of 256 and 192 bytes would, in 15% less memory. Two more things
-//! follow, both for a traversal that waits on memory more than it computes:
+//! A node takes 7 blocks (224 bytes) and a pack 5 (160 bytes). Wherever they start, a node spans
+//! 4 cache lines and a pack 3, as 64-byte-aligned records of 256 and 192 bytes would, in 15% less
+//! memory. Three more things follow, for a traversal that waits on memory more than it computes:
 //!
-//! * A child's address is one shift and one add from the array's start, whatever it is, so the
-//!   prefetch made as a child is pushed costs no branch or conditional move (two separate arrays
-//!   needed both addresses and a `cmov`).
+//! * A child reference holds where its node or pack starts as a *position*: its byte offset from
+//!   the array's start in [`UNIT`]s of 8 bytes, 4 to a block. A bound row of the node is then at
+//!   `row_start + position × 8`, where `row_start` (the array's start plus the row's offset in a
+//!   node) is fixed for the whole walk: one x86 addressing mode, 8 being its largest scale
+//!   ([`NodeStore::row`]). The node test's loads thus take the reference straight from its own
+//!   load; a block index needed a shift and an add first, 2 cycles on the chain from one node's
+//!   test to the next node's loads, which a ray waits out at every node (bunny shadow rays 1.3%
+//!   faster, Sponza's 2.7%; `docs/performance.md`). A byte offset would need no scale, but would
+//!   cap the array at 2 GB; positions cap it at 16 GB.
+//! * A child's address is the same sum whatever the child is, so the prefetch made as a child is
+//!   pushed costs no branch or conditional move (two separate arrays needed both addresses and a
+//!   `cmov`).
 //! * The collapse writes each node's leaf packs right after the node, before its child nodes, as
 //!   Embree's single allocator places a node's leaves beside it: a ray that tests a node and
 //!   then its leaves reads neighbouring lines.
@@ -29,6 +37,30 @@ pub(crate) struct Block([u32; 8]);
 /// Blocks of a node and of a pack.
 pub(crate) const NODE_BLOCKS: usize = 7;
 pub(crate) const PACK_BLOCKS: usize = 5;
+
+/// Bytes per step of a position (see the module docs).
+pub(crate) const UNIT: usize = 8;
+
+/// Positions per block.
+const UNITS_PER_BLOCK: usize = size_of::<Block>() / UNIT;
+
+/// The first block of the record at position `at` (a block's start): also for tables kept per
+/// block.
+#[inline(always)]
+pub(crate) fn block_at(at: u32) -> usize {
+    debug_assert!(starts_block(at), "position {at} is not a block's start");
+    at as usize / UNITS_PER_BLOCK
+}
+
+/// Whether position `at` is a block's start, where a record can begin.
+pub(crate) fn starts_block(at: u32) -> bool {
+    (at as usize).is_multiple_of(UNITS_PER_BLOCK)
+}
+
+/// The position of block `block`; `None` when it is past what a reference can carry.
+pub(crate) fn position_of(block: usize) -> Option<u32> {
+    block.checked_mul(UNITS_PER_BLOCK).filter(|&at| at <= crate::child::MAX_INDEX as usize).map(|at| at as u32)
+}
 
 const _: () = {
     assert!(size_of::<Block>() == 32);
@@ -59,40 +91,41 @@ fn pack_in_mut(blocks: &mut [Block]) -> &mut TriPack {
 }
 
 /// Nodes and packs in one block array, on huge pages when large (see [`PagedSlice`]); the root
-/// node starts at block 0.
+/// node starts at block 0. Records are named by their position (see the module docs), as child
+/// references name them.
 #[derive(Clone)]
 pub(crate) struct Blocks {
     blocks: PagedSlice<Block>,
 }
 
 impl Blocks {
-    /// The node starting at block `at`. Panics when `at` leaves no room for a node. (The
-    /// traversal reads nodes through [`Blocks::node_unchecked`].)
+    /// The node at position `at`. Panics when `at` leaves no room for a node. (The traversal
+    /// reads nodes through [`Blocks::node_unchecked`].)
     pub(crate) fn node(&self, at: u32) -> &Node8 {
-        node_in(&self.blocks[at as usize..at as usize + NODE_BLOCKS])
+        node_in(&self.blocks[block_at(at)..block_at(at) + NODE_BLOCKS])
     }
 
-    /// The pack starting at block `at`, or `None` when `at` leaves no room for one.
+    /// The pack at position `at`, or `None` when `at` leaves no room for one.
     pub(crate) fn pack(&self, at: u32) -> Option<&TriPack> {
-        let b = self.blocks.get(at as usize..at as usize + PACK_BLOCKS)?;
+        let b = self.blocks.get(block_at(at)..block_at(at) + PACK_BLOCKS)?;
         // SAFETY: 5 blocks, 32-aligned, of plain data, which is a valid `TriPack`.
         Some(unsafe { &*b.as_ptr().cast::<TriPack>() })
     }
 
-    /// The node at block `at`, to change.
+    /// The node at position `at`, to change.
     pub(crate) fn node_mut(&mut self, at: u32) -> &mut Node8 {
-        node_in_mut(&mut self.blocks[at as usize..])
+        node_in_mut(&mut self.blocks[block_at(at)..])
     }
 
-    /// The pack at block `at`, to change.
+    /// The pack at position `at`, to change.
     pub(crate) fn pack_mut(&mut self, at: u32) -> &mut TriPack {
-        pack_in_mut(&mut self.blocks[at as usize..])
+        pack_in_mut(&mut self.blocks[block_at(at)..])
     }
 
-    /// The address of block `at`, for prefetching (never read through here).
+    /// The address of position `at`, for prefetching (never read through here).
     #[inline(always)]
     pub(crate) fn block_ptr(&self, at: u32) -> *const Block {
-        self.blocks.as_ptr().wrapping_add(at as usize)
+        self.blocks.as_ptr().cast::<[u8; UNIT]>().wrapping_add(at as usize).cast()
     }
 
     /// Starts loading every line of the node or pack `child` names (a hint; see
@@ -149,8 +182,8 @@ impl Blocks {
         self.blocks.is_empty()
     }
 
-    /// The blocks of every node in pre-order (the root first) and of every pack, found by a walk
-    /// from the root: for refits and statistics, which visit all of them.
+    /// The positions of every node in pre-order (the root first) and of every pack, found by a
+    /// walk from the root: for refits and statistics, which visit all of them.
     pub(crate) fn walk(&self) -> (Vec<u32>, Vec<u32>) {
         let (mut nodes, mut packs) = (Vec::new(), Vec::new());
         let mut stack = if self.is_empty() { Vec::new() } else { vec![0u32] };
@@ -169,7 +202,7 @@ impl Blocks {
         (nodes, packs)
     }
 
-    /// The node starting at block `at`, without a range check: for the traversal, which only
+    /// The node at position `at`, without a range check: for the traversal, which only
     /// follows references read from the nodes themselves (a range check on every node and pack
     /// was 3 of a Sponza shadow ray's 85 instructions per visit).
     ///
@@ -180,21 +213,21 @@ impl Blocks {
     /// an empty slot's planes (`+inf` and `-inf`, never NaN) put it outside every node test's mask.
     #[inline(always)]
     pub(crate) unsafe fn node_unchecked(&self, at: u32) -> &Node8 {
-        debug_assert!(at as usize + NODE_BLOCKS <= self.blocks.len(), "node reference {at} out of range");
-        // SAFETY: by the caller's contract, 7 blocks inside the array start at `at`; 32-aligned
-        // plain `u32` data, which is a valid `Node8`.
-        unsafe { &*self.blocks.as_ptr().add(at as usize).cast::<Node8>() }
+        debug_assert!(block_at(at) + NODE_BLOCKS <= self.blocks.len(), "node reference {at} out of range");
+        // SAFETY: by the caller's contract, 7 blocks inside the array start at position `at`;
+        // 32-aligned plain `u32` data, which is a valid `Node8`.
+        unsafe { &*self.blocks.as_ptr().cast::<[u8; UNIT]>().add(at as usize).cast::<Node8>() }
     }
 
-    /// The pack starting at block `at`, without a range check (see [`Blocks::node_unchecked`]).
+    /// The pack at position `at`, without a range check (see [`Blocks::node_unchecked`]).
     ///
     /// # Safety
     /// `at` is a leaf reference of a node of this array, other than an empty slot's.
     #[inline(always)]
     pub(crate) unsafe fn pack_unchecked(&self, at: u32) -> &TriPack {
-        debug_assert!(at as usize + PACK_BLOCKS <= self.blocks.len(), "pack reference {at} out of range");
+        debug_assert!(block_at(at) + PACK_BLOCKS <= self.blocks.len(), "pack reference {at} out of range");
         // SAFETY: as for `node_unchecked`, with 5 blocks, a valid `TriPack`.
-        unsafe { &*self.blocks.as_ptr().add(at as usize).cast::<TriPack>() }
+        unsafe { &*self.blocks.as_ptr().cast::<[u8; UNIT]>().add(at as usize).cast::<TriPack>() }
     }
 }
 
@@ -205,12 +238,25 @@ impl NodeStore for Blocks {
         // nodes) is `node_unchecked`'s.
         unsafe { self.node_unchecked(index) }
     }
+
+    /// Row `row` at `row_start + index × 8` (see the module docs): the compiler keeps each
+    /// `row_start` of a walk in a register, and each load is one addressing mode off `index`.
+    #[inline(always)]
+    unsafe fn row(&self, index: u32, row: usize) -> wide::f32x8 {
+        debug_assert!(row < 6 && block_at(index) + NODE_BLOCKS <= self.blocks.len());
+        // SAFETY: as for `node`: the node at `index` lies inside the array, and row `row < 6`
+        // inside the node, 32-aligned plain floats.
+        unsafe {
+            let row_start = self.blocks.as_ptr().cast::<Block>().add(row).cast::<[u8; UNIT]>();
+            *row_start.add(index as usize).cast::<wide::f32x8>()
+        }
+    }
 }
 
 /// Writes nodes and packs one after the other into a run of a block array whose size is known
 /// in advance (the collapse counts it first): no vector grows, nothing is copied afterwards,
-/// and runs split off with [`BlockWriter::split`] are written on other threads. Blocks are named
-/// by their index in the whole array.
+/// and runs split off with [`BlockWriter::split`] are written on other threads. Records are named
+/// by their position in the whole array.
 pub(crate) struct BlockWriter<'a> {
     blocks: &'a mut [Block],
     /// The index in the whole array of `blocks[0]`.
@@ -226,30 +272,29 @@ impl<'a> BlockWriter<'a> {
         // above), so its bytes read as `count` blocks.
         let src = unsafe { std::slice::from_raw_parts((value as *const T).cast::<Block>(), count) };
         self.blocks[self.at..self.at + count].copy_from_slice(src);
-        let index = self.base as usize + self.at;
+        let at = position_of(self.base as usize + self.at).expect("BVH larger than 16 GB");
         self.at += count;
-        assert!(index <= crate::child::MAX_INDEX as usize, "BVH larger than 2^31 blocks");
-        index as u32
+        at
     }
 
-    /// Writes an empty node and returns its block.
+    /// Writes an empty node and returns its position.
     pub(crate) fn push_node(&mut self) -> u32 {
         self.push(&Node8::EMPTY, NODE_BLOCKS)
     }
 
-    /// Writes `pack` and returns its block.
+    /// Writes `pack` and returns its position.
     pub(crate) fn push_pack(&mut self, pack: &TriPack) -> u32 {
         self.push(pack, PACK_BLOCKS)
     }
 
-    /// The node this writer wrote at block `at`, to fill in.
+    /// The node this writer wrote at position `at`, to fill in.
     pub(crate) fn node_mut(&mut self, at: u32) -> &mut Node8 {
-        node_in_mut(&mut self.blocks[(at - self.base) as usize..])
+        node_in_mut(&mut self.blocks[block_at(at) - self.base as usize..])
     }
 
-    /// The block the next write goes to.
-    pub(crate) fn next_block(&self) -> u32 {
-        self.base + self.at as u32
+    /// The position the next write goes to.
+    pub(crate) fn next_position(&self) -> u32 {
+        position_of(self.base as usize + self.at).expect("BVH larger than 16 GB")
     }
 
     /// Splits this run, not yet written, into consecutive runs of `lens` blocks, which add up

@@ -36,16 +36,22 @@ use std::time::Instant;
 
 use glam::Vec3;
 
-use super::layout::{Blocks, NODE_BLOCKS, PACK_BLOCKS};
+use super::layout::{Blocks, NODE_BLOCKS, PACK_BLOCKS, block_at, starts_block};
 use super::triangle::NO_PRIM;
 use super::{BuildOptions, MeshBvh, MeshError, TriMesh, TriangleTest};
+use crate::child::{ChildRef, MAX_INDEX};
 use crate::math::Aabb;
 
 /// The first eight bytes of a saved BVH.
 pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
 
-/// The version this library writes, and the only one it reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// The version this library writes. It also reads version 2, whose child references count
+/// 32-byte blocks where version 3's count 8-byte steps (`super::layout`): they are scaled as the
+/// tree is walked on reading.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The oldest version this library reads.
+const OLDEST_READ: u32 = 2;
 
 /// Wide-node depth a saved tree may have: the traversal stacks hold 1024 entries and a level
 /// pushes at most 7 (see `MeshBvh`'s stack bound); a build never comes near (48 + log2(n)).
@@ -112,7 +118,7 @@ impl std::fmt::Display for SavedBvhError {
             }
             SavedBvhError::NotASavedBvh => write!(f, "not a saved slabtree BVH (wrong magic bytes)"),
             SavedBvhError::UnsupportedVersion(v) => {
-                write!(f, "saved BVH format version {v}; this library reads version {FORMAT_VERSION}")
+                write!(f, "saved BVH format version {v}; this library reads versions {OLDEST_READ} to {FORMAT_VERSION}")
             }
             SavedBvhError::BadHeader { field, value } => write!(f, "saved BVH header: bad {field} {value}"),
             SavedBvhError::Checksum { stored, computed } => {
@@ -303,9 +309,11 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
     }
     let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
     let [version, test, vertices, triangles, blocks, reserved] = std::array::from_fn(word);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READ..=FORMAT_VERSION).contains(&version) {
         return Err(SavedBvhError::UnsupportedVersion(version));
     }
+    // Version 2's references count blocks: 4 steps of version 3's each.
+    let ref_scale = if version == 2 { 4 } else { 1 };
     let triangle_test = match test {
         0 => TriangleTest::MollerTrumbore,
         1 => TriangleTest::Watertight,
@@ -356,7 +364,7 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
     );
     let mesh = mesh?;
     let options = BuildOptions { triangle_test, ..BuildOptions::default() };
-    let depth = walk_and_fill(&mesh, &mut blocks, &options, contents)?;
+    let depth = walk_and_fill(&mesh, &mut blocks, &options, contents, ref_scale)?;
     let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
     Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed(), build_phases: Default::default() })
 }
@@ -369,9 +377,11 @@ fn walk_and_fill(
     blocks: &mut Blocks,
     options: &BuildOptions,
     contents: Contents,
+    ref_scale: u32,
 ) -> Result<u32, SavedBvhError> {
     let len = blocks.len() as u64;
-    let bad = |block: u32, reason: &'static str| SavedBvhError::BadTree { block, reason };
+    // Errors name blocks; references and the walk use positions (`super::layout`).
+    let bad = |block: usize, reason: &'static str| SavedBvhError::BadTree { block: block as u32, reason };
     if mesh.is_empty() {
         return if len == 0 { Ok(0) } else { Err(bad(0, "blocks for an empty mesh")) };
     }
@@ -387,7 +397,7 @@ fn walk_and_fill(
     // triangle keeps the marks in cache where a byte per triangle did not (the walk took 14 of
     // the dragon's 40 ms that way).
     let mut seen = Bits::new(len as usize);
-    let mut claim = |at: u32, size: usize| -> bool { (at as usize..at as usize + size).all(|b| seen.set(b)) };
+    let mut claim = |at: u32, size: usize| -> bool { (block_at(at)..block_at(at) + size).all(|b| seen.set(b)) };
     let mut listed = Bits::new(mesh.len());
     let mut node_at: Vec<u32> = Vec::new();
     let mut pack_at: Vec<u32> = Vec::new();
@@ -395,13 +405,22 @@ fn walk_and_fill(
     let mut depth = 0;
     while let Some((at, d)) = stack.pop() {
         if d > MAX_DEPTH {
-            return Err(bad(at, "tree deeper than the traversal stack allows"));
+            return Err(bad(block_at(at), "tree deeper than the traversal stack allows"));
         }
         depth = depth.max(d);
         if !claim(at, NODE_BLOCKS) {
-            return Err(bad(at, "node overlaps another record"));
+            return Err(bad(block_at(at), "node overlaps another record"));
         }
         node_at.push(at);
+        if ref_scale != 1 {
+            // An older version's references, scaled to positions once: each node is reached
+            // once (claimed above), and its children are walked from the scaled references.
+            for c in blocks.node_mut(at).child.iter_mut().filter(|c| !c.is_empty()) {
+                let kind = if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" };
+                let i = c.index().checked_mul(ref_scale).filter(|&i| i <= MAX_INDEX).ok_or(bad(block_at(at), kind))?;
+                *c = if c.is_leaf() { ChildRef::leaf(i) } else { ChildRef::node(i) };
+            }
+        }
         let node = blocks.node(at);
         let mut ended = false;
         let pushed = stack.len();
@@ -415,25 +434,28 @@ fn walk_and_fill(
                         && node.bounds[1][a][lane].to_bits() == f32::NEG_INFINITY.to_bits()
                 });
                 if !empty {
-                    return Err(bad(at, "an unused lane with a box"));
+                    return Err(bad(block_at(at), "an unused lane with a box"));
                 }
                 ended = true;
                 continue;
             }
             if ended {
-                return Err(bad(at, "a used lane after an empty one"));
+                return Err(bad(block_at(at), "a used lane after an empty one"));
             }
             let size = if c.is_leaf() { PACK_BLOCKS } else { NODE_BLOCKS };
             let i = c.index();
-            if i <= at || u64::from(i) + size as u64 > len {
+            if !starts_block(i) {
+                return Err(bad(block_at(at), "a reference inside a block"));
+            }
+            if i <= at || (block_at(i) + size) as u64 > len {
                 return Err(bad(
-                    at,
+                    block_at(at),
                     if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" },
                 ));
             }
             if c.is_leaf() {
                 if !claim(i, PACK_BLOCKS) {
-                    return Err(bad(i, "pack overlaps another record"));
+                    return Err(bad(block_at(i), "pack overlaps another record"));
                 }
                 let pack = blocks.pack(i).expect("range checked");
                 for &prim in &pack.prim {
@@ -441,10 +463,10 @@ fn walk_and_fill(
                         continue;
                     }
                     if prim as usize >= mesh.len() {
-                        return Err(bad(i, "triangle index out of range"));
+                        return Err(bad(block_at(i), "triangle index out of range"));
                     }
                     if !listed.set(prim as usize) {
-                        return Err(bad(i, "triangle listed twice"));
+                        return Err(bad(block_at(i), "triangle listed twice"));
                     }
                 }
                 pack_at.push(i);
@@ -453,14 +475,14 @@ fn walk_and_fill(
             }
         }
         if node.child[0].is_empty() {
-            return Err(bad(at, "node without children"));
+            return Err(bad(block_at(at), "node without children"));
         }
         // The first child is walked first: the writer lays the tree out in that order, so the
         // walk reads the array forwards, as the hardware prefetcher expects.
         stack[pushed..].reverse();
     }
     if let Some(missing) = listed.first_clear() {
-        return Err(bad(missing as u32, "triangle in no pack"));
+        return Err(bad(missing, "triangle in no pack"));
     }
     if contents == Contents::Stored {
         return Ok(depth);

@@ -258,7 +258,7 @@ pub(crate) struct TriRay {
     pub tmin: f32,
 }
 
-/// The nearest hit within a pack: lane, t, u, v, and the pack (its block in the BVH, set by the
+/// The nearest hit within a pack: lane, t, u, v, and the pack (its position in the BVH, set by the
 /// caller, which knows it), from which the hit is finished without reading the mesh.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PackHit {
@@ -454,7 +454,7 @@ impl LaneHits {
         best
     }
 
-    /// Lane `lane`'s hit in the pack at block `pack`.
+    /// Lane `lane`'s hit in the pack at position `pack`.
     #[inline(always)]
     pub(crate) fn hit(&self, pack: u32, lane: usize) -> PackHit {
         PackHit { pack, lane, t: self.t[lane], u: self.u[lane], v: self.v[lane] }

@@ -30,6 +30,18 @@ pub(crate) trait NodeStore {
     /// `index` is the root's (`0`, in a non-empty store) or a node reference read from one of the
     /// store's own nodes. A store may skip the range check on that promise (the mesh BVH's does).
     unsafe fn node(&self, index: u32) -> &Node8;
+
+    /// Bound row `row` (`side * 3 + axis`, below 6) of the node `index` names.
+    ///
+    /// # Safety
+    /// As for [`NodeStore::node`].
+    #[inline(always)]
+    unsafe fn row(&self, index: u32, row: usize) -> wide::f32x8 {
+        // SAFETY: the caller's promise is `node`'s.
+        let node = unsafe { self.node(index) };
+        debug_assert!(row < 6);
+        wide::f32x8::new(node.bounds.as_flattened()[row])
+    }
 }
 
 impl NodeStore for [Node8] {

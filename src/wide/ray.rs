@@ -26,7 +26,7 @@
 use glam::Vec3A;
 use wide::f32x8;
 
-use super::Node8;
+use super::{Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray};
 
 /// What the 8-wide traversal asks of a ray: which children of a node it enters, and where.
@@ -37,6 +37,20 @@ pub(crate) trait NodeTest {
     /// planes overflow to infinity, entered at `+inf`: conservative, never a wrong cull.)
     /// `INFLATE` grows the planes by a swept box (only [`Ray8`] supports it).
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8);
+
+    /// [`NodeTest::test`] of the node `index` names in `nodes`.
+    ///
+    /// # Safety
+    /// As for [`NodeStore::node`].
+    #[inline(always)]
+    unsafe fn test_at<const INFLATE: bool, N: NodeStore + ?Sized>(
+        &self,
+        nodes: &N,
+        index: u32,
+        tmax: f32,
+    ) -> (u32, f32x8) {
+        self.test::<INFLATE>(unsafe { nodes.node(index) }, tmax)
+    }
 }
 
 /// Row of each axis' near and far plane among a node's six bound rows (`side * 3 + axis`), chosen
@@ -214,15 +228,35 @@ impl FusedRay8 {
             tmin: f32x8::splat(c.node_tmin()),
         })
     }
+
+    /// The verdict on the node whose bound rows `row` loads (by `side * 3 + axis`).
+    #[inline(always)]
+    fn verdict(&self, row: impl Fn(usize) -> f32x8, tmax: f32) -> (u32, f32x8) {
+        let near_t = |a: usize| row(self.near_row[a]).mul_sub(self.inv_dir[a], self.near_org[a]);
+        let far_t = |a: usize| row(self.far_row[a]).mul_sub(self.far_inv[a], self.far_org[a]);
+        fused_interval([near_t(0), near_t(1), near_t(2)], [far_t(0), far_t(1), far_t(2)], self.tmin, f32x8::splat(tmax))
+    }
 }
 
 impl NodeTest for FusedRay8 {
     #[inline(always)]
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
         debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
-        let near_t = |a: usize| plane(node, self.near_row[a]).mul_sub(self.inv_dir[a], self.near_org[a]);
-        let far_t = |a: usize| plane(node, self.far_row[a]).mul_sub(self.far_inv[a], self.far_org[a]);
-        fused_interval([near_t(0), near_t(1), near_t(2)], [far_t(0), far_t(1), far_t(2)], self.tmin, f32x8::splat(tmax))
+        self.verdict(|row| plane(node, row), tmax)
+    }
+
+    /// Each row straight from the store ([`NodeStore::row`]), so that the mesh BVH's loads take
+    /// the node's reference as their index (`mesh::layout`).
+    #[inline(always)]
+    unsafe fn test_at<const INFLATE: bool, N: NodeStore + ?Sized>(
+        &self,
+        nodes: &N,
+        index: u32,
+        tmax: f32,
+    ) -> (u32, f32x8) {
+        debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
+        // SAFETY: the caller's promise, as for `NodeStore::node`.
+        self.verdict(|row| unsafe { nodes.row(index, row) }, tmax)
     }
 }
 
