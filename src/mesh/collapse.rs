@@ -19,8 +19,27 @@ pub(crate) struct Collapsed {
     pub depth: u32,
 }
 
+/// What the packs store of each triangle: its rows (`super::triangle::PackRows`) by index.
+pub(crate) trait Corners: Sync {
+    /// Triangle `i`'s rows.
+    fn rows(&self, i: u32) -> [glam::Vec3; 3];
+
+    /// Starts loading what [`Corners::rows`] of `i` reads first (a hint; the default does
+    /// nothing).
+    #[inline(always)]
+    fn prefetch(&self, i: u32) {
+        let _ = i;
+    }
+}
+
+impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> Corners for F {
+    fn rows(&self, i: u32) -> [glam::Vec3; 3] {
+        self(i)
+    }
+}
+
 /// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
-/// a triangle's corners. Leaves of the binary tree must hold at most 4 items.
+/// a triangle's rows. Leaves of the binary tree must hold at most 4 items.
 ///
 /// Two passes. The first opens every wide node ([`open`]) and records its lanes in depth-first
 /// order, counting the blocks, so that the array is allocated once at its size; the second
@@ -29,12 +48,7 @@ pub(crate) struct Collapsed {
 /// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
 /// children's wide nodes on rayon's threads, each written into its run of the array: the same
 /// array, block for block.
-pub(crate) fn collapse(
-    build: &[BuildNode],
-    items: &[BuildItem],
-    tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
-    parallel: bool,
-) -> Collapsed {
+pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl Corners, parallel: bool) -> Collapsed {
     if build.is_empty() {
         return Collapsed { blocks: Blocks::zeroed(0), depth: 0 };
     }
@@ -125,17 +139,27 @@ fn plan(
 fn write_node(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    tri: &impl Corners,
     children: &Lanes,
     out: &mut BlockWriter<'_>,
 ) -> u32 {
     let me = out.push_node();
+    // The triangles of all the node's packs are requested at once: they are scattered over the
+    // mesh (a pack's neighbours in the tree are not its neighbours in the file), and each one's
+    // corners waited on memory in turn (perf, the dragon).
+    for &c in children.as_slice() {
+        if let BuildNode::Leaf { first, count, .. } = build[c as usize] {
+            for it in &items[first as usize..(first + count) as usize] {
+                tri.prefetch(it.index());
+            }
+        }
+    }
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Leaf { first, count, .. } = *node {
             let mut pack = TriPack::EMPTY;
             for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
-                pack.set(k, it.index(), &tri(it.index()));
+                pack.set(k, it.index(), &tri.rows(it.index()));
             }
             let at = out.push_pack(&pack);
             out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
@@ -150,7 +174,7 @@ fn write_node(
 fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &dyn Fn(u32) -> [glam::Vec3; 3],
+    tri: &impl Corners,
     plan: &mut std::slice::Iter<'_, Lanes>,
     out: &mut BlockWriter<'_>,
     depth: u32,
@@ -177,7 +201,7 @@ fn emit(
 fn emit_parallel(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &(dyn Fn(u32) -> [glam::Vec3; 3] + Sync),
+    tri: &impl Corners,
     lanes: &[Lanes],
     out: BlockWriter<'_>,
     sizes: &[(AtomicU32, AtomicU32)],
@@ -258,24 +282,39 @@ impl Lanes {
 
 /// Opens internal children (largest area first) until there are 8 or only leaves remain. A
 /// single internal child (the root case) is opened first.
-fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
+///
+/// Each lane's area, and whether it is internal, is read from its binary node once, when the lane
+/// is made: the binary nodes are scattered over memory, and reading them again at every step of
+/// the opening and every comparison of the sort below cost the plan a third of its time (perf).
+fn open(build: &[BuildNode], children: Lanes) -> Lanes {
+    let mut children = children;
     if children.len == 1
         && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
     {
         children = Lanes::two(left, right);
     }
+    // Each lane's area, and whether it is internal.
+    let lane = |c: u32| {
+        let node = &build[c as usize];
+        (node.bounds().half_area(), matches!(node, BuildNode::Inner { .. }))
+    };
+    let mut info = [(0.0f32, false); 8];
+    for (i, &c) in children.as_slice().iter().enumerate() {
+        info[i] = lane(c);
+    }
     while children.len < 8 {
-        let best = children
-            .as_slice()
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| matches!(build[**c as usize], BuildNode::Inner { .. }))
-            .max_by(|a, b| {
-                build[*a.1 as usize].bounds().half_area().total_cmp(&build[*b.1 as usize].bounds().half_area())
-            });
-        let Some((i, &c)) = best else { break };
-        let BuildNode::Inner { left, right, .. } = build[c as usize] else { unreachable!() };
+        // The largest internal lane, the last of equals (as `max_by` keeps).
+        let mut best: Option<usize> = None;
+        for i in 0..children.len {
+            if info[i].1 && best.is_none_or(|b| info[i].0.total_cmp(&info[b].0).is_ge()) {
+                best = Some(i);
+            }
+        }
+        let Some(i) = best else { break };
+        let BuildNode::Inner { left, right, .. } = build[children.child[i] as usize] else { unreachable!() };
         children.split(i, left, right);
+        info.copy_within(i + 1..children.len - 1, i + 2);
+        (info[i], info[i + 1]) = (lane(left), lane(right));
     }
     // Largest box first. Embree's builder sorts a wide node's children likewise ("for faster
     // shadow ray traversal"; by triangle count there): an any-hit walk enters the first child hit
@@ -283,10 +322,18 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     // area rather than count, since area is what a ray's chance of a hit follows: Sponza's shadow
     // rays visit 13.2 nodes and 2.45 packs each, against 14.4 and 2.55 sorted by count and 17.8
     // and 3.15 in split order (`examples/trace_rays`); the bunny and the dragon are within 2%.
-    // Closest-hit walks order children by distance, so only their ties see this order.
-    let n = children.len;
-    children.child[..n]
-        .sort_by(|a, b| build[*b as usize].bounds().half_area().total_cmp(&build[*a as usize].bounds().half_area()));
+    // Closest-hit walks order children by distance, so only their ties see this order. A stable
+    // insertion sort: equal areas keep their order.
+    for i in 1..children.len {
+        let (c, e) = (children.child[i], info[i]);
+        let mut j = i;
+        while j > 0 && info[j - 1].0.total_cmp(&e.0).is_lt() {
+            children.child[j] = children.child[j - 1];
+            info[j] = info[j - 1];
+            j -= 1;
+        }
+        (children.child[j], info[j]) = (c, e);
+    }
     children
 }
 
