@@ -802,8 +802,13 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
         if EARLY {
             // Two lines of each: one left the rest of a node to arrive after the test, two
             // gained 5-10% more on the dragon, the whole record lost again (alternated runs).
+            // An unused lane's reference names no record, and its loads are aimed outside the
+            // canonical address range. Aimed where the reference points, 16 GB past the array's
+            // start (unmapped), they cost the dragon's rays 4-7%; aimed at the root node, always
+            // in cache, as much; aimed outside the range, nothing measurable (alternated runs,
+            // `docs/performance.md`).
             for c in node.child {
-                let at = self.blocks.block_ptr(c.index());
+                let at = if c.is_empty() { NOWHERE } else { self.blocks.block_ptr(c.index()) };
                 crate::hint::prefetch(at);
                 crate::hint::prefetch(at.wrapping_byte_add(64));
             }
@@ -851,6 +856,10 @@ pub(super) fn write_contents(mesh: &TriMesh, blocks: &mut Blocks, rows: PackRows
         *blocks.node_mut(at) = n;
     }
 }
+
+/// An address outside x86-64's canonical range, for loads that must go nowhere (see
+/// `prefetch_children`).
+const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 63);
 
 /// A mesh's triangles as the collapse reads them into packs.
 struct MeshRows<'m> {

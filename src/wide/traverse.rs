@@ -148,9 +148,9 @@ pub(crate) fn closest_first<
             // SAFETY: `cur` is the root, which the callers check exists, or a node reference read
             // from one of `nodes`' own nodes.
             let node = unsafe { nodes.node(cur.index()) };
-            leaves.prefetch_children(node);
             // SAFETY: as above.
             let (mask, near) = unsafe { ray.test_at::<INFLATE, _>(nodes, cur.index(), tmax) };
+            leaves.prefetch_children(node);
             // The first lane and the rest of the mask are taken before the branch on whether
             // any child is hit, and the branch asks the first lane: LLVM carries the mask into
             // that branch's block as its 8-bit value, and there zero-extends it again, a `movzx`
