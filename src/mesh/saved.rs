@@ -18,6 +18,10 @@
 //! | 32 `b` | blocks, eight `u32` words each |
 //! | 8 | checksum of all the above ([`saved_checksum`]) |
 //!
+//! The blocks are the BVH's array as it is in memory (`super::layout`): a child reference names
+//! its node or pack by its offset from the block part's start in 8-byte steps, 4 to a block.
+//! Version 2 counted whole blocks; it still reads, its references scaled as the tree is walked.
+//!
 //! Reading checks what safety needs, whatever made the file: a wrong length, magic, version or
 //! checksum is an error, and so is any structure the traversal could not walk safely (a
 //! reference out of range or backwards, which could make a cycle, records that overlap, an

@@ -49,6 +49,7 @@ pub(crate) trait NodeTest {
         index: u32,
         tmax: f32,
     ) -> (u32, f32x8) {
+        // SAFETY: the caller's promise, as for `NodeStore::node`.
         self.test::<INFLATE>(unsafe { nodes.node(index) }, tmax)
     }
 }
