@@ -867,7 +867,7 @@ struct MeshRows<'m> {
     rows: PackRows,
 }
 
-impl super::collapse::Corners for MeshRows<'_> {
+impl super::collapse::TriangleRows for MeshRows<'_> {
     #[inline]
     fn rows(&self, i: u32) -> [Vec3; 3] {
         self.rows.rows(self.mesh.triangle(i as usize))

@@ -20,11 +20,11 @@ pub(crate) struct Collapsed {
 }
 
 /// What the packs store of each triangle: its rows (`super::triangle::PackRows`) by index.
-pub(crate) trait Corners: Sync {
+pub(crate) trait TriangleRows: Sync {
     /// Triangle `i`'s rows.
     fn rows(&self, i: u32) -> [glam::Vec3; 3];
 
-    /// Starts loading what [`Corners::rows`] of `i` reads first (a hint; the default does
+    /// Starts loading what [`TriangleRows::rows`] of `i` reads first (a hint; the default does
     /// nothing).
     #[inline(always)]
     fn prefetch(&self, i: u32) {
@@ -32,7 +32,7 @@ pub(crate) trait Corners: Sync {
     }
 }
 
-impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> Corners for F {
+impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
     fn rows(&self, i: u32) -> [glam::Vec3; 3] {
         self(i)
     }
@@ -48,7 +48,7 @@ impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> Corners for F {
 /// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
 /// children's wide nodes on rayon's threads, each written into its run of the array: the same
 /// array, block for block.
-pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl Corners, parallel: bool) -> Collapsed {
+pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl TriangleRows, parallel: bool) -> Collapsed {
     if build.is_empty() {
         return Collapsed { blocks: Blocks::zeroed(0), depth: 0 };
     }
@@ -139,7 +139,7 @@ fn plan(
 fn write_node(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &impl Corners,
+    tri: &impl TriangleRows,
     children: &Lanes,
     out: &mut BlockWriter<'_>,
 ) -> u32 {
@@ -174,7 +174,7 @@ fn write_node(
 fn emit(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &impl Corners,
+    tri: &impl TriangleRows,
     plan: &mut std::slice::Iter<'_, Lanes>,
     out: &mut BlockWriter<'_>,
     depth: u32,
@@ -201,7 +201,7 @@ fn emit(
 fn emit_parallel(
     build: &[BuildNode],
     items: &[BuildItem],
-    tri: &impl Corners,
+    tri: &impl TriangleRows,
     lanes: &[Lanes],
     out: BlockWriter<'_>,
     sizes: &[(AtomicU32, AtomicU32)],
@@ -285,9 +285,9 @@ impl Lanes {
 ///
 /// Each lane's area, and whether it is internal, is read from its binary node once, when the lane
 /// is made: the binary nodes are scattered over memory, and reading them again at every step of
-/// the opening and every comparison of the sort below cost the plan a third of its time (perf).
-fn open(build: &[BuildNode], children: Lanes) -> Lanes {
-    let mut children = children;
+/// the opening and every comparison of the sort below made Sponza's collapse 7% slower
+/// (`docs/performance.md`).
+fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     if children.len == 1
         && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
     {

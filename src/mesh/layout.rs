@@ -247,7 +247,7 @@ impl NodeStore for Blocks {
         // SAFETY: as for `node`: the node at `index` lies inside the array, and row `row < 6`
         // inside the node, 32-aligned plain floats.
         unsafe {
-            let row_start = self.blocks.as_ptr().cast::<Block>().add(row).cast::<[u8; UNIT]>();
+            let row_start = self.blocks.as_ptr().add(row).cast::<[u8; UNIT]>();
             *row_start.add(index as usize).cast::<wide::f32x8>()
         }
     }
