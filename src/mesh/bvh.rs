@@ -448,7 +448,8 @@ impl MeshBvh {
             for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
                 let hint = RayCoherence::of_rays(run);
                 for (r, o) in run.iter().zip(out) {
-                    *o = self.intersect_valid_hinted(r, hint).0;
+                    // Written in place, not returned (see `intersect_into`).
+                    self.intersect_into(r, hint, o);
                 }
             }
         }
@@ -498,10 +499,11 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect_unchecked`] written to `slot`, with its own copy of the traversal:
-    /// for the ray streams' rays traced alone. Returned by value and then stored, the answer was
-    /// reloaded with wider loads than the stores that wrote it, a stall on store forwarding that
-    /// cost incoherent streams a tenth of their time (perf, Sponza's random rays); built and
-    /// stored here, it is not reloaded.
+    /// for the ray streams' rays traced alone, and for batches. Returned by value and then
+    /// stored, the answer was reloaded with wider loads than the stores that wrote it, a stall on
+    /// store forwarding that cost incoherent streams a tenth of their time (perf, Sponza's random
+    /// rays) and batches about 4% (the bunny's camera rays); built and stored here, it is not
+    /// reloaded.
     #[inline(never)]
     pub(crate) fn intersect_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
         *slot = match ray.validate() {
