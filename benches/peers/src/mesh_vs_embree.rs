@@ -47,7 +47,8 @@
 //! Two threads: slabtree's `intersect_batch` / `occluded_batch` and Embree's `rtcIntersect1` /
 //! `rtcOccluded1` under rayon's `par_iter` (`CommittedScene` is `Sync` in the `embree` crate;
 //! Embree documents scene queries as thread-safe), each on prebuilt rays, in a 1-thread and a
-//! 2-thread rayon pool, with three times as many rounds as the single-thread passes (they are short).
+//! 2-thread rayon pool, with three times as many rounds as the single-thread passes (they are short);
+//! a timed pass traces the file several times in a row when it has fewer than `BATCH_RAYS` rays.
 //!
 //! Noise: while each ray set runs, /proc/stat tells how much CPU time other processes took; it is
 //! printed per set ("other load") with a WARNING above 5%, since a busy machine skews the timings.
@@ -98,6 +99,12 @@ const T_TOLERANCE: f32 = 1e-4;
 const LIST_IDS: usize = 12;
 /// The two-thread passes are short, so they get this many times the single-thread rounds.
 const MT_ROUNDS_FACTOR: usize = 3;
+
+/// Rays a two-thread timed pass traces at least: the file is traced as many times in a row as
+/// that takes, and the pass's time is divided by them. A file traced once is a 2–4 ms batch on two
+/// threads (the bunny's camera and shadow rays), too short for the best of the passes to settle
+/// on this kind of host: the bunny's camera rays ranged 1.59–2.03× one thread over three runs.
+const BATCH_RAYS: usize = 250_000;
 /// Share of the machine used by other processes above which a set's timings get a WARNING.
 const FOREIGN_WARN: f64 = 0.05;
 
@@ -854,20 +861,23 @@ fn run_scene(
         // Two threads: slabtree batch vs Embree under rayon, 1- and 2-thread pools, prebuilt rays.
         let srays: Vec<slabtree::Ray> = set.rays.iter().map(slab_ray).collect();
         let erays: Vec<embree::Ray> = set.rays.iter().map(embree_ray).collect();
+        // A timed pass traces the file `batches` times (see `BATCH_RAYS`); the time is per batch.
+        let batches = BATCH_RAYS.div_ceil(n.max(1)).max(1);
         let slab_batch = |pool: &rayon::ThreadPool| -> (usize, Duration) {
             let start = Instant::now();
             let c = pool.install(|| {
-                if set.shadow {
-                    slab.0.occluded_batch(&srays).expect(VALID).iter().filter(|&&o| o).count()
-                } else {
-                    slab.0.intersect_batch(&srays).expect(VALID).iter().filter(|h| h.is_some()).count()
-                }
+                (0..batches).fold(0, |_, _| {
+                    if set.shadow {
+                        slab.0.occluded_batch(&srays).expect(VALID).iter().filter(|&&o| o).count()
+                    } else {
+                        slab.0.intersect_batch(&srays).expect(VALID).iter().filter(|h| h.is_some()).count()
+                    }
+                })
             });
-            (c, start.elapsed())
+            (c, start.elapsed() / batches as u32)
         };
-        let embree_batch = |e: &Embree, pool: &rayon::ThreadPool| -> (usize, Duration) {
-            let start = Instant::now();
-            let c = pool.install(|| {
+        let embree_batch_once = |e: &Embree, pool: &rayon::ThreadPool| -> usize {
+            pool.install(|| {
                 // Tasks of 256 rays, each free to be stolen, as slabtree's batches split their
                 // rays (`par::map_chunks`).
                 if set.shadow {
@@ -885,8 +895,12 @@ fn run_scene(
                         .collect();
                     v.iter().filter(|h| h.is_some()).count()
                 }
-            });
-            (c, start.elapsed())
+            })
+        };
+        let embree_batch = |e: &Embree, pool: &rayon::ThreadPool| -> (usize, Duration) {
+            let start = Instant::now();
+            let c = (0..batches).fold(0, |_, _| embree_batch_once(e, pool));
+            (c, start.elapsed() / batches as u32)
         };
         let mut mt = vec![Duration::MAX; 6];
         let mt_counts = [counts[0], counts[0], counts[1], counts[1], counts[2], counts[2]];
