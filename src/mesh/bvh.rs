@@ -13,7 +13,7 @@ use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
 use super::collapse::collapse;
-use super::layout::Blocks;
+use super::layout::{Blocks, block_at};
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
@@ -842,14 +842,14 @@ pub(super) fn write_contents(mesh: &TriMesh, blocks: &mut Blocks, rows: PackRows
     let mut box_of = vec![0u32; if packs.is_empty() { 0 } else { blocks.len() }];
     for (i, (&at, (p, _))) in packs.iter().zip(&built).enumerate() {
         *blocks.pack_mut(at) = *p;
-        box_of[super::layout::block_at(at)] = i as u32;
+        box_of[block_at(at)] = i as u32;
     }
     for &at in nodes {
         let old = *blocks.node(at);
         let mut n = Node8::EMPTY;
         for (lane, &c) in old.child.iter().enumerate().filter(|(_, c)| !c.is_empty()) {
             let b = if c.is_leaf() {
-                built[box_of[super::layout::block_at(c.index())] as usize].1
+                built[box_of[block_at(c.index())] as usize].1
             } else {
                 blocks.node(c.index()).union()
             };

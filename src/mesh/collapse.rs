@@ -269,15 +269,6 @@ impl Lanes {
     fn as_slice(&self) -> &[u32] {
         &self.child[..self.len]
     }
-
-    /// Replaces lane `i` by `a` and inserts `b` after it (opening an internal child). At most 7
-    /// lanes are in use before, so there is room.
-    fn split(&mut self, i: usize, a: u32, b: u32) {
-        self.child.copy_within(i + 1..self.len, i + 2);
-        self.child[i] = a;
-        self.child[i + 1] = b;
-        self.len += 1;
-    }
 }
 
 /// Opens internal children (largest area first) until there are 8 or only leaves remain. A
@@ -293,28 +284,26 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     {
         children = Lanes::two(left, right);
     }
-    // Each lane's area, and whether it is internal.
+    // The lanes being opened: each child with its area and whether it is internal.
     let lane = |c: u32| {
         let node = &build[c as usize];
-        (node.bounds().half_area(), matches!(node, BuildNode::Inner { .. }))
+        (c, node.bounds().half_area(), matches!(node, BuildNode::Inner { .. }))
     };
-    let mut info = [(0.0f32, false); 8];
-    for (i, &c) in children.as_slice().iter().enumerate() {
-        info[i] = lane(c);
+    let mut lanes = [(0u32, 0.0f32, false); 8];
+    let mut len = children.len;
+    for (l, &c) in lanes.iter_mut().zip(children.as_slice()) {
+        *l = lane(c);
     }
-    while children.len < 8 {
+    while len < 8 {
         // The largest internal lane, the last of equals (as `max_by` keeps).
-        let mut best: Option<usize> = None;
-        for i in 0..children.len {
-            if info[i].1 && best.is_none_or(|b| info[i].0.total_cmp(&info[b].0).is_ge()) {
-                best = Some(i);
-            }
-        }
-        let Some(i) = best else { break };
-        let BuildNode::Inner { left, right, .. } = build[children.child[i] as usize] else { unreachable!() };
-        children.split(i, left, right);
-        info.copy_within(i + 1..children.len - 1, i + 2);
-        (info[i], info[i + 1]) = (lane(left), lane(right));
+        let Some(i) = (0..len).filter(|&i| lanes[i].2).max_by(|&a, &b| lanes[a].1.total_cmp(&lanes[b].1)) else {
+            break;
+        };
+        let BuildNode::Inner { left, right, .. } = build[lanes[i].0 as usize] else { unreachable!() };
+        // It gives way to its two children, in its place.
+        lanes.copy_within(i + 1..len, i + 2);
+        (lanes[i], lanes[i + 1]) = (lane(left), lane(right));
+        len += 1;
     }
     // Largest box first. Embree's builder sorts a wide node's children likewise ("for faster
     // shadow ray traversal"; by triangle count there): an any-hit walk enters the first child hit
@@ -322,19 +311,10 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     // area rather than count, since area is what a ray's chance of a hit follows: Sponza's shadow
     // rays visit 13.2 nodes and 2.45 packs each, against 14.4 and 2.55 sorted by count and 17.8
     // and 3.15 in split order (`examples/trace_rays`); the bunny and the dragon are within 2%.
-    // Closest-hit walks order children by distance, so only their ties see this order. A stable
-    // insertion sort: equal areas keep their order.
-    for i in 1..children.len {
-        let (c, e) = (children.child[i], info[i]);
-        let mut j = i;
-        while j > 0 && info[j - 1].0.total_cmp(&e.0).is_lt() {
-            children.child[j] = children.child[j - 1];
-            info[j] = info[j - 1];
-            j -= 1;
-        }
-        (children.child[j], info[j]) = (c, e);
-    }
-    children
+    // Closest-hit walks order children by distance, so only their ties see this order. The sort
+    // is stable: equal areas keep their order.
+    lanes[..len].sort_by(|a, b| b.1.total_cmp(&a.1));
+    Lanes { child: lanes.map(|l| l.0), len }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub(crate) const NODE_BLOCKS: usize = 7;
 pub(crate) const PACK_BLOCKS: usize = 5;
 
 /// Bytes per step of a position (see the module docs).
-pub(crate) const UNIT: usize = 8;
+const UNIT: usize = 8;
 
 /// Positions per block.
 const UNITS_PER_BLOCK: usize = size_of::<Block>() / UNIT;
@@ -58,7 +58,7 @@ pub(crate) fn starts_block(at: u32) -> bool {
 }
 
 /// The position of block `block`; `None` when it is past what a reference can carry.
-pub(crate) fn position_of(block: usize) -> Option<u32> {
+fn position_of(block: usize) -> Option<u32> {
     block.checked_mul(UNITS_PER_BLOCK).filter(|&at| at <= crate::child::MAX_INDEX as usize).map(|at| at as u32)
 }
 
@@ -213,10 +213,9 @@ impl Blocks {
     /// an empty slot's planes (`+inf` and `-inf`, never NaN) put it outside every node test's mask.
     #[inline(always)]
     pub(crate) unsafe fn node_unchecked(&self, at: u32) -> &Node8 {
-        debug_assert!(block_at(at) + NODE_BLOCKS <= self.blocks.len(), "node reference {at} out of range");
         // SAFETY: by the caller's contract, 7 blocks inside the array start at position `at`;
         // 32-aligned plain `u32` data, which is a valid `Node8`.
-        unsafe { &*self.blocks.as_ptr().cast::<[u8; UNIT]>().add(at as usize).cast::<Node8>() }
+        unsafe { self.record_unchecked(at) }
     }
 
     /// The pack at position `at`, without a range check (see [`Blocks::node_unchecked`]).
@@ -225,9 +224,23 @@ impl Blocks {
     /// `at` is a leaf reference of a node of this array, other than an empty slot's.
     #[inline(always)]
     pub(crate) unsafe fn pack_unchecked(&self, at: u32) -> &TriPack {
-        debug_assert!(block_at(at) + PACK_BLOCKS <= self.blocks.len(), "pack reference {at} out of range");
         // SAFETY: as for `node_unchecked`, with 5 blocks, a valid `TriPack`.
-        unsafe { &*self.blocks.as_ptr().cast::<[u8; UNIT]>().add(at as usize).cast::<TriPack>() }
+        unsafe { self.record_unchecked(at) }
+    }
+
+    /// The node or pack `T` at position `at`, without a range check.
+    ///
+    /// # Safety
+    /// `size_of::<T>()` bytes of the array start at position `at`, and they are a valid `T`
+    /// (a [`Node8`] or a [`TriPack`], plain data aligned to 32).
+    #[inline(always)]
+    unsafe fn record_unchecked<T>(&self, at: u32) -> &T {
+        debug_assert!(
+            block_at(at) * size_of::<Block>() + size_of::<T>() <= self.bytes(),
+            "reference {at} out of range"
+        );
+        // SAFETY: the caller's contract.
+        unsafe { &*self.blocks.as_ptr().cast::<[u8; UNIT]>().add(at as usize).cast::<T>() }
     }
 }
 

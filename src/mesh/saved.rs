@@ -407,21 +407,25 @@ fn walk_and_fill(
     let mut pack_at: Vec<u32> = Vec::new();
     let mut stack = vec![(0u32, 1u32)];
     let mut depth = 0;
+    let out_of_range =
+        |c: ChildRef| if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" };
     while let Some((at, d)) = stack.pop() {
+        // The node's block, which errors name.
+        let here = block_at(at);
         if d > MAX_DEPTH {
-            return Err(bad(block_at(at), "tree deeper than the traversal stack allows"));
+            return Err(bad(here, "tree deeper than the traversal stack allows"));
         }
         depth = depth.max(d);
         if !claim(at, NODE_BLOCKS) {
-            return Err(bad(block_at(at), "node overlaps another record"));
+            return Err(bad(here, "node overlaps another record"));
         }
         node_at.push(at);
         if ref_scale != 1 {
             // An older version's references, scaled to positions once: each node is reached
             // once (claimed above), and its children are walked from the scaled references.
             for c in blocks.node_mut(at).child.iter_mut().filter(|c| !c.is_empty()) {
-                let kind = if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" };
-                let i = c.index().checked_mul(ref_scale).filter(|&i| i <= MAX_INDEX).ok_or(bad(block_at(at), kind))?;
+                let i =
+                    c.index().checked_mul(ref_scale).filter(|&i| i <= MAX_INDEX).ok_or(bad(here, out_of_range(*c)))?;
                 *c = if c.is_leaf() { ChildRef::leaf(i) } else { ChildRef::node(i) };
             }
         }
@@ -438,24 +442,21 @@ fn walk_and_fill(
                         && node.bounds[1][a][lane].to_bits() == f32::NEG_INFINITY.to_bits()
                 });
                 if !empty {
-                    return Err(bad(block_at(at), "an unused lane with a box"));
+                    return Err(bad(here, "an unused lane with a box"));
                 }
                 ended = true;
                 continue;
             }
             if ended {
-                return Err(bad(block_at(at), "a used lane after an empty one"));
+                return Err(bad(here, "a used lane after an empty one"));
             }
             let size = if c.is_leaf() { PACK_BLOCKS } else { NODE_BLOCKS };
             let i = c.index();
             if !starts_block(i) {
-                return Err(bad(block_at(at), "a reference inside a block"));
+                return Err(bad(here, "a reference inside a block"));
             }
             if i <= at || (block_at(i) + size) as u64 > len {
-                return Err(bad(
-                    block_at(at),
-                    if c.is_leaf() { "pack reference out of range" } else { "node reference out of range" },
-                ));
+                return Err(bad(here, out_of_range(c)));
             }
             if c.is_leaf() {
                 if !claim(i, PACK_BLOCKS) {
@@ -479,7 +480,7 @@ fn walk_and_fill(
             }
         }
         if node.child[0].is_empty() {
-            return Err(bad(block_at(at), "node without children"));
+            return Err(bad(here, "node without children"));
         }
         // The first child is walked first: the writer lays the tree out in that order, so the
         // walk reads the array forwards, as the hardware prefetcher expects.

@@ -153,8 +153,8 @@ pub(crate) fn closest_first<
             // After the test in the source, so that the node's own rows are loaded first; the
             // children's loads still start long before the test's verdict.
             leaves.prefetch_children(node);
-            // The first lane and the rest of the mask are taken before the branch on whether
-            // any child is hit, and the branch asks the first lane: LLVM carries the mask into
+            // The first lane is taken before the branch on whether any child is hit, and the
+            // branch asks whether it is a lane: LLVM carries the mask into
             // that branch's block as its 8-bit value, and there zero-extends it again, a `movzx`
             // on the chain from this node's test to the next node's loads (perf annotate; bunny
             // shadow rays 1.5% faster without it, `docs/performance.md`).
