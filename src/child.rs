@@ -7,7 +7,7 @@
 //! only asks `is_leaf` never descends into it (its box is empty, so no ray reaches it anyway).
 
 /// Marks a [`ChildRef`] as a leaf rather than an internal node index.
-const LEAF_BIT: u32 = 1 << 31;
+pub(crate) const LEAF_BIT: u32 = 1 << 31;
 
 /// A child slot's content: an internal node index, or a leaf index tagged with the leaf bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

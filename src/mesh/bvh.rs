@@ -773,12 +773,12 @@ pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest, const EARLY: boo
 
 impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisitor<'_, ANY, L, EARLY> {
     #[inline(always)]
-    fn visit(&mut self, index: u32, _entry: f32, tmax: &mut f32) -> bool {
+    fn visit(&mut self, leaf: ChildRef, _entry: f32, tmax: &mut f32) -> bool {
         self.tested += 1;
         // SAFETY: the traversal visits only leaf references read from this BVH's nodes, and never
         // an empty slot's (see `Blocks::pack_unchecked`).
-        let p = unsafe { self.blocks.pack_unchecked(index) };
-        if let Some((prim, t, h)) = self.leaf.test(index, p, *tmax) {
+        let p = unsafe { self.blocks.pack_of_leaf(leaf) };
+        if let Some((prim, t, h)) = self.leaf.test(leaf.index(), p, *tmax) {
             self.best = Some((prim, h));
             if ANY || self.leaf.stopped() {
                 return false;

@@ -77,7 +77,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
         let cur = self.cur;
         if cur.is_leaf() {
             // SAFETY: `cur` is a leaf reference read from this BVH's nodes (never an empty one).
-            let p = unsafe { blocks.pack_unchecked(cur.index()) };
+            let p = unsafe { blocks.pack_of_leaf(cur) };
             if let Some((prim, t, h)) = self.leaf.test(cur.index(), p, self.tmax) {
                 self.best = Some((prim, h));
                 if ANY {

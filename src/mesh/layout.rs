@@ -27,7 +27,7 @@
 
 use super::triangle::TriPack;
 use crate::pages::PagedSlice;
-use crate::wide::{Node8, NodeStore};
+use crate::wide::{ChildRef, Node8, NodeStore};
 
 /// 32 bytes of a node or a pack.
 #[derive(Clone, Copy)]
@@ -131,7 +131,7 @@ impl Blocks {
     /// Starts loading every line of the node or pack `child` names (a hint; see
     /// [`crate::hint::prefetch_record`]).
     #[inline(always)]
-    pub(crate) fn prefetch_child(&self, child: crate::wide::ChildRef) {
+    pub(crate) fn prefetch_child(&self, child: ChildRef) {
         let len = if child.is_leaf() { size_of::<TriPack>() } else { size_of::<Node8>() };
         crate::hint::prefetch_record(self.block_ptr(child.index()), len);
     }
@@ -226,6 +226,28 @@ impl Blocks {
     pub(crate) unsafe fn pack_unchecked(&self, at: u32) -> &TriPack {
         // SAFETY: as for `node_unchecked`, with 5 blocks, a valid `TriPack`.
         unsafe { self.record_unchecked(at) }
+    }
+
+    /// The pack `leaf` names, without a range check, addressed from the reference's raw bits:
+    /// `raw × 8` is the pack's byte offset plus the leaf flag's `2³¹ × 8`, so the pack lies at
+    /// that product past an origin 16 GB before the array's start, which the compiler keeps in
+    /// a register for the walk. The pack's loads then take the reference as loaded, with no
+    /// mask (`and $0x7fffffff`) before them: one cycle on the chain from a node's test to its
+    /// leaf's loads, as [`NodeStore::row`] saves the shift for nodes. (Both wrapping steps are
+    /// exact modulo the address width, so the sum is the pack's address on any target.)
+    ///
+    /// # Safety
+    /// As for [`Blocks::pack_unchecked`]: `leaf` is a leaf reference of a node of this array,
+    /// other than an empty slot's.
+    #[inline(always)]
+    pub(crate) unsafe fn pack_of_leaf(&self, leaf: ChildRef) -> &TriPack {
+        debug_assert!(leaf.is_leaf() && !leaf.is_empty());
+        let origin = self.blocks.as_ptr().cast::<[u8; UNIT]>().wrapping_sub(crate::child::LEAF_BIT as usize);
+        let at = origin.wrapping_add(leaf.raw() as usize).cast::<TriPack>();
+        debug_assert_eq!(at, self.blocks.as_ptr().cast::<[u8; UNIT]>().wrapping_add(leaf.index() as usize).cast());
+        // SAFETY: `at` is the address of the pack at position `leaf.index()` (above), which by
+        // the caller's contract lies inside the array: `pack_unchecked`'s record.
+        unsafe { &*at }
     }
 
     /// The node or pack `T` at position `at`, without a range check.

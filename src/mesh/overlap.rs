@@ -141,8 +141,8 @@ struct Collect<'a, F, G> {
 }
 
 impl<F: Fn([Vec3; 3]) -> bool, G: FnMut(u32)> LeafVisitor for Collect<'_, F, G> {
-    fn visit(&mut self, index: u32, _: f32, _: &mut f32) -> bool {
-        let pack = self.blocks.pack(index).expect("a leaf reference names a pack");
+    fn visit(&mut self, leaf: ChildRef, _: f32, _: &mut f32) -> bool {
+        let pack = self.blocks.pack(leaf.index()).expect("a leaf reference names a pack");
         for &prim in pack.prim.iter().filter(|&&p| p != NO_PRIM) {
             if (self.hit)(self.mesh.triangle(prim as usize)) {
                 (self.found)(prim);

@@ -20,10 +20,13 @@ pub(crate) type Entry = (ChildRef, f32);
 
 /// What the traversal does at a leaf.
 pub(crate) trait LeafVisitor {
-    /// Visits leaf `index` (of a [`ChildRef::leaf`]), which the ray enters at `entry <= *tmax`.
-    /// May lower `*tmax` (a closer hit clips the ray). Returns `false` to end the traversal.
-    /// An any-hit walk (`closest_first::<true, ..>`) keeps no entry distances and passes `tmin`.
-    fn visit(&mut self, index: u32, entry: f32, tmax: &mut f32) -> bool;
+    /// Visits `leaf` (a [`ChildRef::leaf`], never [`ChildRef::EMPTY`]), which the ray enters at
+    /// `entry <= *tmax`. May lower `*tmax` (a closer hit clips the ray). Returns `false` to end
+    /// the traversal. An any-hit walk (`closest_first::<true, ..>`) keeps no entry distances and
+    /// passes `tmin`. The reference comes whole, so that a visitor may address its leaf from the
+    /// raw bits, with no mask on the way to the leaf's loads (the mesh's packs,
+    /// `Blocks::pack_of_leaf`).
+    fn visit(&mut self, leaf: ChildRef, entry: f32, tmax: &mut f32) -> bool;
 
     /// Starts loading what visiting `child` will read (a hint; the default does nothing).
     #[inline(always)]
@@ -140,7 +143,7 @@ pub(crate) fn closest_first<
     let (mut cur, mut dist) = (start, tmin);
     'walk: loop {
         if cur.is_leaf() {
-            if !leaves.visit(cur.index(), dist, &mut tmax) {
+            if !leaves.visit(cur, dist, &mut tmax) {
                 break;
             }
         } else {

@@ -150,8 +150,9 @@ struct ProxyVisitor<'a, T, P> {
 
 impl<T, P: RayPolicy<T>> LeafVisitor for ProxyVisitor<'_, T, P> {
     #[inline(always)]
-    fn visit(&mut self, p: u32, entry: f32, tmax: &mut f32) -> bool {
+    fn visit(&mut self, leaf: ChildRef, entry: f32, tmax: &mut f32) -> bool {
         self.leaves_visited += 1;
+        let p = leaf.index();
         let tree = self.tree;
         let data = tree.slots[p as usize].data.as_ref().expect("leaf proxies are live");
         let id: ProxyId = tree.id_of(p);

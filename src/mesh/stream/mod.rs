@@ -447,9 +447,9 @@ struct Alone<'a, const ANY: bool> {
 
 impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
     #[inline(always)]
-    fn visit(&mut self, index: u32, _entry: f32, box_tmax: &mut f32) -> bool {
+    fn visit(&mut self, leaf: ChildRef, _entry: f32, box_tmax: &mut f32) -> bool {
         // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's.
-        let p = unsafe { self.blocks.pack_unchecked(index) };
+        let p = unsafe { self.blocks.pack_of_leaf(leaf) };
         let tmax = self.pk.tmax_of(self.r);
         let test_tmax = triangle_tmax::<ANY>(tmax);
         let h = if self.watertight {
@@ -458,7 +458,7 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
             self.tr.intersect_mt(p, test_tmax)
         };
         let Some(mut h) = h else { return true };
-        h.pack = index;
+        h.pack = leaf.index();
         let clipped = record::<ANY>(self.pk, self.best, self.ties, self.r, p.prim[h.lane], h, tmax);
         if ANY {
             return false;
