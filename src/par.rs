@@ -12,7 +12,7 @@ pub(crate) fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnc
 }
 
 /// `f` of every element of `items`, in order, in tasks of `min_len` elements (the last may be
-/// shorter), each free to be stolen (see [`map_chunks`]).
+/// shorter), each free to be stolen (see [`map_chunks_into`]).
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
@@ -27,7 +27,7 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) 
 }
 
 /// `f(i)` for every `i` in `0..n`, in order, in tasks of `min_len` indices (the last may be
-/// shorter), each free to be stolen (see [`map_chunks`]).
+/// shorter), each free to be stolen (see [`map_chunks_into`]).
 pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
@@ -54,24 +54,25 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
     }
 }
 
-/// A new vector of `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one
-/// task per chunk, each output chunk set to `fill` on its own task before `f` sees it: nothing
-/// of the output is written on the calling thread, so the kernel's zeroing of a fresh allocation
-/// and the first writes to it are shared out too. (A batch of the bunny's 65k camera rays
-/// allocated and filled its 2 MB of answers on the calling thread in 0.28 ms, after checking its
-/// rays there in 0.20 ms: an eighth of its two-thread time; `docs/performance.md`, "Batches:
-/// nothing serial".)
-pub(crate) fn map_chunks<T: Sync, R: Clone + Send + Sync>(
+/// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk,
+/// into `out`, which is cleared first and keeps its room: each output chunk is set to `fill` on
+/// its own task before `f` sees it, so nothing of the output is written on the calling thread,
+/// and the kernel's zeroing of fresh room and the first writes to it are shared out too. (A
+/// batch of the bunny's 65k camera rays allocated and filled its 2 MB of answers on the calling
+/// thread in 0.28 ms, after checking its rays there in 0.20 ms: an eighth of its two-thread time;
+/// `docs/performance.md`, "Batches: nothing serial".)
+pub(crate) fn map_chunks_into<T: Sync, R: Clone + Send + Sync>(
     input: &[T],
     chunk: usize,
     fill: R,
+    out: &mut Vec<R>,
     f: impl Fn(&[T], &mut [R]) + Sync + Send,
-) -> Vec<R> {
+) {
     use std::mem::MaybeUninit;
     let n = input.len();
-    let mut out: Vec<MaybeUninit<R>> = Vec::with_capacity(n);
-    // SAFETY: `MaybeUninit` needs no initialisation, and the capacity is `n`.
-    unsafe { out.set_len(n) };
+    out.clear();
+    out.reserve(n);
+    let room: &mut [MaybeUninit<R>] = &mut out.spare_capacity_mut()[..n];
     let run = |i: &[T], o: &mut [MaybeUninit<R>]| {
         for slot in o.iter_mut() {
             slot.write(fill.clone());
@@ -89,17 +90,16 @@ pub(crate) fn map_chunks<T: Sync, R: Clone + Send + Sync>(
         // nothing left to take from the other's last piece (Sponza's camera rays, whose top half
         // costs 1.35x the bottom, ran 1.7x as fast on two threads as on one; tasks of one chunk:
         // `docs/performance.md`, "Two threads: a task per chunk").
-        input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| run(i, o));
+        input.par_chunks(chunk).zip(room.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| run(i, o));
     }
     #[cfg(not(feature = "parallel"))]
-    for (i, o) in input.chunks(chunk).zip(out.chunks_mut(chunk)) {
+    for (i, o) in input.chunks(chunk).zip(room.chunks_mut(chunk)) {
         run(i, o);
     }
-    // Every element was written by its chunk's task (the chunks cover `0..n`).
-    let mut out = std::mem::ManuallyDrop::new(out);
-    // SAFETY: the same allocation, length and capacity, every element initialised, and
-    // `MaybeUninit<R>` has `R`'s layout.
-    unsafe { Vec::from_raw_parts(out.as_mut_ptr().cast::<R>(), out.len(), out.capacity()) }
+    // SAFETY: the first `n` elements of the room were each written by their chunk's task (the
+    // chunks cover `0..n`), and `n` is within the capacity reserved above. (Had `f` panicked,
+    // the length would still be 0, and the written elements would leak, not drop twice.)
+    unsafe { out.set_len(n) };
 }
 
 /// `check` over `items` in chunks of `chunk` elements on rayon's threads; the first chunk's error

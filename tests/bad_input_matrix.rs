@@ -147,6 +147,17 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(bvh.intersect_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(bvh.occluded_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(scene.intersect_batch(&batch, Scene::ALL), Err(BatchError { index: 2, error: e }));
+            // The `_into` forms refuse it too, and leave the caller's answers as they were.
+            let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
+                (vec![None; 3], vec![true; 3], vec![None; 3], vec![true; 3]);
+            same(bvh.intersect_batch_into(&batch, &mut hits), Err(BatchError { index: 2, error: e }));
+            same(bvh.occluded_batch_into(&batch, &mut occ), Err(BatchError { index: 2, error: e }));
+            same(
+                scene.intersect_batch_into(&batch, Scene::ALL, &mut scene_hits),
+                Err(BatchError { index: 2, error: e }),
+            );
+            same(scene.occluded_batch_into(&batch, Scene::ALL, &mut scene_occ), Err(BatchError { index: 2, error: e }));
+            assert!(hits == [None; 3] && occ == [true; 3] && scene_hits == [None; 3] && scene_occ == [true; 3]);
             // Streams refuse the whole stream, naming the first bad ray, and write nothing.
             let mut stream = [good; 80];
             stream[55] = r;

@@ -209,5 +209,21 @@ fn many_threads_query_one_mesh() {
         for i in 0..rays.len() {
             assert_eq!((batch[i], occ[i]), single[i]);
         }
+        // Into the caller's vectors, which keep their room: longer, shorter and empty batches
+        // after one another, each answer the single ray's, nothing left of the longer batch.
+        let (mut hits, mut occluded) = (vec![None; 7], vec![true; 7]);
+        for len in [rays.len(), 1000, 3, 0, rays.len()] {
+            let start = (rays.len() - len) / 2;
+            let part = &rays[start..start + len];
+            bvh.intersect_batch_into(part, &mut hits).unwrap();
+            bvh.occluded_batch_into(part, &mut occluded).unwrap();
+            assert!(hits.len() == len && occluded.len() == len);
+            for k in 0..len {
+                assert_eq!((hits[k], occluded[k]), single[start + k]);
+            }
+        }
+        let room = hits.as_ptr();
+        bvh.intersect_batch_into(&rays[..rays.len() / 2], &mut hits).unwrap();
+        assert_eq!(hits.as_ptr(), room, "a batch that fits keeps the vector's room");
     }
 }

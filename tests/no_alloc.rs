@@ -95,6 +95,7 @@ fn ray_queries_allocate_nothing_once_warm() {
     });
     let stream: Vec<Ray> = rays.iter().flatten().copied().chain(camera).collect();
     let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
+    let (mut batch_hits, mut batch_occluded) = (Vec::new(), Vec::new());
     let (mut scene_hits, mut scene_occluded) = (Vec::new(), Vec::new());
     let (mut all_hits, mut scene_all_hits) = (Vec::new(), Vec::new());
     let mut near_triangles = Vec::with_capacity(4096);
@@ -103,6 +104,10 @@ fn ray_queries_allocate_nothing_once_warm() {
         // The dynamic tree's rays in flight together.
         tree.intersect_each(&stream, &mut ws, &mut tree_hits).unwrap();
         *count += tree_hits.iter().flatten().count();
+        // Batches on rayon's threads, into vectors that keep their room.
+        meshes[0].intersect_batch_into(&stream, &mut batch_hits).unwrap();
+        meshes[1].occluded_batch_into(&stream, &mut batch_occluded).unwrap();
+        *count += batch_hits.iter().flatten().count() + batch_occluded.iter().filter(|&&o| o).count();
         meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
         meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
         *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();

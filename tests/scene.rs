@@ -338,14 +338,15 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             seen[3] += check_policies(scene, meshes, model, ray, mask);
         }
         seen[3] += check_proximity(rng, scene, meshes, model);
-        assert_eq!(
-            scene.intersect_batch(&rays, mask).unwrap(),
-            rays.iter().map(|r| scene.intersect(r, mask).unwrap()).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            scene.occluded_batch(&rays, mask).unwrap(),
-            rays.iter().map(|r| scene.occluded(r, mask).unwrap()).collect::<Vec<_>>()
-        );
+        let single_hits: Vec<_> = rays.iter().map(|r| scene.intersect(r, mask).unwrap()).collect();
+        let single_occluded: Vec<_> = rays.iter().map(|r| scene.occluded(r, mask).unwrap()).collect();
+        assert_eq!(scene.intersect_batch(&rays, mask).unwrap(), single_hits);
+        assert_eq!(scene.occluded_batch(&rays, mask).unwrap(), single_occluded);
+        // Into vectors that held more, and fewer, answers before.
+        let (mut batch_hits, mut batch_occluded) = (vec![None; rays.len() + 5], vec![true; 2]);
+        scene.intersect_batch_into(&rays, mask, &mut batch_hits).unwrap();
+        scene.occluded_batch_into(&rays, mask, &mut batch_occluded).unwrap();
+        assert!(batch_hits == single_hits && batch_occluded == single_occluded);
         // Streams of these rays and of a camera's rays in scan-line order (packets inside each
         // instance) equal single rays exactly.
         let eye = rng.vec(-20.0, 20.0);

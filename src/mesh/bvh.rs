@@ -407,8 +407,34 @@ impl MeshBvh {
     /// larger than the last-level cache, each thread traces several rays at once (see
     /// [`MeshBvh::intersect_each`]).
     pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
+        let mut hits = Vec::new();
+        self.intersect_batch_into(rays, &mut hits)?;
+        Ok(hits)
+    }
+
+    /// [`MeshBvh::intersect_batch`] into `hits`, which is cleared first and keeps its room, so
+    /// that a caller tracing batch after batch (a renderer's frames) allocates nothing once it
+    /// has room: the answers are written in place on rayon's threads. When a ray is invalid, the
+    /// error names the first, and `hits` is left as it was.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let mut hits = Vec::new();
+    /// for frame in 0..3 {
+    ///     let rays: Vec<Ray> = (0..64).map(|i| Ray::new(Vec3::new(i as f32 / 32.0 - 1.0, -0.5, 1.0), -Vec3::Z)).collect();
+    ///     bvh.intersect_batch_into(&rays, &mut hits)?;
+    ///     assert_eq!(hits.len(), 64);
+    ///     assert_eq!(hits[32].map(|h| h.t), Some(1.0));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_batch_into(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
         validate_rays_parallel(rays)?;
-        Ok(crate::par::map_chunks(rays, 256, None, |r, o| self.intersect_valid_rays(r, o)))
+        crate::par::map_chunks_into(rays, 256, None, hits, |r, o| self.intersect_valid_rays(r, o));
+        Ok(())
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
@@ -458,8 +484,17 @@ impl MeshBvh {
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
     /// as in [`MeshBvh::intersect_batch`], rays in flight as in [`MeshBvh::occluded_each`].
     pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
+        let mut occluded = Vec::new();
+        self.occluded_batch_into(rays, &mut occluded)?;
+        Ok(occluded)
+    }
+
+    /// [`MeshBvh::occluded_batch`] into `occluded`, which is cleared first and keeps its room, as
+    /// [`MeshBvh::intersect_batch_into`] does; left as it was when a ray is invalid.
+    pub fn occluded_batch_into(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
         validate_rays_parallel(rays)?;
-        Ok(crate::par::map_chunks(rays, 256, false, |r, o| self.occluded_valid_rays(r, o)))
+        crate::par::map_chunks_into(rays, 256, false, occluded, |r, o| self.occluded_valid_rays(r, o));
+        Ok(())
     }
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared

@@ -138,18 +138,64 @@ impl Scene {
     /// [`Scene::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
     /// whole batch, before tracing any ray, when one is invalid, naming the first.
     pub fn intersect_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<Option<SceneHit>>, BatchError> {
+        let mut hits = Vec::new();
+        self.intersect_batch_into(rays, mask, &mut hits)?;
+        Ok(hits)
+    }
+
+    /// [`Scene::intersect_batch`] into `hits`, which is cleared first and keeps its room (a
+    /// caller tracing a batch per frame allocates nothing once it has room); left as it was
+    /// when a ray is invalid.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use glam::{Affine3A, Vec3};
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, Scene, TriMesh};
+    /// let sphere = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 16, 8), &BuildOptions::default()));
+    /// let mut scene = Scene::new();
+    /// scene.add(sphere, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 7, Scene::ALL)?;
+    /// let rays = vec![Ray::new(Vec3::ZERO, -Vec3::Z); 100];
+    /// let mut hits = Vec::new();
+    /// scene.intersect_batch_into(&rays, Scene::ALL, &mut hits)?;
+    /// assert!(hits.len() == 100 && hits.iter().all(|h| h.is_some_and(|h| h.user_id == 7)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_batch_into(
+        &self,
+        rays: &[Ray],
+        mask: u32,
+        hits: &mut Vec<Option<SceneHit>>,
+    ) -> Result<(), BatchError> {
         validate_rays_parallel(rays)?;
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        Ok(crate::par::map(rays, 64, |r| self.intersect_counted(r, mask, 0)))
+        crate::par::map_chunks_into(rays, 64, None, hits, |r, o| {
+            for (r, o) in r.iter().zip(o) {
+                *o = self.intersect_counted(r, mask, 0);
+            }
+        });
+        Ok(())
     }
 
     /// [`Scene::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays as
     /// in [`Scene::intersect_batch`].
     pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<bool>, BatchError> {
+        let mut occluded = Vec::new();
+        self.occluded_batch_into(rays, mask, &mut occluded)?;
+        Ok(occluded)
+    }
+
+    /// [`Scene::occluded_batch`] into `occluded`, which is cleared first and keeps its room;
+    /// left as it was when a ray is invalid.
+    pub fn occluded_batch_into(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
         validate_rays_parallel(rays)?;
         self.wide_view(rays.len() as u64);
-        Ok(crate::par::map(rays, 64, |r| self.occluded_counted(r, mask, 0)))
+        crate::par::map_chunks_into(rays, 64, false, occluded, |r, o| {
+            for (r, o) in r.iter().zip(o) {
+                *o = self.occluded_counted(r, mask, 0);
+            }
+        });
+        Ok(())
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly

@@ -44,9 +44,10 @@
 //! order rotated by r, and the best of the rounds is kept. A library whose first (untimed, recording) pass is slow gets fewer timed passes so the
 //! run stays short; the table marks those with the pass count in brackets.
 //!
-//! Two threads: slabtree's `intersect_batch` / `occluded_batch` and Embree's `rtcIntersect1` /
-//! `rtcOccluded1` under rayon's `par_iter` (`CommittedScene` is `Sync` in the `embree` crate;
-//! Embree documents scene queries as thread-safe), each on prebuilt rays, in a 1-thread and a
+//! Two threads: slabtree's `intersect_batch_into` / `occluded_batch_into` and Embree's
+//! `rtcIntersect1` / `rtcOccluded1` under rayon's `par_chunks` (`CommittedScene` is `Sync` in the
+//! `embree` crate; Embree documents scene queries as thread-safe), each on prebuilt rays and into
+//! answer vectors kept across passes, in a 1-thread and a
 //! 2-thread rayon pool, with three times as many rounds as the single-thread passes (they are short);
 //! a timed pass traces the file several times in a row when it has fewer than `BATCH_RAYS` rays.
 //!
@@ -863,41 +864,46 @@ fn run_scene(
         let erays: Vec<embree::Ray> = set.rays.iter().map(embree_ray).collect();
         // A timed pass traces the file `batches` times (see `BATCH_RAYS`); the time is per batch.
         let batches = BATCH_RAYS.div_ceil(n.max(1)).max(1);
-        let slab_batch = |pool: &rayon::ThreadPool| -> (usize, Duration) {
+        // Each library writes its answers into vectors kept across passes, as a renderer keeps
+        // its frame's buffers: slabtree through its `_into` batches, Embree in place from tasks
+        // of 256 rays, each free to be stolen, as slabtree's batches split their rays.
+        let (mut slab_hits, mut slab_occluded) = (Vec::new(), Vec::new());
+        let mut slab_batch = |pool: &rayon::ThreadPool| -> (usize, Duration) {
             let start = Instant::now();
             let c = pool.install(|| {
                 (0..batches).fold(0, |_, _| {
                     if set.shadow {
-                        slab.0.occluded_batch(&srays).expect(VALID).iter().filter(|&&o| o).count()
+                        slab.0.occluded_batch_into(&srays, &mut slab_occluded).expect(VALID);
+                        slab_occluded.iter().filter(|&&o| o).count()
                     } else {
-                        slab.0.intersect_batch(&srays).expect(VALID).iter().filter(|h| h.is_some()).count()
+                        slab.0.intersect_batch_into(&srays, &mut slab_hits).expect(VALID);
+                        slab_hits.iter().filter(|h| h.is_some()).count()
                     }
                 })
             });
             (c, start.elapsed() / batches as u32)
         };
-        let embree_batch_once = |e: &Embree, pool: &rayon::ThreadPool| -> usize {
+        let (mut emb_hits, mut emb_occluded) = (vec![None; erays.len()], vec![false; erays.len()]);
+        let mut embree_batch_once = |e: &Embree, pool: &rayon::ThreadPool| -> usize {
             pool.install(|| {
-                // Tasks of 256 rays, each free to be stolen, as slabtree's batches split their
-                // rays (`par::map_chunks`).
                 if set.shadow {
-                    let v: Vec<bool> = erays
-                        .par_chunks(256)
-                        .with_max_len(1)
-                        .flat_map_iter(|c| c.iter().map(|r| e.occlude(*r, false)))
-                        .collect();
-                    v.iter().filter(|&&o| o).count()
+                    erays.par_chunks(256).zip(emb_occluded.par_chunks_mut(256)).with_max_len(1).for_each(|(c, o)| {
+                        for (r, o) in c.iter().zip(o) {
+                            *o = e.occlude(*r, false);
+                        }
+                    });
+                    emb_occluded.iter().filter(|&&o| o).count()
                 } else {
-                    let v: Vec<Option<(f32, u32)>> = erays
-                        .par_chunks(256)
-                        .with_max_len(1)
-                        .flat_map_iter(|c| c.iter().map(|r| e.intersect(*r, false)))
-                        .collect();
-                    v.iter().filter(|h| h.is_some()).count()
+                    erays.par_chunks(256).zip(emb_hits.par_chunks_mut(256)).with_max_len(1).for_each(|(c, o)| {
+                        for (r, o) in c.iter().zip(o) {
+                            *o = e.intersect(*r, false);
+                        }
+                    });
+                    emb_hits.iter().filter(|h: &&Option<(f32, u32)>| h.is_some()).count()
                 }
             })
         };
-        let embree_batch = |e: &Embree, pool: &rayon::ThreadPool| -> (usize, Duration) {
+        let mut embree_batch = |e: &Embree, pool: &rayon::ThreadPool| -> (usize, Duration) {
             let start = Instant::now();
             let c = (0..batches).fold(0, |_, _| embree_batch_once(e, pool));
             (c, start.elapsed() / batches as u32)
