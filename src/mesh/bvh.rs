@@ -231,7 +231,7 @@ pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
 /// Rays of a batch judged coherent or not together ([`RayCoherence::of_rays`]): a few scan lines
 /// of a camera's image.
-const HINT_RUN: usize = 256;
+pub(super) const HINT_RUN: usize = 256;
 
 impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
@@ -466,19 +466,18 @@ impl MeshBvh {
         Ok(())
     }
 
-    /// The closest hits of valid `rays` into `out` (as long), on this thread.
+    /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
+    /// [`MeshBvh::by_runs`]).
     fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
-        if self.is_large() {
-            self.intersect_interleaved(rays, out);
-        } else {
-            for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
-                let hint = RayCoherence::of_rays(run);
-                for (r, o) in run.iter().zip(out) {
+        self.by_runs::<false>(rays, |span, hint| match hint {
+            Some(hint) => {
+                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     // Written in place, not returned (see `intersect_into`).
                     self.intersect_into(r, hint, o);
                 }
             }
-        }
+            None => self.intersect_interleaved(&rays[span.clone()], &mut out[span]),
+        });
     }
 
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
@@ -499,7 +498,8 @@ impl MeshBvh {
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
     /// first), with several rays in flight through a large BVH, as [`MeshBvh::intersect_each`]
-    /// does. Refuses the whole slice, before tracing any ray, when one is invalid, naming the
+    /// does, for the runs of rays judged incoherent (coherent shadow rays gain nothing from
+    /// them). Refuses the whole slice, before tracing any ray, when one is invalid, naming the
     /// first.
     pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
         validate_rays(rays)?;
@@ -509,18 +509,28 @@ impl MeshBvh {
         Ok(())
     }
 
+    /// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
+    /// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint
+    /// (`Some(hint)`), or, through a BVH of [`LARGE_BVH_BYTES`] or more, each stretch of
+    /// consecutive runs to trace with several rays in flight (`None`): every run for closest
+    /// hits (`ANY` false), the incoherent runs for any hits. Coherent any-hit rays through a
+    /// large BVH go one by one: rays in flight cost them more than they hid (the dragon's shadow
+    /// rays: one thread 5.0-5.2 Mrays/s in flight, 5.5-5.6 one by one; two threads 10.5-10.8
+    /// and 12.7-13.2), where the dragon's camera rays gain from them (`docs/performance.md`).
+    fn by_runs<const ANY: bool>(&self, rays: &[Ray], trace: impl FnMut(std::ops::Range<usize>, Option<RayCoherence>)) {
+        super::interleave::by_runs::<ANY>(rays, self.is_large(), trace);
+    }
+
     /// Any hit of each of valid `rays` into `out` (as long), on this thread.
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
-        if self.is_large() {
-            self.occluded_interleaved(rays, out);
-        } else {
-            for (run, out) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)) {
-                let hint = RayCoherence::of_rays(run);
-                for (r, o) in run.iter().zip(out) {
+        self.by_runs::<true>(rays, |span, hint| match hint {
+            Some(hint) => {
+                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     *o = self.occluded_valid(r, hint);
                 }
             }
-        }
+            None => self.occluded_interleaved(&rays[span.clone()], &mut out[span]),
+        });
     }
 
     /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
