@@ -45,9 +45,10 @@
 //! run stays short; the table marks those with the pass count in brackets.
 //!
 //! Two threads: slabtree's `intersect_batch_into` / `occluded_batch_into` and Embree's
-//! `rtcIntersect1` / `rtcOccluded1` under rayon's `par_chunks` (`CommittedScene` is `Sync` in the
-//! `embree` crate; Embree documents scene queries as thread-safe), each on prebuilt rays and into
-//! answer vectors kept across passes, in a 1-thread and a
+//! `rtcIntersect1` / `rtcOccluded1` under rayon's `par_chunks`, a task per run of 256 rays with the
+//! run's coherence as its context flag (`CommittedScene` is `Sync` in the `embree` crate; Embree
+//! documents scene queries as thread-safe), each on prebuilt rays and into answer vectors kept
+//! across passes, in a 1-thread and a
 //! 2-thread rayon pool, with three times as many rounds as the single-thread passes (they are short);
 //! a timed pass traces the file several times in a row when it has fewer than `BATCH_RAYS` rays.
 //!
@@ -886,17 +887,20 @@ fn run_scene(
         let (mut emb_hits, mut emb_occluded) = (vec![None; erays.len()], vec![false; erays.len()]);
         let mut embree_batch_once = |e: &Embree, pool: &rayon::ThreadPool| -> usize {
             pool.install(|| {
+                // Each task is one run of `HINT_RUN` rays, traced with the run's judgement as
+                // the single-thread passes give it (slabtree's batches judge their runs alike).
+                let runs = || erays.par_chunks(HINT_RUN).zip(set.coherent.par_iter());
                 if set.shadow {
-                    erays.par_chunks(256).zip(emb_occluded.par_chunks_mut(256)).with_max_len(1).for_each(|(c, o)| {
+                    runs().zip(emb_occluded.par_chunks_mut(HINT_RUN)).with_max_len(1).for_each(|((c, &coh), o)| {
                         for (r, o) in c.iter().zip(o) {
-                            *o = e.occlude(*r, false);
+                            *o = e.occlude(*r, coh);
                         }
                     });
                     emb_occluded.iter().filter(|&&o| o).count()
                 } else {
-                    erays.par_chunks(256).zip(emb_hits.par_chunks_mut(256)).with_max_len(1).for_each(|(c, o)| {
+                    runs().zip(emb_hits.par_chunks_mut(HINT_RUN)).with_max_len(1).for_each(|((c, &coh), o)| {
                         for (r, o) in c.iter().zip(o) {
-                            *o = e.intersect(*r, false);
+                            *o = e.intersect(*r, coh);
                         }
                     });
                     emb_hits.iter().filter(|h: &&Option<(f32, u32)>| h.is_some()).count()
