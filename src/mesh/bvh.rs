@@ -467,9 +467,9 @@ impl MeshBvh {
     }
 
     /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
-    /// [`MeshBvh::by_runs`]).
+    /// `interleave::by_runs`).
     fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
-        self.by_runs::<false>(rays, |span, hint| match hint {
+        super::interleave::by_runs::<false>(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     // Written in place, not returned (see `intersect_into`).
@@ -509,21 +509,10 @@ impl MeshBvh {
         Ok(())
     }
 
-    /// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
-    /// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint
-    /// (`Some(hint)`), or, through a BVH of [`LARGE_BVH_BYTES`] or more, each stretch of
-    /// consecutive runs to trace with several rays in flight (`None`): every run for closest
-    /// hits (`ANY` false), the incoherent runs for any hits. Coherent any-hit rays through a
-    /// large BVH go one by one: rays in flight cost them more than they hid (the dragon's shadow
-    /// rays: one thread 5.0-5.2 Mrays/s in flight, 5.5-5.6 one by one; two threads 10.5-10.8
-    /// and 12.7-13.2), where the dragon's camera rays gain from them (`docs/performance.md`).
-    fn by_runs<const ANY: bool>(&self, rays: &[Ray], trace: impl FnMut(std::ops::Range<usize>, Option<RayCoherence>)) {
-        super::interleave::by_runs::<ANY>(rays, self.is_large(), trace);
-    }
-
-    /// Any hit of each of valid `rays` into `out` (as long), on this thread.
+    /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
+    /// `interleave::by_runs`).
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
-        self.by_runs::<true>(rays, |span, hint| match hint {
+        super::interleave::by_runs::<true>(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     *o = self.occluded_valid(r, hint);

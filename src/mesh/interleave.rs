@@ -21,7 +21,7 @@
 use std::mem::MaybeUninit;
 
 use super::bvh::TriangleTest;
-use super::bvh::{Hit, LeafTest, MeshBvh, STACK};
+use super::bvh::{HINT_RUN, Hit, LeafTest, MeshBvh, STACK};
 use super::layout::Blocks;
 use super::policy::{Nearest, RayLeaf};
 use super::triangle::PackHit;
@@ -250,15 +250,22 @@ impl MeshBvh {
     }
 }
 
-/// [`MeshBvh::by_runs`] for a BVH that is `large` or not.
+/// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
+/// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint (`Some(hint)`),
+/// or, through a BVH that is `large` ([`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) or more), each
+/// stretch of consecutive runs to trace with several rays in flight (`None`): every run for
+/// closest hits (`ANY` false), the incoherent runs for any hits. Coherent any-hit rays through a
+/// large BVH go one by one: rays in flight cost them more than they hid (the dragon's shadow
+/// rays: one thread 5.0-5.2 Mrays/s in flight, 5.5-5.6 one by one; two threads 10.5-10.8 and
+/// 12.7-13.2), where the dragon's camera rays gain from them (`docs/performance.md`).
 pub(super) fn by_runs<const ANY: bool>(
     rays: &[Ray],
     large: bool,
     mut trace: impl FnMut(std::ops::Range<usize>, Option<RayCoherence>),
 ) {
     let mut stretch = 0..0;
-    for (k, run) in rays.chunks(super::bvh::HINT_RUN).enumerate() {
-        let span = k * super::bvh::HINT_RUN..k * super::bvh::HINT_RUN + run.len();
+    for (k, run) in rays.chunks(HINT_RUN).enumerate() {
+        let span = k * HINT_RUN..k * HINT_RUN + run.len();
         let hint = RayCoherence::of_rays(run);
         if large && (!ANY || hint == RayCoherence::Incoherent) {
             stretch = if stretch.is_empty() { span } else { stretch.start..span.end };
@@ -278,7 +285,7 @@ pub(super) fn by_runs<const ANY: bool>(
 mod tests {
     use glam::{Vec3, Vec3A};
 
-    use super::by_runs;
+    use super::{HINT_RUN, by_runs};
     use crate::math::RayCoherence;
     use crate::test_rng::unit;
     use crate::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
@@ -348,7 +355,6 @@ mod tests {
     /// hits; through a small one every run goes one by one with its own hint.
     #[test]
     fn runs_go_in_flight_where_they_gain() {
-        use super::super::bvh::HINT_RUN;
         let mut seed = 3;
         // Runs: coherent, incoherent, incoherent, coherent, and a short incoherent tail.
         let coherent = |n: usize| (0..n).map(|i| Ray::new(Vec3A::ZERO, Vec3A::new(1.0, i as f32 * 1e-4, 0.0)));

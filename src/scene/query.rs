@@ -166,15 +166,7 @@ impl Scene {
         mask: u32,
         hits: &mut Vec<Option<SceneHit>>,
     ) -> Result<(), BatchError> {
-        validate_rays_parallel(rays)?;
-        // The whole batch counts towards the wide copy at once, not one contended add per ray.
-        self.wide_view(rays.len() as u64);
-        crate::par::map_chunks_into(rays, 64, None, hits, |r, o| {
-            for (r, o) in r.iter().zip(o) {
-                *o = self.intersect_counted(r, mask, 0);
-            }
-        });
-        Ok(())
+        self.batch_into(rays, None, hits, |r| self.intersect_counted(r, mask, 0))
     }
 
     /// [`Scene::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays as
@@ -188,13 +180,22 @@ impl Scene {
     /// [`Scene::occluded_batch`] into `occluded`, which is cleared first and keeps its room;
     /// left as it was when a ray is invalid.
     pub fn occluded_batch_into(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        self.batch_into(rays, false, occluded, |r| self.occluded_counted(r, mask, 0))
+    }
+
+    /// `each` of every ray into `out` (cleared first, its room kept), on rayon's threads, once
+    /// every ray is checked; `out` is left as it was when one is invalid.
+    fn batch_into<R: Clone + Send + Sync>(
+        &self,
+        rays: &[Ray],
+        fill: R,
+        out: &mut Vec<R>,
+        each: impl Fn(&Ray) -> R + Sync + Send,
+    ) -> Result<(), BatchError> {
         validate_rays_parallel(rays)?;
+        // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        crate::par::map_chunks_into(rays, 64, false, occluded, |r, o| {
-            for (r, o) in r.iter().zip(o) {
-                *o = self.occluded_counted(r, mask, 0);
-            }
-        });
+        crate::par::map_chunks_into(rays, 64, fill, out, |r, o| r.iter().zip(o).for_each(|(r, o)| *o = each(r)));
         Ok(())
     }
 
