@@ -11,7 +11,8 @@
 use glam::{Affine3A, DVec3, Vec3};
 use wide::f32x8;
 
-use super::bvh::{LeafTest, PackVisitor, STACK};
+use super::bvh::STACK;
+use super::query::{LeafTest, PackVisitor};
 use super::triangle::{NO_PRIM, TriPack};
 use super::{MeshBvh, TriMesh};
 use crate::math::InputError;

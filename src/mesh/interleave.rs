@@ -21,9 +21,10 @@
 use std::mem::MaybeUninit;
 
 use super::bvh::TriangleTest;
-use super::bvh::{HINT_RUN, Hit, LeafTest, MeshBvh, STACK};
+use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK};
 use super::layout::Blocks;
 use super::policy::{Nearest, RayLeaf};
+use super::query::LeafTest;
 use super::triangle::PackHit;
 use crate::math::{Ray, RayCoherence};
 use crate::wide::{ChildRef, Entry, FusedRay8, Node8, NodeTest};

@@ -14,6 +14,7 @@ mod interleave;
 mod layout;
 pub(crate) mod overlap;
 mod policy;
+mod query;
 mod saved;
 mod shapes;
 pub(crate) mod stream;

@@ -15,7 +15,8 @@
 //! everything gets exactly the closest hit of [`MeshBvh::intersect`], tie for tie (a test checks
 //! it).
 
-use super::bvh::{Hit, LeafTest, MeshBvh};
+use super::bvh::{Hit, MeshBvh};
+use super::query::LeafTest;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{InputError, Ray};
 

@@ -48,8 +48,9 @@
 
 pub(crate) mod regroup;
 
-use super::bvh::{Hit, MeshBvh, STACK, TriangleTest, enters_node};
+use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
+use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf, lowered_tmax, packet_walk, raised_tmax, raised_tmax8};

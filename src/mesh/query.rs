@@ -1,0 +1,594 @@
+//! The mesh BVH's queries: closest and any hit of one ray, batches, swept boxes, and the
+//! walk they share.
+//!
+//! Every query walks the tree with the one closest-first loop of `crate::wide` (nearest children
+//! first, entries beyond the current closest hit dropped), whose child slab test is the crate's
+//! conservative one ([`crate::math::slab_interval`], lane for lane), so a triangle is never culled
+//! by rounding at a node. What differs between queries is the leaf test ([`LeafTest`]): a ray
+//! against a triangle pack, or a swept box against each triangle.
+
+use glam::{Vec3, Vec3A};
+
+use super::TriMesh;
+use super::bvh::{Hit, MeshBvh, STACK, TraversalStats, TriangleTest};
+use super::layout::Blocks;
+use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
+use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
+use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
+use super::validate_rays_parallel;
+use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, NodeTest, Ray8, closest_first};
+
+impl MeshBvh {
+    /// The closest hit with `tmin <= t <= tmax`, or `None`. An invalid ray (NaN or infinite
+    /// origin or direction, `tmin > tmax`) is refused with the [`InputError`] that
+    /// [`Ray::validate`] gives, as by every query of the crate.
+    #[inline]
+    pub fn intersect(&self, ray: &Ray) -> Result<Option<Hit>, InputError> {
+        Ok(self.intersect_counting(ray)?.0)
+    }
+
+    /// `true` when any triangle is hit with `tmin <= t <= tmax` (any hit: no ordering, the first
+    /// hit ends the search). An invalid ray is refused, as by [`MeshBvh::intersect`].
+    #[inline]
+    pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
+        ray.validate()?;
+        Ok(self.occluded_valid(ray, RayCoherence::Coherent))
+    }
+
+    /// [`MeshBvh::intersect`], told how alike this ray's direction is to the rays traced just
+    /// before it on this thread: an [`RayCoherence::Incoherent`] ray takes a walk that loads every
+    /// child of a node while the node is tested, faster for rays that each walk their own path
+    /// (random rays, diffuse bounces) and slower for rays that follow their neighbours' nodes.
+    /// The answer is the same, bit for bit. The batch queries ([`MeshBvh::intersect_each`] and
+    /// the others) judge each run of rays themselves; this is for a caller that traces rays one
+    /// by one and knows their kind, as Embree's intersect context flags are.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, RayCoherence, TriMesh};
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// let ray = Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z);
+    /// let hinted = bvh.intersect_hinted(&ray, RayCoherence::Incoherent)?;
+    /// assert_eq!(hinted, bvh.intersect(&ray)?);
+    /// # Ok::<(), slabtree::InputError>(())
+    /// ```
+    #[inline]
+    pub fn intersect_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<Option<Hit>, InputError> {
+        ray.validate()?;
+        Ok(self.intersect_valid_hinted(ray, coherence).0)
+    }
+
+    /// [`MeshBvh::occluded`] with the hint of [`MeshBvh::intersect_hinted`].
+    #[inline]
+    pub fn occluded_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<bool, InputError> {
+        ray.validate()?;
+        Ok(self.occluded_valid(ray, coherence))
+    }
+
+    /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
+    #[inline]
+    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, TraversalStats), InputError> {
+        ray.validate()?;
+        Ok(self.intersect_valid(ray))
+    }
+
+    /// [`MeshBvh::occluded`], and the nodes and leaves the query visited.
+    #[inline]
+    pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
+        ray.validate()?;
+        let (hit, stats) = self.trace::<true>(ray);
+        Ok((hit.is_some(), stats))
+    }
+
+    /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
+    /// whole batch, before tracing any ray, when one is invalid, naming the first. Through a BVH
+    /// larger than the last-level cache, each thread traces several rays at once (see
+    /// [`MeshBvh::intersect_each`]).
+    pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
+        let mut hits = Vec::new();
+        self.intersect_batch_into(rays, &mut hits)?;
+        Ok(hits)
+    }
+
+    /// [`MeshBvh::intersect_batch`] into `hits`, which is cleared first and keeps its room, so
+    /// that a caller tracing batch after batch (a renderer's frames) allocates nothing once it
+    /// has room: the answers are written in place on rayon's threads. When a ray is invalid, the
+    /// error names the first, and `hits` is left as it was.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let mut hits = Vec::new();
+    /// for frame in 0..3 {
+    ///     let rays: Vec<Ray> = (0..64).map(|i| Ray::new(Vec3::new(i as f32 / 32.0 - 1.0, -0.5, 1.0), -Vec3::Z)).collect();
+    ///     bvh.intersect_batch_into(&rays, &mut hits)?;
+    ///     assert_eq!(hits.len(), 64);
+    ///     assert_eq!(hits[32].map(|h| h.t), Some(1.0));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_batch_into(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
+        validate_rays_parallel(rays)?;
+        crate::par::map_chunks_into(rays, 256, None, hits, |r, o| self.intersect_valid_rays(r, o));
+        Ok(())
+    }
+
+    /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
+    /// one ray after another, each run of 256 rays judged by [`RayCoherence::of_rays`] and traced
+    /// as [`MeshBvh::intersect_hinted`] traces it, or, through a BVH of
+    /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once, each prefetching its next node while the others
+    /// are tested, so that the memory latency of one ray's walk hides behind the others' work (the
+    /// answers are the same, bit for bit). Refuses the whole slice, before tracing any ray, when
+    /// one is invalid, naming the first. Once `hits` has room it allocates nothing but, through a large
+    /// BVH, the state of the rays in flight (about 70 KB per call).
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let rays = [Ray::new(Vec3::Z, -Vec3::Z), Ray::new(Vec3::new(5.0, 0.0, 1.0), -Vec3::Z)];
+    /// let mut hits = Vec::new();
+    /// bvh.intersect_each(&rays, &mut hits)?;
+    /// assert_eq!(hits[0].map(|h| h.t), Some(1.0));
+    /// assert!(hits[1].is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_each(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        hits.clear();
+        hits.resize(rays.len(), None);
+        self.intersect_valid_rays(rays, hits);
+        Ok(())
+    }
+
+    /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
+    /// `interleave::by_runs`).
+    fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
+        super::interleave::by_runs::<false>(rays, self.is_large(), |span, hint| match hint {
+            Some(hint) => {
+                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
+                    // Written in place, not returned (see `intersect_into`).
+                    self.intersect_into(r, hint, o);
+                }
+            }
+            None => self.intersect_interleaved(&rays[span.clone()], &mut out[span]),
+        });
+    }
+
+    /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
+    /// as in [`MeshBvh::intersect_batch`], rays in flight as in [`MeshBvh::occluded_each`].
+    pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
+        let mut occluded = Vec::new();
+        self.occluded_batch_into(rays, &mut occluded)?;
+        Ok(occluded)
+    }
+
+    /// [`MeshBvh::occluded_batch`] into `occluded`, which is cleared first and keeps its room, as
+    /// [`MeshBvh::intersect_batch_into`] does; left as it was when a ray is invalid.
+    pub fn occluded_batch_into(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        validate_rays_parallel(rays)?;
+        crate::par::map_chunks_into(rays, 256, false, occluded, |r, o| self.occluded_valid_rays(r, o));
+        Ok(())
+    }
+
+    /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
+    /// first), with several rays in flight through a large BVH, as [`MeshBvh::intersect_each`]
+    /// does, for the runs of rays judged incoherent (coherent shadow rays gain nothing from
+    /// them). Refuses the whole slice, before tracing any ray, when one is invalid, naming the
+    /// first.
+    pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+        validate_rays(rays)?;
+        occluded.clear();
+        occluded.resize(rays.len(), false);
+        self.occluded_valid_rays(rays, occluded);
+        Ok(())
+    }
+
+    /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
+    /// `interleave::by_runs`).
+    fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
+        super::interleave::by_runs::<true>(rays, self.is_large(), |span, hint| match hint {
+            Some(hint) => {
+                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
+                    *o = self.occluded_valid(r, hint);
+                }
+            }
+            None => self.occluded_interleaved(&rays[span.clone()], &mut out[span]),
+        });
+    }
+
+    /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
+    /// visited: for rays the crate made itself (an instance's view of a world ray, a packet's
+    /// unused lane).
+    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> Option<Hit> {
+        if ray.validate().is_err() {
+            return None;
+        }
+        self.intersect_valid(ray).0
+    }
+
+    /// [`MeshBvh::intersect_unchecked`] written to `slot`, with its own copy of the traversal:
+    /// for the ray streams' rays traced alone, and for batches. Returned by value and then
+    /// stored, the answer was reloaded with wider loads than the stores that wrote it, a stall on
+    /// store forwarding that cost incoherent streams a tenth of their time (perf, Sponza's random
+    /// rays) and batches about 4% (the bunny's camera rays); built and stored here, it is not
+    /// reloaded.
+    #[inline(never)]
+    pub(crate) fn intersect_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
+        *slot = match ray.validate() {
+            Ok(()) => self.trace_hinted::<false>(ray, hint).0.map(|(prim, h)| self.finish(prim, h, ray)),
+            Err(_) => None,
+        };
+    }
+
+    /// Any hit of a ray that may be invalid (then it hits nothing).
+    pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
+        ray.validate().is_ok() && self.occluded_valid(ray, hint)
+    }
+
+    /// The closest hit of a valid ray, and what it visited. Inlined into the caller, with the
+    /// traversal out of line: the public hit is then built in the caller's registers. Returned
+    /// through two more calls, it was copied between stack slots with wider loads than the
+    /// stores that wrote it, and those loads waited on store forwarding: a sixth of a bunny
+    /// primary ray's time (`perf record -e cpu-clock`, the peer program).
+    #[inline]
+    pub(super) fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
+        self.intersect_valid_hinted(ray, RayCoherence::Coherent)
+    }
+
+    /// [`MeshBvh::intersect_valid`] with a coherence hint.
+    #[inline]
+    fn intersect_valid_hinted(&self, ray: &Ray, hint: RayCoherence) -> (Option<Hit>, TraversalStats) {
+        let (hit, stats) = self.trace_hinted::<false>(ray, hint);
+        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
+    }
+
+    /// Any hit of a valid ray, with a coherence hint.
+    #[inline]
+    fn occluded_valid(&self, ray: &Ray, hint: RayCoherence) -> bool {
+        self.trace_hinted::<true>(ray, hint).0.is_some()
+    }
+
+    /// A valid ray's nearest (or, with `ANY`, first) pack hit, through one copy in the binary of
+    /// each triangle test's loop: separate functions, so that neither loop's register
+    /// allocation depends on the other's code (with both in one function, a change to the
+    /// watertight test moved Möller–Trumbore's shadow rays by 6 instructions, callgrind).
+    #[inline(always)]
+    pub(super) fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace_hinted::<ANY>(ray, RayCoherence::Coherent)
+    }
+
+    /// [`MeshBvh::trace`], with the early child loads for a large BVH or an incoherent ray.
+    #[inline(always)]
+    pub(super) fn trace_hinted<const ANY: bool>(
+        &self,
+        ray: &Ray,
+        hint: RayCoherence,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore if early => self.trace_test::<ANY, false, true>(ray),
+            TriangleTest::MollerTrumbore => self.trace_test::<ANY, false, false>(ray),
+            TriangleTest::Watertight if early => self.trace_test::<ANY, true, true>(ray),
+            TriangleTest::Watertight => self.trace_test::<ANY, true, false>(ray),
+        }
+    }
+
+    /// [`MeshBvh::trace`] for one triangle test, with or without the early child loads of large
+    /// BVHs and incoherent rays (see [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) and
+    /// [`RayCoherence`]; a copy of its own, so that the coherent rays' walk through a small BVH is the same code as without them: a
+    /// run-time test per node cost them 4% more instructions, callgrind).
+    #[inline(never)]
+    fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
+        &self,
+        ray: &Ray,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.traverse::<ANY, false, EARLY, _>(ray, Vec3A::ZERO, &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest))
+    }
+
+    /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
+    pub(crate) fn trace_with<const ANY: bool, P: HitPolicy>(
+        &self,
+        ray: &Ray,
+        policy: &mut P,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        self.trace_deciding::<ANY, _>(ray, Offer(policy))
+    }
+
+    /// Every ray query's walk, with the mesh's triangle test chosen once here: each test gets
+    /// its own traversal loop, without a per-leaf branch or the other test's per-ray set-up.
+    #[inline(always)]
+    fn trace_deciding<const ANY: bool, D: Decide>(
+        &self,
+        ray: &Ray,
+        decide: D,
+    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => {
+                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false, _>::new(ray, decide))
+            }
+            TriangleTest::Watertight => {
+                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true, _>::new(ray, decide))
+            }
+        }
+    }
+
+    /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
+    /// plane: the f32 distance the traversal culls with loses precision when the hit is much
+    /// closer to the origin than the triangle's vertices are (a cancellation of about
+    /// |v0 - o| / t), which cost up to 1e-4 relative on Sponza's diffuse rays. The triangle comes
+    /// from the pack the traversal just tested (the mesh's f32 corners, or the first corner and
+    /// the edges that Möller–Trumbore tested), not from the mesh: its index and vertex arrays are
+    /// two dependent cache misses per hit, which were a sixth of a random ray's time on the
+    /// bunny (perf).
+    #[inline]
+    pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
+        let [a, r1, r2] = self.blocks.pack(h.pack).expect("a hit's pack exists").rows(h.lane);
+        let a64 = a.as_dvec3();
+        // The edges: the f32 edges that Möller–Trumbore packs store and test, or exact in f64
+        // from the watertight packs' corners.
+        let (e1, e2, e1_64, e2_64) = match self.options.triangle_test.pack_rows() {
+            PackRows::Edges => (r1, r2, r1.as_dvec3(), r2.as_dvec3()),
+            PackRows::Corners => (r1 - a, r2 - a, r1.as_dvec3() - a64, r2.as_dvec3() - a64),
+        };
+        let n = e1_64.cross(e2_64);
+        let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
+        let ao = a64 - o;
+        let t = n.dot(ao) / n.dot(d);
+        // The plane's distance is ill-conditioned for a ray nearly in the triangle's plane: on a
+        // fuzzed mesh with a vertex at 2e29 it gave 4.6e32 (or, negative, 0) for a graze that the
+        // f32 test placed on the triangle's edge at t = 10. A refinement that moves the f32
+        // distance by more than its rounding can explain is not trusted, and the f32 distance
+        // stands: that rounding is relative to the distance, and to the distance from the
+        // origin to the triangle's corner when the hit is much nearer (1e-4 relative was the
+        // most seen, on Sponza's diffuse rays). (A select, not a branch to a better fallback:
+        // code here that is not a select cost 25-45 instructions per bunny ray, callgrind, by
+        // the register allocation of the caller's loop.)
+        let slack = 1e-3 * h.t.abs() + 1e-5 * (ao.abs().max_element() / d.abs().max_element()) as f32;
+        let t = t as f32;
+        let t = if (t - h.t).abs() <= slack { t } else { h.t };
+        let t = if t.is_finite() { t.clamp(ray.tmin, ray.tmax) } else { h.t };
+        Hit { t, triangle: prim, u: h.u, v: h.v, normal: e1.cross(e2).normalize_or_zero() }
+    }
+
+    /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
+    /// triangles: exact, by separating axes over the sweep (see [`SweepHit`]). Invalid input
+    /// (NaN, infinite) touches nothing.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
+    /// use glam::{Vec3, Vec3A};
+    /// // A floor triangle at y = 0 and a unit box falling onto it from y = 2.
+    /// let mesh = TriMesh::new(vec![Vec3::new(-5.0, 0.0, -5.0), Vec3::new(5.0, 0.0, -5.0), Vec3::new(0.0, 0.0, 5.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let hit = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0))?.unwrap();
+    /// assert_eq!(hit.t, 0.375); // the box bottom (y = 1.5) reaches y = 0 after 1.5 of 4 units
+    /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<SweepHit>, InputError> {
+        aabb.validate()?;
+        if !displacement.is_finite() {
+            return Err(InputError::NonFiniteDisplacement);
+        }
+        let (center, half) = box_parts(aabb);
+        // A finite box can still have infinite half-extents (min -3e38, max 3e38), and infinite
+        // offsets turn empty child slots' planes into NaN: such a box sweeps nothing.
+        if !(center.is_finite() && half.is_finite()) {
+            return Ok(None);
+        }
+        let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
+        let (c, h, d) = (center.into(), half.into(), displacement.into());
+        let mut leaf =
+            SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
+        let (hit, _) = self.traverse::<false, true, false, _>(&ray, half, &mut leaf);
+        Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
+    }
+
+    /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an
+    /// instance's view of a world box, see `scene::sweep`), as `(triangle, t, normal)` with the
+    /// normal unnormalised. The BVH is box-cast with `ext`, half-extents of a box containing
+    /// `obb` (whose sweep then contains the oriented box's), nearest leaf first and clipped at
+    /// each contact, as [`MeshBvh::sweep_box`]; each triangle is tested exactly.
+    pub(crate) fn sweep_obb(&self, obb: &Obb, ext: Vec3A, d: Vec3A, limit: f32) -> Option<(u32, f32, Vec3)> {
+        // Infinite offsets would turn empty child slots' planes into NaN; f32::MAX keeps the
+        // inflated planes conservative (at worst infinite) and NaN-free.
+        let ext = ext.min(Vec3A::splat(f32::MAX));
+        let ray = Ray::new(Vec3A::from(obb.center), d).with_range(0.0, limit);
+        // An instance's view of a valid world box can still overflow to infinity: it touches
+        // nothing.
+        if ray.validate().is_err() {
+            return None;
+        }
+        let dv: Vec3 = d.into();
+        self.sweep_with(&ray, ext, |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim))
+    }
+
+    /// First contact of a swept shape: the BVH box-cast along `ray` (`t` in its range) with a box
+    /// of half-extents `ext` around the shape, nearest leaf first and clipped at each contact,
+    /// and each triangle tested by `hit(triangle, limit)`, which gives the contact's `t` and its
+    /// payload. `ray` must be valid and `ext` finite.
+    pub(crate) fn sweep_with<H: Copy>(
+        &self,
+        ray: &Ray,
+        ext: Vec3A,
+        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
+    ) -> Option<(u32, f32, H)> {
+        let mut leaf = SweepLeaf { mesh: &self.mesh, hit };
+        let (found, _) = self.traverse::<false, true, false, _>(ray, ext, &mut leaf);
+        found.map(|(triangle, (t, h))| (triangle, t, h))
+    }
+
+    /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
+    /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
+    /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
+    /// caller checks it once.
+    fn traverse<const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
+        &self,
+        ray: &Ray,
+        inflate: Vec3A,
+        leaf: &mut L,
+    ) -> (Option<(u32, L::Hit)>, TraversalStats) {
+        debug_assert!(ray.validate().is_ok(), "{ray:?}");
+        // No separate test of the root box: the root node's lanes hold its children's boxes,
+        // which the first node test checks anyway, lane for lane with the same arithmetic, so a
+        // ray that misses the root misses them all for the price of that one test. (The scalar
+        // root test cost 63 instructions of every ray, callgrind, bunny.)
+        if self.blocks.is_empty() {
+            return (None, TraversalStats::default());
+        }
+        let mut packs = PackVisitor::<ANY, L, EARLY> { blocks: &self.blocks, leaf, best: None, tested: 0 };
+        let mut stack = FixedStack::<_, STACK>::new();
+        // Rays take the fused node test where it applies, in a loop of its own: only that form's
+        // per-ray constants are live in it.
+        let (tmin, tmax) = (ray.tmin, ray.tmax);
+        let fused = if INFLATE { None } else { FusedRay8::new(ray) };
+        let nodes = match fused {
+            Some(fused) => closest_first::<ANY, false, _, _, _, _>(
+                &self.blocks,
+                ChildRef::node(0),
+                &fused,
+                tmin,
+                tmax,
+                &mut stack,
+                &mut packs,
+            ),
+            None => {
+                let exact = Ray8::new(ray, inflate);
+                closest_first::<ANY, INFLATE, _, _, _, _>(
+                    &self.blocks,
+                    ChildRef::node(0),
+                    &exact,
+                    tmin,
+                    tmax,
+                    &mut stack,
+                    &mut packs,
+                )
+            }
+        };
+        (packs.best, TraversalStats { nodes, leaves: packs.tested })
+    }
+}
+
+/// The mesh's leaves for the shared traversal loop: each leaf index is a triangle pack, tested by
+/// `leaf`; a hit clips the ray (closest hit) or ends the walk (`ANY`).
+pub(super) struct PackVisitor<'a, const ANY: bool, L: LeafTest, const EARLY: bool = false> {
+    pub(super) blocks: &'a Blocks,
+    pub(super) leaf: &'a mut L,
+    pub(super) best: Option<(u32, L::Hit)>,
+    /// Packs tested.
+    pub(super) tested: u32,
+}
+
+impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisitor<'_, ANY, L, EARLY> {
+    #[inline(always)]
+    fn visit(&mut self, leaf: ChildRef, _entry: f32, tmax: &mut f32) -> bool {
+        self.tested += 1;
+        // SAFETY: the traversal visits only leaf references read from this BVH's nodes, and never
+        // an empty slot's (see `Blocks::pack_unchecked`).
+        let p = unsafe { self.blocks.pack_of_leaf(leaf) };
+        if let Some((prim, t, h)) = self.leaf.test(leaf.index(), p, *tmax) {
+            self.best = Some((prim, h));
+            if ANY || self.leaf.stopped() {
+                return false;
+            }
+            *tmax = t;
+        }
+        true
+    }
+
+    /// Children that wait on the stack are fetched now: traversal is bound by the latency of node
+    /// and pack loads. Nodes and packs share one block array, so either address is the same sum.
+    #[inline(always)]
+    fn prefetch(&self, child: ChildRef) {
+        self.blocks.prefetch_child(child);
+    }
+
+    /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) or more, or an
+    /// incoherent ray: a walk of its own in the binary): the first two lines of every child, before the node test, so that from
+    /// memory or the last-level cache a child's load overlaps the test that picks it. A coherent
+    /// ray finds its children in the nearer caches, and the loads only cost it issue slots.
+    #[inline(always)]
+    fn prefetch_children(&self, node: &crate::wide::Node8) {
+        if EARLY {
+            // Two lines of each: one left the rest of a node to arrive after the test, two
+            // gained 5-10% more on the dragon, the whole record lost again (alternated runs).
+            // An unused lane's reference names no record, and its loads are aimed outside the
+            // canonical address range. Aimed where the reference points, 16 GB past the array's
+            // start (unmapped), they cost the dragon's rays 4-7%; aimed at the root node, always
+            // in cache, as much; aimed outside the range, nothing measurable (alternated runs,
+            // `docs/performance.md`).
+            for c in node.child {
+                let at = if c.is_empty() { NOWHERE } else { self.blocks.block_ptr(c.index()) };
+                crate::hint::prefetch(at);
+                crate::hint::prefetch(at.wrapping_byte_add(64));
+            }
+        }
+    }
+}
+
+/// An address outside x86-64's canonical range, for loads that must go nowhere (see
+/// `prefetch_children`).
+const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 63);
+
+/// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return
+/// the nearest hit's triangle, distance and payload.
+pub(super) trait LeafTest {
+    type Hit;
+    /// `index` is the pack's position in the BVH (`super::layout`).
+    fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
+
+    /// Whether the hit just returned ends the query (a policy's stop); a closest-hit walk
+    /// otherwise goes on, clipped to it.
+    #[inline(always)]
+    fn stopped(&self) -> bool {
+        false
+    }
+}
+
+/// A swept shape against triangles, one at a time, by its exact test `hit(tri, limit)`, which
+/// gives the time of first contact and what else the query reports: the axis-aligned box's
+/// ([`MeshBvh::sweep_box`]), an instance's oriented box's ([`MeshBvh::sweep_obb`]), a sphere's or
+/// a capsule's (`super::cast`).
+struct SweepLeaf<'m, F> {
+    mesh: &'m TriMesh,
+    hit: F,
+}
+
+impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf<'_, F> {
+    type Hit = (f32, H);
+    fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, H))> {
+        let mut best: Option<(u32, f32, (f32, H))> = None;
+        for lane in 0..4 {
+            let prim = p.prim[lane];
+            if prim == NO_PRIM {
+                continue;
+            }
+            let limit = best.map_or(tmax, |b| b.1);
+            let tri = self.mesh.triangle(prim as usize);
+            if let Some((t, n)) = (self.hit)(&tri, limit)
+                && best.is_none_or(|b| t < b.1)
+            {
+                best = Some((prim, t, (t, n)));
+            }
+        }
+        best
+    }
+}
+
+/// Whether `ray` (valid) enters a child of `node`: the first node test of its walk when `node` is
+/// the root, in the same form (fused or exact) as [`MeshBvh::traverse`] picks. A ray that enters
+/// none of the root's children hits nothing, which lets the ray streams settle it before
+/// regrouping.
+#[inline(always)]
+pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
+    let mask = match FusedRay8::new(ray) {
+        Some(fused) => fused.test::<false>(node, ray.tmax).0,
+        None => Ray8::new(ray, Vec3A::ZERO).test::<false>(node, ray.tmax).0,
+    };
+    mask != 0
+}
