@@ -119,11 +119,12 @@ impl MeshBvh {
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
     /// one ray after another, each run of 256 rays judged by [`RayCoherence::of_rays`] and traced
     /// as [`MeshBvh::intersect_hinted`] traces it, or, through a BVH of
-    /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once, each prefetching its next node while the others
-    /// are tested, so that the memory latency of one ray's walk hides behind the others' work (the
-    /// answers are the same, bit for bit). Refuses the whole slice, before tracing any ray, when
-    /// one is invalid, naming the first. Once `hits` has room it allocates nothing but, through a large
-    /// BVH, the state of the rays in flight (about 70 KB per call).
+    /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once,
+    /// each prefetching its next node while the others are tested, so that the memory latency of
+    /// one ray's walk hides behind the others' work (the answers are the same, bit for bit).
+    /// Refuses the whole slice, before tracing any ray, when one is invalid, naming the first.
+    /// Once `hits` has room it allocates nothing but, through a large BVH, the state of the rays
+    /// in flight (about 70 KB per call).
     ///
     /// ```
     /// use glam::Vec3;
@@ -151,8 +152,9 @@ impl MeshBvh {
         super::interleave::by_runs::<false>(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
-                    // Written in place, not returned (see `intersect_into`).
-                    self.intersect_into(r, hint, o);
+                    // Written in place, not returned (see `intersect_valid_into`); the batch's
+                    // rays were checked before it started.
+                    self.intersect_valid_into(r, hint, o);
                 }
             }
             None => self.intersect_interleaved(&rays[span.clone()], &mut out[span]),
@@ -211,18 +213,26 @@ impl MeshBvh {
         self.intersect_valid(ray).0
     }
 
-    /// [`MeshBvh::intersect_unchecked`] written to `slot`, with its own copy of the traversal:
-    /// for the ray streams' rays traced alone, and for batches. Returned by value and then
-    /// stored, the answer was reloaded with wider loads than the stores that wrote it, a stall on
-    /// store forwarding that cost incoherent streams a tenth of their time (perf, Sponza's random
-    /// rays) and batches about 4% (the bunny's camera rays); built and stored here, it is not
-    /// reloaded.
-    #[inline(never)]
+    /// [`MeshBvh::intersect_unchecked`] written to `slot`: for the ray streams' rays traced
+    /// alone, which may be invalid (an instance's view of a world ray).
+    #[inline]
     pub(crate) fn intersect_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
-        *slot = match ray.validate() {
-            Ok(()) => self.trace_hinted::<false>(ray, hint).0.map(|(prim, h)| self.finish(prim, h, ray)),
-            Err(_) => None,
-        };
+        match ray.validate() {
+            Ok(()) => self.intersect_valid_into(ray, hint, slot),
+            Err(_) => *slot = None,
+        }
+    }
+
+    /// The closest hit of a valid ray written to `slot`, with its own copy of the traversal: for
+    /// batches, whose rays are checked once for the whole batch, and for the streams'. Returned
+    /// by value and then stored, the answer was reloaded with wider loads than the stores that
+    /// wrote it, a stall on store forwarding that cost incoherent streams a tenth of their time
+    /// (perf, Sponza's random rays) and batches about 4% (the bunny's camera rays); built and
+    /// stored here, it is not reloaded.
+    #[inline(never)]
+    fn intersect_valid_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
+        debug_assert!(ray.validate().is_ok(), "{ray:?}");
+        *slot = self.trace_hinted::<false>(ray, hint).0.map(|(prim, h)| self.finish(prim, h, ray));
     }
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
@@ -280,8 +290,9 @@ impl MeshBvh {
 
     /// [`MeshBvh::trace`] for one triangle test, with or without the early child loads of large
     /// BVHs and incoherent rays (see [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) and
-    /// [`RayCoherence`]; a copy of its own, so that the coherent rays' walk through a small BVH is the same code as without them: a
-    /// run-time test per node cost them 4% more instructions, callgrind).
+    /// [`RayCoherence`]; a copy of its own, so that the coherent rays' walk through a small BVH is
+    /// the same code as without them: a run-time test per node cost them 4% more instructions,
+    /// callgrind).
     #[inline(never)]
     fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
         &self,
@@ -509,9 +520,10 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
     }
 
     /// With `EARLY` (a BVH of [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) or more, or an
-    /// incoherent ray: a walk of its own in the binary): the first two lines of every child, before the node test, so that from
-    /// memory or the last-level cache a child's load overlaps the test that picks it. A coherent
-    /// ray finds its children in the nearer caches, and the loads only cost it issue slots.
+    /// incoherent ray: a walk of its own in the binary): the first two lines of every child, before
+    /// the node test, so that from memory or the last-level cache a child's load overlaps the test
+    /// that picks it. A coherent ray finds its children in the nearer caches, and the loads only
+    /// cost it issue slots.
     #[inline(always)]
     fn prefetch_children(&self, node: &crate::wide::Node8) {
         if EARLY {

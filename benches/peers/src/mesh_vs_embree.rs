@@ -48,8 +48,8 @@
 //! `rtcIntersect1` / `rtcOccluded1` under rayon's `par_chunks`, a task per run of 256 rays with the
 //! run's coherence as its context flag (`CommittedScene` is `Sync` in the `embree` crate; Embree
 //! documents scene queries as thread-safe), each on prebuilt rays and into answer vectors kept
-//! across passes, in a 1-thread and a
-//! 2-thread rayon pool, with three times as many rounds as the single-thread passes (they are short);
+//! across passes, in a 1-thread and a 2-thread rayon pool, with three times as many rounds as the
+//! single-thread passes (they are short);
 //! a timed pass traces the file several times in a row when it has fewer than `BATCH_RAYS` rays.
 //!
 //! Noise: while each ray set runs, /proc/stat tells how much CPU time other processes took; it is
