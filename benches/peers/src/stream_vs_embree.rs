@@ -13,6 +13,13 @@
 //! Möller–Trumbore and Embree's scene has its default (fast) flags. The stream's answers are
 //! checked against slabtree's single rays (equal, bit for bit) and Embree's packets against
 //! Embree's single rays (same hit or miss) before anything is timed.
+//!
+//! Profiling: `STREAM_PROFILE=SCENE:KIND:MODE[:PASSES]` (KIND `primary`, `shadow` or `random`;
+//! MODE `single` or `stream`) traces that one ray set through slabtree alone, PASSES times
+//! (default 1), and prints the best pass's rate: run it under `valgrind --tool=callgrind` with 1
+//! and 3 passes and divide the difference by twice the ray count for instructions per ray, or
+//! alternate two builds' runs to compare them in time. Build the profiled binary with
+//! `RUSTFLAGS="-C target-cpu=x86-64-v3"` in its own target directory.
 
 mod embree_geometry;
 
@@ -129,6 +136,9 @@ fn main() -> Result<(), String> {
     };
     let scenes: Vec<String> =
         if args.is_empty() { ["bunny", "dragon", "sponza"].map(String::from).to_vec() } else { args };
+    if let Ok(spec) = std::env::var("STREAM_PROFILE") {
+        return profile(&dir, &spec);
+    }
     let passes: usize = std::env::var("STREAM_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
     let device = Device::new();
     println!(
@@ -225,5 +235,42 @@ fn main() -> Result<(), String> {
             );
         }
     }
+    Ok(())
+}
+
+/// `STREAM_PROFILE`: one ray set through slabtree's single rays or its stream, `passes` times
+/// (see the module docs).
+fn profile(dir: &Path, spec: &str) -> Result<(), String> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [scene, kind, mode, rest @ ..] = parts.as_slice() else {
+        return Err(format!("STREAM_PROFILE={spec}: expected SCENE:KIND:MODE[:PASSES]"));
+    };
+    let passes: usize = rest.first().map_or(Ok(1), |p| p.parse()).map_err(|e| format!("passes: {e}"))?;
+    let kind = ["primary", "shadow", "random"].into_iter().find(|k| k == kind).ok_or(format!("unknown kind {kind}"))?;
+    let file = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
+    let file = file.ok_or_else(|| format!("{scene}: no {scene}.obj or {scene}.ply in {}", dir.display()))?;
+    let mesh = slabtree::io::load_mesh(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let set = load_rays(dir, scene, kind)?;
+    let rays = &set.rays;
+    let (mut hits, mut occ) = (vec![None; rays.len()], vec![false; rays.len()]);
+    let mut best = Duration::MAX;
+    for _ in 0..passes {
+        let start = Instant::now();
+        match (*mode, set.any) {
+            ("single", true) => occ.iter_mut().zip(rays).for_each(|(o, r)| *o = bvh.occluded(r).unwrap()),
+            ("single", false) => hits.iter_mut().zip(rays).for_each(|(h, r)| *h = bvh.intersect(r).unwrap()),
+            ("stream", true) => bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?,
+            ("stream", false) => bvh.intersect_stream(rays, &mut hits).map_err(|e| e.to_string())?,
+            (other, _) => return Err(format!("unknown mode {other}")),
+        }
+        std::hint::black_box((&occ, &hits));
+        best = best.min(start.elapsed());
+    }
+    let positive = if set.any { occ.iter().filter(|&&o| o).count() } else { hits.iter().flatten().count() };
+    println!(
+        "{scene} {kind} {mode}: {positive} positive, best {:.3} Mrays/s",
+        rays.len() as f64 / best.as_secs_f64() / 1e6
+    );
     Ok(())
 }

@@ -107,9 +107,11 @@ impl Regroup {
                 octant[k] = NONE;
                 if !coherent_run[k / RUN] {
                     single(cx, base + k, RayCoherence::Incoherent);
+                } else if settle(cx, base + k) {
+                    // Settled: answered already.
                 } else if !fusable(ray) {
                     single(cx, base + k, RayCoherence::Coherent);
-                } else if !settle(cx, base + k) {
+                } else {
                     let s = ray.sign();
                     let o = s[0] | s[1] << 1 | s[2] << 2;
                     octant[k] = o;
