@@ -182,3 +182,42 @@ fn ray_queries_allocate_nothing_once_warm() {
     let after = allocations(|| round(&mut hits));
     assert_eq!(after, 0, "warm ray queries allocated {after} times");
 }
+
+/// Through a BVH of `LARGE_BVH_BYTES` or more, the streams trace their incoherent runs with rays
+/// in flight, whose walks (a stack each) are kept per thread: a warm stream allocates nothing
+/// there either.
+#[test]
+fn streams_through_a_large_bvh_allocate_nothing_once_warm() {
+    let mut rng = Rng(11);
+    // Small triangles in a unit cube, enough of them for a large BVH.
+    let n = 700_000u32;
+    let positions: Vec<Vec3> = (0..n)
+        .flat_map(|_| {
+            let c = Vec3::new(rng.range(0.0, 1.0), rng.range(0.0, 1.0), rng.range(0.0, 1.0));
+            [c, c + Vec3::new(0.004, 0.0, 0.0), c + Vec3::new(0.0, 0.004, 0.002)]
+        })
+        .collect();
+    let triangles = (0..n).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
+    let bvh = MeshBvh::build(&TriMesh::new(positions, triangles).unwrap(), &BuildOptions::default());
+    assert!(bvh.bvh_bytes() >= slabtree::LARGE_BVH_BYTES, "{} bytes", bvh.bvh_bytes());
+    // Random rays: incoherent runs, which go in flight.
+    let rays: Vec<Ray> = (0..2048)
+        .map(|_| {
+            let o = Vec3A::new(rng.range(-1.0, 2.0), rng.range(-1.0, 2.0), -1.0);
+            let target = Vec3A::new(rng.range(0.0, 1.0), rng.range(0.0, 1.0), rng.range(0.0, 1.0));
+            Ray::new(o, target - o)
+        })
+        .collect();
+    let (mut hits, mut occluded) = (Vec::new(), Vec::new());
+    let mut count = 0usize;
+    let mut round = |count: &mut usize| {
+        bvh.intersect_stream(&rays, &mut hits).unwrap();
+        bvh.occluded_stream(&rays, &mut occluded).unwrap();
+        *count += hits.iter().flatten().count() + occluded.iter().filter(|&&o| o).count();
+    };
+    let warm = allocations(|| round(&mut count));
+    assert!(warm > 0, "the counter sees the warm-up's allocations");
+    assert!(count > 0, "the rays hit the triangles");
+    let after = allocations(|| round(&mut count));
+    assert_eq!(after, 0, "warm streams through a large BVH allocated {after} times");
+}

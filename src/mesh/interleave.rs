@@ -214,15 +214,30 @@ impl MeshBvh {
         &self,
         rays: &[Ray],
         mut done: impl FnMut(usize, Option<(u32, PackHit)>),
-    ) {
+    ) where
+        Walk<ANY, WATERTIGHT>: WalkPool,
+    {
         let blocks = &self.blocks;
         if blocks.is_empty() {
             (0..rays.len()).for_each(|r| done(r, None));
             return;
         }
-        // Up to LANES walks (8 KB of stack each, so on the heap); a finished walk takes the next
-        // ray, and the lanes drain at the end.
-        let mut walks: Vec<Walk<ANY, WATERTIGHT>> = Vec::with_capacity(LANES);
+        // Up to LANES walks (8 KB of stack each, so on the heap, in this thread's pool: nothing
+        // is allocated once it has room); a finished walk takes the next ray, and the lanes
+        // drain at the end.
+        Walk::<ANY, WATERTIGHT>::with_pool(|walks| self.interleave_in(rays, &mut done, walks));
+    }
+
+    /// [`MeshBvh::interleave`] with `walks`, an empty vector.
+    #[inline(always)]
+    fn interleave_in<const ANY: bool, const WATERTIGHT: bool>(
+        &self,
+        rays: &[Ray],
+        mut done: impl FnMut(usize, Option<(u32, PackHit)>),
+        walks: &mut Vec<Walk<ANY, WATERTIGHT>>,
+    ) {
+        let blocks = &self.blocks;
+        debug_assert!(walks.is_empty());
         let mut next = 0;
         while walks.len() < LANES {
             let Some((r, node_test)) = self.next_fused::<ANY>(rays, &mut next, &mut done) else { break };
@@ -250,6 +265,40 @@ impl MeshBvh {
         }
     }
 }
+
+/// A thread's walks, kept between calls: each holds a stack of [`STACK`] entries, which a call
+/// should not allocate again.
+trait WalkPool: Sized {
+    /// Calls `f` with this thread's vector of walks, empty (with room for [`LANES`] once used), or
+    /// with a fresh one when the pool is in use on this thread already.
+    fn with_pool<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+}
+
+macro_rules! walk_pool {
+    ($any:literal, $watertight:literal, $pool:ident) => {
+        thread_local! {
+            static $pool: std::cell::RefCell<Vec<Walk<$any, $watertight>>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        impl WalkPool for Walk<$any, $watertight> {
+            fn with_pool<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R {
+                $pool.with(|pool| match pool.try_borrow_mut() {
+                    Ok(mut walks) => {
+                        walks.clear();
+                        walks.reserve(LANES);
+                        f(&mut walks)
+                    }
+                    Err(_) => f(&mut Vec::with_capacity(LANES)),
+                })
+            }
+        }
+    };
+}
+
+walk_pool!(false, false, CLOSEST);
+walk_pool!(false, true, CLOSEST_WATERTIGHT);
+walk_pool!(true, false, ANY_HIT);
+walk_pool!(true, true, ANY_HIT_WATERTIGHT);
 
 /// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
 /// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint (`Some(hint)`),

@@ -212,6 +212,7 @@ impl Scene {
                 |_, _| false,
                 // Instances are walked without the coherence hint: it is a mesh walk's.
                 |out, i, _| out[i] = single(&rays[i]),
+                |out, range, _| range.for_each(|i| out[i] = single(&rays[i])),
                 |out, idx| {
                     pk.load::<false>(rays, idx);
                     packet(view, pk, work, idx, out);

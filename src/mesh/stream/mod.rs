@@ -174,15 +174,31 @@ impl MeshBvh {
     /// (those hit nothing), as an instance's view of world rays does; their ranges are valid.
     /// `hits` has one slot per ray.
     pub(crate) fn intersect_stream_unchecked(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        self.intersect_stream_in(rays, hits, self.is_large());
+    }
+
+    /// [`MeshBvh::intersect_stream_unchecked`], with the runs of rays traced alone traced with
+    /// several rays in flight when `in_flight` (the BVH is large).
+    fn intersect_stream_in(&self, rays: &[Ray], hits: &mut [Option<Hit>], in_flight: bool) {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         // Each answer is written in place: built elsewhere and copied, its 32-byte reload
         // waited on the narrower stores that wrote it (a tenth of a stream's time, perf).
-        self.stream::<false, _>(rays, hits, |ray, packed, hint, slot| match packed {
+        let answer = |ray: &Ray, packed: Option<_>, hint, slot: &mut Option<Hit>| match packed {
             // Traced alone, or met a tie in its packet.
             None | Some((_, true)) => self.intersect_into(ray, hint, slot),
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
-        });
+        };
+        // Rays in flight where they wait on memory, as a batch's; a run with an invalid ray (an
+        // instance's view of a world ray) goes one ray at a time.
+        let flight = |rays: &[Ray], hits: &mut [Option<Hit>]| {
+            let valid = in_flight && rays.iter().all(|r| r.validate().is_ok());
+            if valid {
+                self.intersect_interleaved(rays, hits);
+            }
+            valid
+        };
+        self.stream::<false, _>(rays, hits, answer, flight);
     }
 
     /// [`MeshBvh::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
@@ -213,24 +229,45 @@ impl MeshBvh {
 
     /// [`MeshBvh::occluded_stream`] of rays as [`MeshBvh::intersect_stream_unchecked`] takes.
     pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
+        self.occluded_stream_in(rays, occluded, self.is_large());
+    }
+
+    /// [`MeshBvh::occluded_stream_unchecked`], with rays in flight as
+    /// [`MeshBvh::intersect_stream_in`] says.
+    fn occluded_stream_in(&self, rays: &[Ray], occluded: &mut [bool], in_flight: bool) {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
-        self.stream::<true, _>(rays, occluded, |ray, packed, hint, slot| {
+        let answer = |ray: &Ray, packed: Option<(Option<_>, bool)>, hint, slot: &mut bool| {
             *slot = match packed {
                 None => self.occluded_unchecked(ray, hint),
                 Some((best, _)) => best.is_some(),
             }
-        });
+        };
+        // As for closest hits.
+        let flight = |rays: &[Ray], occluded: &mut [bool]| {
+            let valid = in_flight && rays.iter().all(|r| r.validate().is_ok());
+            if valid {
+                self.occluded_interleaved(rays, occluded);
+            }
+            valid
+        };
+        self.stream::<true, _>(rays, occluded, answer, flight);
     }
 
     /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
     /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
     /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
-    /// `hint` is the coherence of the ray's run, for a ray traced alone.
+    /// `hint` is the coherence of the ray's run, for a ray traced alone. Whole runs of rays
+    /// traced alone are first offered to `in_flight(rays, out)`, as a batch's are
+    /// (`interleave::by_runs`: closest hits in every such run, any hits in the incoherent ones),
+    /// which traces them with several rays in flight and returns `true` (the public streams' do
+    /// so through a large BVH, [`crate::LARGE_BVH_BYTES`], where the rays wait on memory), or
+    /// returns `false` and leaves them to `answer`.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
         out: &mut [T],
         answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
+        in_flight: impl Fn(&[Ray], &mut [T]) -> bool,
     ) {
         // Fewer rays than a packet holds: no packet, and no scratch to fetch.
         if rays.len() < MIN_PACKET {
@@ -247,7 +284,7 @@ impl MeshBvh {
                 // Re-entered from `answer` on this thread (never by the library itself).
                 Err(_) => fresh.insert(Scratch::new()),
             };
-            self.stream_in::<ANY, T>(rays, out, &answer, scratch);
+            self.stream_in::<ANY, T>(rays, out, &answer, &in_flight, scratch);
         })
     }
 
@@ -257,6 +294,7 @@ impl MeshBvh {
         rays: &[Ray],
         out: &mut [T],
         answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
+        in_flight: &impl Fn(&[Ray], &mut [T]) -> bool,
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
@@ -277,6 +315,12 @@ impl MeshBvh {
                 missed
             },
             |out, i, hint| answer(&rays[i], None, hint, &mut out[i]),
+            |out, range, hint| {
+                let pays = !ANY || hint == RayCoherence::Incoherent;
+                if !(pays && in_flight(&rays[range.clone()], &mut out[range.clone()])) {
+                    range.for_each(|i| answer(&rays[i], None, hint, &mut out[i]));
+                }
+            },
             |out, idx| {
                 let (ties, shared) = if fused {
                     pk.load::<true>(rays, idx);
@@ -473,5 +517,44 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         self.blocks.prefetch_child(child);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{Vec3, Vec3A};
+
+    use crate::test_rng::unit;
+    use crate::{BuildOptions, MeshBvh, Ray, TriMesh};
+
+    /// The runs that a stream traces alone, traced with rays in flight (as through a large BVH,
+    /// forced here on a small one) give the single rays' answers: random rays (incoherent runs)
+    /// and camera rays (coherent, in packets) in one stream, closest and any hit.
+    #[test]
+    fn runs_in_flight_equal_single_rays() {
+        let mut seed = 7u64;
+        let mut next = || unit(&mut seed);
+        let positions: Vec<Vec3> = (0..3000).map(|_| Vec3::new(next(), next(), next())).collect();
+        let triangles: Vec<[u32; 3]> = (0..1000).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
+        let bvh = MeshBvh::build(&TriMesh::new(positions, triangles).unwrap(), &BuildOptions::default());
+        let random = (0..1500).map(|_| {
+            let o = Vec3A::new(next(), next(), next()) * 3.0 - Vec3A::ONE;
+            Ray::new(o, Vec3A::new(next(), next(), next()) - o)
+                .with_range(0.0, if next() < 0.5 { 2.0 } else { f32::INFINITY })
+        });
+        let camera = (0..2048).map(|i| {
+            let (x, y) = ((i % 64) as f32 / 64.0, (i / 64) as f32 / 32.0);
+            Ray::new(Vec3A::new(0.5, 0.5, -2.0), Vec3A::new(x - 0.5, y - 0.5, 1.0))
+        });
+        let rays: Vec<Ray> = random.chain(camera).collect();
+        let mut hits = vec![None; rays.len()];
+        bvh.intersect_stream_in(&rays, &mut hits, true);
+        let mut occluded = vec![false; rays.len()];
+        bvh.occluded_stream_in(&rays, &mut occluded, true);
+        for (i, r) in rays.iter().enumerate() {
+            assert_eq!(hits[i], bvh.intersect(r).unwrap(), "ray {i}");
+            assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "ray {i}");
+        }
+        assert!(hits.iter().filter(|h| h.is_some()).count() > 500);
     }
 }

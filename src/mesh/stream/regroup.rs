@@ -66,7 +66,9 @@ impl Regroup {
     /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
-    /// every other ray, with the coherence of its run as `hint`; `cx` is what both write to. Each
+    /// every other ray, with the coherence of its run as `hint`, but for whole runs of rays traced
+    /// alone (the incoherent ones, and every run of a window whose packets would not pay), which
+    /// go to `alone(cx, range, hint)` together; `cx` is what all of them write to. Each
     /// ray of a coherent run is first offered to `settle(cx, i)`, which may answer it at once (a
     /// ray that misses the whole structure) and return `true`, or leave it to the packets.
     ///
@@ -80,6 +82,7 @@ impl Regroup {
         cx: &mut C,
         mut settle: impl FnMut(&mut C, usize) -> bool,
         mut single: impl FnMut(&mut C, usize, RayCoherence),
+        mut alone: impl FnMut(&mut C, std::ops::Range<usize>, RayCoherence),
         mut packet: impl FnMut(&mut C, &[usize]) -> LeafSharing,
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant } = self;
@@ -91,13 +94,15 @@ impl Regroup {
             for (r, run) in window.chunks(RUN).enumerate() {
                 coherent_run[r] = RayCoherence::of_rays(run) == RayCoherence::Coherent;
             }
+            let hint = |r: usize| if coherent_run[r] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
+            let span = |r: usize| base + r * RUN..base + (r * RUN + RUN).min(window.len());
             since_probe += 1;
             if !packets_pay && since_probe < PROBE_EVERY {
-                for k in 0..window.len() {
-                    let hint = if coherent_run[k / RUN] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
-                    single(cx, base + k, hint);
-                }
+                (0..window.len().div_ceil(RUN)).for_each(|r| alone(cx, span(r), hint(r)));
                 continue;
+            }
+            for r in (0..window.len().div_ceil(RUN)).filter(|&r| !coherent_run[r]) {
+                alone(cx, span(r), RayCoherence::Incoherent);
             }
             since_probe = 0;
             let mut shared = LeafSharing::default();
@@ -105,18 +110,19 @@ impl Regroup {
             let mut count = [0usize; 8];
             for (k, ray) in window.iter().enumerate() {
                 octant[k] = NONE;
-                if !coherent_run[k / RUN] {
-                    single(cx, base + k, RayCoherence::Incoherent);
-                } else if settle(cx, base + k) {
-                    // Settled: answered already.
-                } else if !fusable(ray) {
-                    single(cx, base + k, RayCoherence::Coherent);
-                } else {
-                    let s = ray.sign();
-                    let o = s[0] | s[1] << 1 | s[2] << 2;
-                    octant[k] = o;
-                    count[o as usize] += 1;
+                // A ray of an incoherent run was traced above with its run; a settled ray is
+                // answered.
+                if !coherent_run[k / RUN] || settle(cx, base + k) {
+                    continue;
                 }
+                if !fusable(ray) {
+                    single(cx, base + k, RayCoherence::Coherent);
+                    continue;
+                }
+                let s = ray.sign();
+                let o = s[0] | s[1] << 1 | s[2] << 2;
+                octant[k] = o;
+                count[o as usize] += 1;
             }
             let mut start = [0usize; 8];
             for o in 1..8 {
@@ -323,6 +329,10 @@ mod tests {
             |seen, i, hint| {
                 assert_eq!(hint, RayCoherence::Coherent, "ray {i}");
                 seen[i] += 1;
+            },
+            |seen, range, hint| {
+                assert_eq!(hint, RayCoherence::Coherent, "rays {range:?}");
+                range.for_each(|i| seen[i] += 1);
             },
             |seen, idx| {
                 idx.iter().for_each(|&i| seen[i] += 2);
