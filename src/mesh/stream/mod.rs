@@ -27,6 +27,9 @@
 //! ray at once, rays that miss the root are settled, and the rest become tiles of rays. Where the
 //! packets of a window of the stream share their leaves too little (about one ray per leaf and
 //! group of eight: triangles smaller than the rays' spacing), the next windows go to single rays.
+//! Through a large BVH ([`crate::LARGE_BVH_BYTES`]) those runs of single rays are traced with
+//! several rays in flight, as a batch's are (`mesh::interleave`): there a lone ray waits on
+//! memory at most of its visits.
 //!
 //! # Why each answer equals the single-ray answer
 //!
