@@ -54,6 +54,13 @@ fn load_rays(dir: &Path, scene: &str, kind: &'static str) -> Result<RaySet, Stri
     Ok(RaySet { rays, any: kind == "shadow" })
 }
 
+/// The mesh of scene `scene` (`SCENE.obj` or `SCENE.ply` in `dir`).
+fn load_scene(dir: &Path, scene: &str) -> Result<TriMesh, String> {
+    let file = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
+    let file = file.ok_or_else(|| format!("{scene}: no {scene}.obj or {scene}.ply in {}", dir.display()))?;
+    slabtree::io::load_mesh(&file).map_err(|e| format!("{}: {e}", file.display()))
+}
+
 /// An Embree scene (default flags) with the mesh as its one triangle geometry, committed.
 fn embree_scene<'d>(device: &'d Device, mesh: &TriMesh) -> Scene<'d> {
     let geometry = embree_geometry::triangle_geometry(device, mesh);
@@ -150,9 +157,7 @@ fn main() -> Result<(), String> {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for scene in &scenes {
-        let file = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
-        let file = file.ok_or_else(|| format!("{scene}: no {scene}.obj or {scene}.ply in {}", dir.display()))?;
-        let mesh = slabtree::io::load_mesh(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mesh = load_scene(&dir, scene)?;
         let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
         let escene = embree_scene(&device, &mesh);
         // Committed once; the queries go through the scene's handle.
@@ -247,9 +252,7 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     };
     let passes: usize = rest.first().map_or(Ok(1), |p| p.parse()).map_err(|e| format!("passes: {e}"))?;
     let kind = ["primary", "shadow", "random"].into_iter().find(|k| k == kind).ok_or(format!("unknown kind {kind}"))?;
-    let file = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
-    let file = file.ok_or_else(|| format!("{scene}: no {scene}.obj or {scene}.ply in {}", dir.display()))?;
-    let mesh = slabtree::io::load_mesh(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mesh = load_scene(dir, scene)?;
     let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
     let set = load_rays(dir, scene, kind)?;
     let rays = &set.rays;

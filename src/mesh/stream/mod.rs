@@ -192,16 +192,8 @@ impl MeshBvh {
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
         };
-        // Rays in flight where they wait on memory, as a batch's; a run with an invalid ray (an
-        // instance's view of a world ray) goes one ray at a time.
-        let flight = |rays: &[Ray], hits: &mut [Option<Hit>]| {
-            let valid = in_flight && rays.iter().all(|r| r.validate().is_ok());
-            if valid {
-                self.intersect_interleaved(rays, hits);
-            }
-            valid
-        };
-        self.stream::<false, _>(rays, hits, answer, flight);
+        let flight = |rays: &[Ray], hits: &mut [Option<Hit>]| self.intersect_interleaved(rays, hits);
+        self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
     }
 
     /// [`MeshBvh::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
@@ -245,32 +237,25 @@ impl MeshBvh {
                 Some((best, _)) => best.is_some(),
             }
         };
-        // As for closest hits.
-        let flight = |rays: &[Ray], occluded: &mut [bool]| {
-            let valid = in_flight && rays.iter().all(|r| r.validate().is_ok());
-            if valid {
-                self.occluded_interleaved(rays, occluded);
-            }
-            valid
-        };
-        self.stream::<true, _>(rays, occluded, answer, flight);
+        let flight = |rays: &[Ray], occluded: &mut [bool]| self.occluded_interleaved(rays, occluded);
+        self.stream::<true, _>(rays, occluded, answer, in_flight.then_some(flight));
     }
 
     /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
     /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
     /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
-    /// `hint` is the coherence of the ray's run, for a ray traced alone. Whole runs of rays
-    /// traced alone are first offered to `in_flight(rays, out)`, as a batch's are
-    /// (`interleave::by_runs`: closest hits in every such run, any hits in the incoherent ones),
-    /// which traces them with several rays in flight and returns `true` (the public streams' do
-    /// so through a large BVH, [`crate::LARGE_BVH_BYTES`], where the rays wait on memory), or
-    /// returns `false` and leaves them to `answer`.
+    /// `hint` is the coherence of the ray's run, for a ray traced alone. With `in_flight` (the
+    /// public streams give it through a large BVH, [`crate::LARGE_BVH_BYTES`], where the rays
+    /// wait on memory), whole runs of rays traced alone go to `in_flight(rays, out)` instead, as a
+    /// batch's do (`interleave::by_runs`: closest hits in every such run, any hits in the
+    /// incoherent ones), to be traced with several rays in flight; but a run with an invalid ray
+    /// (an instance's view of a world ray) goes to `answer` one ray at a time.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
         out: &mut [T],
         answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
-        in_flight: impl Fn(&[Ray], &mut [T]) -> bool,
+        in_flight: Option<impl Fn(&[Ray], &mut [T])>,
     ) {
         // Fewer rays than a packet holds: no packet, and no scratch to fetch.
         if rays.len() < MIN_PACKET {
@@ -287,7 +272,7 @@ impl MeshBvh {
                 // Re-entered from `answer` on this thread (never by the library itself).
                 Err(_) => fresh.insert(Scratch::new()),
             };
-            self.stream_in::<ANY, T>(rays, out, &answer, &in_flight, scratch);
+            self.stream_in::<ANY, T>(rays, out, &answer, in_flight.as_ref(), scratch);
         })
     }
 
@@ -297,7 +282,7 @@ impl MeshBvh {
         rays: &[Ray],
         out: &mut [T],
         answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
-        in_flight: &impl Fn(&[Ray], &mut [T]) -> bool,
+        in_flight: Option<&impl Fn(&[Ray], &mut [T])>,
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
@@ -319,9 +304,14 @@ impl MeshBvh {
             },
             |out, i, hint| answer(&rays[i], None, hint, &mut out[i]),
             |out, range, hint| {
-                let pays = !ANY || hint == RayCoherence::Incoherent;
-                if !(pays && in_flight(&rays[range.clone()], &mut out[range.clone()])) {
-                    range.for_each(|i| answer(&rays[i], None, hint, &mut out[i]));
+                let run = &rays[range.clone()];
+                match in_flight {
+                    Some(trace)
+                        if (!ANY || hint == RayCoherence::Incoherent) && run.iter().all(|r| r.validate().is_ok()) =>
+                    {
+                        trace(run, &mut out[range])
+                    }
+                    _ => range.for_each(|i| answer(&rays[i], None, hint, &mut out[i])),
                 }
             },
             |out, idx| {
