@@ -1,21 +1,27 @@
 //! Coherent rays: slabtree's ray streams (`MeshBvh::intersect_stream` / `occluded_stream`)
-//! against slabtree's single rays and against Embree 3's single rays (`rtcIntersect1`) and
-//! 8-ray packets (`rtcIntersect8` / `rtcOccluded8` on eight consecutive rays, coherent context),
-//! on the shared scenes' primary, shadow and random rays, one thread, in one run.
+//! against slabtree's single rays and against Embree 3's single rays (`rtcIntersect1`), its
+//! 8-ray packets (`rtcIntersect8` / `rtcOccluded8` on eight consecutive rays) and its ray-stream
+//! API (`rtcIntersect1M` / `rtcOccluded1M` on the whole set), all with the coherent context, on
+//! the shared scenes' primary, shadow and random rays, one thread, in one run.
 //!
 //! ```text
 //! cargo run --release --manifest-path benches/peers/Cargo.toml --bin stream_vs_embree [SCENES] [SCENE...]
 //! ```
 //!
 //! `SCENES` defaults to `$SLABTREE_SCENES`, else `../shared/scenes` beside the repository. Each
-//! set is traced by the four in turn, `STREAM_PASSES` times (default 7) after a warm-up pass,
+//! set is traced by the five in turn, `STREAM_PASSES` times (default 7) after a warm-up pass,
 //! interleaved; the table gives the best and the median Mrays/s. slabtree's triangle test is
 //! Möller–Trumbore and Embree's scene has its default (fast) flags. The stream's answers are
-//! checked against slabtree's single rays (equal, bit for bit) and Embree's packets against
-//! Embree's single rays (same hit or miss) before anything is timed.
+//! checked against slabtree's single rays (equal, bit for bit) and Embree's packets and stream
+//! against Embree's single rays (same hit or miss) before anything is timed.
+//!
+//! `STREAM_RESOLUTION=N` traces the same views at N × N pixels instead of the shared 256 × 256:
+//! the camera rays and the shadow rays from their hits are generated as `scenes/README.md`
+//! defines the shared sets (at 256 they are checked against the shared camera rays, and give the
+//! shared shadow sets' occluded counts); random rays stay the shared files'.
 //!
 //! Profiling: `STREAM_PROFILE=SCENE:KIND:MODE[:PASSES]` (KIND `primary`, `shadow` or `random`;
-//! MODE `single` or `stream`) traces that one ray set through slabtree alone, PASSES times
+//! MODE `single` or `stream`, or `embree1`, `embree8` or `embree1m` for Embree's) traces that one ray set through one of them, PASSES times
 //! (default 1), and prints the best pass's rate: run it under `valgrind --tool=callgrind` with 1
 //! and 3 passes and divide the difference by twice the ray count for instructions per ray, or
 //! alternate two builds' runs to compare them in time. Build the profiled binary with
@@ -52,6 +58,118 @@ fn load_rays(dir: &Path, scene: &str, kind: &'static str) -> Result<RaySet, Stri
         })
         .collect();
     Ok(RaySet { rays, any: kind == "shadow" })
+}
+
+/// A shared scene's camera and light, from the table of `scenes/README.md` ("primary" and
+/// "shadow"): eye, look-at, vertical field of view in degrees, light, and the scene's size `D`.
+struct View {
+    eye: [f64; 3],
+    at: [f64; 3],
+    vfov: f64,
+    light: [f64; 3],
+    size: f64,
+}
+
+fn view(scene: &str) -> Option<View> {
+    Some(match scene {
+        "bunny" => View {
+            eye: [-0.153361, 0.178414, 0.271504],
+            at: [-0.0168405, 0.110154, -0.001537],
+            vfov: 40.0,
+            light: [-0.0919145, 0.360401, 0.0985617],
+            size: 0.250247,
+        },
+        "dragon" => View {
+            eye: [0.0761658, 0.193322, 0.268879],
+            at: [-0.0058789, 0.124951, -0.0046034],
+            vfov: 40.0,
+            light: [-0.0859505, 0.391857, 0.102159],
+            size: 0.266905,
+        },
+        "sponza" => View {
+            eye: [110.0, 15.0, 0.0],
+            at: [-120.0, 35.0, 0.0],
+            vfov: 70.0,
+            light: [20.0, 300.0, 10.0],
+            size: 463.698,
+        },
+        _ => return None,
+    })
+}
+
+/// The scene's primary rays at `res` × `res` pixels, as `scenes/README.md` defines the 256 × 256
+/// set (in f64, rounded once): the same view with finer pixels.
+fn camera_rays(v: &View, res: usize) -> Vec<slabtree::Ray> {
+    use glam::DVec3;
+    let (eye, at) = (DVec3::from(v.eye), DVec3::from(v.at));
+    let f = (at - eye).normalize();
+    let r = f.cross(DVec3::Y).normalize();
+    let u = r.cross(f);
+    let t = (v.vfov.to_radians() / 2.0).tan();
+    let n = res as f64;
+    (0..res * res)
+        .map(|k| {
+            let (i, j) = ((k % res) as f64, (k / res) as f64);
+            let (sx, sy) = ((2.0 * (i + 0.5) / n - 1.0) * t, (1.0 - 2.0 * (j + 0.5) / n) * t);
+            let d = (f + sx * r + sy * u).normalize();
+            slabtree::Ray::new(eye.as_vec3(), d.as_vec3())
+        })
+        .collect()
+}
+
+/// Shadow rays from `primary`'s hits (slabtree's single rays) to the light, as
+/// `scenes/README.md` defines the shared set: from the hit point moved `1e-4·D` along the normal
+/// that faces the ray, to the light, any hit.
+fn shadow_rays(v: &View, mesh: &TriMesh, bvh: &MeshBvh, primary: &[slabtree::Ray]) -> Vec<slabtree::Ray> {
+    use glam::DVec3;
+    let light = DVec3::from(v.light);
+    primary
+        .iter()
+        .filter_map(|ray| {
+            let hit = bvh.intersect(ray).ok()??;
+            let [v0, v1, v2] = mesh.triangle(hit.triangle as usize).map(|p| p.as_dvec3());
+            let (u, w) = (f64::from(hit.u), f64::from(hit.v));
+            let p = (1.0 - u - w) * v0 + u * v1 + w * v2;
+            let mut n = (v1 - v0).cross(v2 - v0).normalize_or_zero();
+            if n.dot(ray.dir().as_dvec3()) > 0.0 {
+                n = -n;
+            }
+            let o = (p + 1e-4 * v.size * n).as_vec3().as_dvec3();
+            let to = light - o;
+            let len = to.length();
+            Some(slabtree::Ray::new(o.as_vec3(), (to / len).as_vec3()).with_range(0.0, len as f32))
+        })
+        .collect()
+}
+
+/// The ray set `kind` of `scene`: the shared file, or with `res` the primary and shadow rays of
+/// the same view at `res` × `res` pixels (random rays are the shared file's either way). At 256
+/// the generated camera rays are checked against the shared file's.
+fn ray_set(
+    dir: &Path,
+    scene: &str,
+    kind: &'static str,
+    res: Option<usize>,
+    mesh: &TriMesh,
+    bvh: &MeshBvh,
+) -> Result<RaySet, String> {
+    let (Some(res), Some(v)) = (res, view(scene)) else { return load_rays(dir, scene, kind) };
+    if kind == "random" {
+        return load_rays(dir, scene, kind);
+    }
+    let primary = camera_rays(&v, res);
+    if res == 256 {
+        let shared = load_rays(dir, scene, "primary")?;
+        let off =
+            shared.rays.iter().zip(&primary).map(|(a, b)| (a.dir() - b.dir()).abs().max_element()).fold(0.0, f32::max);
+        if shared.rays.len() != primary.len() || off > 1e-5 {
+            return Err(format!("{scene}: the generated camera rays differ from the shared set by {off}"));
+        }
+    }
+    Ok(match kind {
+        "primary" => RaySet { rays: primary, any: false },
+        _ => RaySet { rays: shadow_rays(&v, mesh, bvh, &primary), any: true },
+    })
 }
 
 /// The mesh of scene `scene` (`SCENE.obj` or `SCENE.ply` in `dir`).
@@ -132,6 +250,49 @@ fn embree8(scene: &Scene, rays: &[slabtree::Ray], any: bool, out: &mut Vec<Answe
     }
 }
 
+/// Embree 3 through `rtcIntersect1M` / `rtcOccluded1M`: the whole set as one stream of rays, in
+/// the set's order, coherent context (Embree's own ray-stream API; `rays_aos` is reused across
+/// passes, its rays rewritten each pass as the call overwrites them).
+fn embree_stream(
+    scene: &Scene,
+    rays: &[slabtree::Ray],
+    any: bool,
+    rays_aos: &mut Vec<sys::RTCRayHit>,
+    out: &mut Vec<Answer>,
+) {
+    out.clear();
+    let mut ctx = IntersectContext::coherent();
+    rays_aos.clear();
+    rays_aos.extend(rays.iter().map(|r| {
+        let (o, d) = (r.origin(), r.dir());
+        RayHit::new(Ray::segment(Vector3::new(o.x, o.y, o.z), Vector3::new(d.x, d.y, d.z), r.tmin, r.tmax))
+    }));
+    let n = u32::try_from(rays.len()).expect("a ray set fits in u32");
+    if any {
+        // SAFETY: a committed scene's handle, a valid context, and `n` rays whose ray part
+        // starts each `RTCRayHit` record, at the record's stride.
+        unsafe {
+            sys::rtcOccluded1M(
+                scene.handle(),
+                &mut ctx,
+                rays_aos.as_mut_ptr().cast::<sys::RTCRay>(),
+                n,
+                size_of::<sys::RTCRayHit>(),
+            )
+        };
+        out.extend(rays_aos.iter().map(|rh| (rh.ray.tfar == f32::NEG_INFINITY).then_some((0.0, 0))));
+    } else {
+        // SAFETY: as above, with whole `RTCRayHit` records.
+        unsafe { sys::rtcIntersect1M(scene.handle(), &mut ctx, rays_aos.as_mut_ptr(), n, size_of::<sys::RTCRayHit>()) };
+        out.extend(rays_aos.iter().map(|rh| (rh.hit.geomID != u32::MAX).then_some((rh.ray.tfar, rh.hit.primID))));
+    }
+}
+
+/// `STREAM_RESOLUTION`, the image size of generated camera and shadow rays (see [`ray_set`]).
+fn resolution() -> Option<usize> {
+    std::env::var("STREAM_RESOLUTION").ok().and_then(|v| v.parse().ok())
+}
+
 fn main() -> Result<(), String> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let dir = if args.first().is_some_and(|a| Path::new(a).is_dir()) {
@@ -147,15 +308,16 @@ fn main() -> Result<(), String> {
         return profile(&dir, &spec);
     }
     let passes: usize = std::env::var("STREAM_PASSES").ok().and_then(|v| v.parse().ok()).unwrap_or(7);
+    let resolution = resolution();
     let device = Device::new();
     println!(
         "### Ray streams against single rays and Embree 3's 8-ray packets (1 thread, best / median Mrays/s of {passes} interleaved passes)"
     );
     println!();
     println!(
-        "| set | slabtree single | slabtree stream | stream / single | Embree rtcIntersect1 | Embree rtcIntersect8 | stream / Embree8 |"
+        "| set | slabtree single | slabtree stream | stream / single | Embree rtcIntersect1 | Embree rtcIntersect8 | stream / Embree8 | Embree rtcIntersect1M | Embree 1M / Embree1 |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for scene in &scenes {
         let mesh = load_scene(&dir, scene)?;
         let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
@@ -163,9 +325,10 @@ fn main() -> Result<(), String> {
         // Committed once; the queries go through the scene's handle.
         let _committed = escene.commit();
         for kind in ["primary", "shadow", "random"] {
-            let set = load_rays(&dir, scene, kind)?;
+            let set = ray_set(&dir, scene, kind, resolution, &mesh, &bvh)?;
             let rays = &set.rays;
             let (mut hits, mut occ, mut e1, mut e8) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let (mut em, mut aos) = (Vec::new(), Vec::new());
             // The stream against the single rays, and Embree's packets against its single rays.
             if set.any {
                 bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?;
@@ -180,15 +343,18 @@ fn main() -> Result<(), String> {
             }
             embree1(&escene, rays, set.any, &mut e1);
             embree8(&escene, rays, set.any, &mut e8);
-            let same = e1.iter().zip(&e8).filter(|(a, b)| a.is_some() == b.is_some()).count();
-            assert!(
-                same as f64 >= 0.9999 * rays.len() as f64,
-                "{scene} {kind}: Embree's packets disagree with its single rays"
-            );
+            embree_stream(&escene, rays, set.any, &mut aos, &mut em);
+            for other in [&e8, &em] {
+                let same = e1.iter().zip(other).filter(|(a, b)| a.is_some() == b.is_some()).count();
+                assert!(
+                    same as f64 >= 0.9999 * rays.len() as f64,
+                    "{scene} {kind}: Embree's packets or stream disagree with its single rays"
+                );
+            }
             let (mut hits1, mut occ1) = (vec![None; rays.len()], vec![false; rays.len()]);
-            let mut times = [const { Vec::<Duration>::new() }; 4];
+            let mut times = [const { Vec::<Duration>::new() }; 5];
             for pass in 0..=passes {
-                let mut t = [Duration::ZERO; 4];
+                let mut t = [Duration::ZERO; 5];
                 // Single rays write their answers too, as the stream does.
                 let start = Instant::now();
                 if set.any {
@@ -216,8 +382,11 @@ fn main() -> Result<(), String> {
                 let start = Instant::now();
                 embree8(&escene, rays, set.any, &mut e8);
                 t[3] = start.elapsed();
+                let start = Instant::now();
+                embree_stream(&escene, rays, set.any, &mut aos, &mut em);
+                t[4] = start.elapsed();
                 if pass > 0 {
-                    for k in 0..4 {
+                    for k in 0..5 {
                         times[k].push(t[k]);
                     }
                 }
@@ -228,15 +397,17 @@ fn main() -> Result<(), String> {
                 let (best, median) = (v[0], v[v.len() / 2]);
                 (rate(best), format!("{:.2} / {:.2}", rate(best), rate(median)))
             };
-            let [mut a, mut b, mut c, mut d] = times;
+            let [mut a, mut b, mut c, mut d, mut e] = times;
             let (single, s_single) = cell(&mut a);
             let (stream, s_stream) = cell(&mut b);
-            let (_, s_e1) = cell(&mut c);
+            let (e1best, s_e1) = cell(&mut c);
             let (e8best, s_e8) = cell(&mut d);
+            let (embest, s_em) = cell(&mut e);
             println!(
-                "| {scene} {kind} | {s_single} | {s_stream} | {:.2} | {s_e1} | {s_e8} | {:.2} |",
+                "| {scene} {kind} | {s_single} | {s_stream} | {:.2} | {s_e1} | {s_e8} | {:.2} | {s_em} | {:.2} |",
                 stream / single,
-                stream / e8best
+                stream / e8best,
+                embest / e1best
             );
         }
     }
@@ -254,9 +425,13 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     let kind = ["primary", "shadow", "random"].into_iter().find(|k| k == kind).ok_or(format!("unknown kind {kind}"))?;
     let mesh = load_scene(dir, scene)?;
     let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    let set = load_rays(dir, scene, kind)?;
+    let set = ray_set(dir, scene, kind, resolution(), &mesh, &bvh)?;
     let rays = &set.rays;
     let (mut hits, mut occ) = (vec![None; rays.len()], vec![false; rays.len()]);
+    let device = Device::new();
+    let escene = embree_scene(&device, &mesh);
+    let _committed = escene.commit();
+    let (mut answers, mut aos) = (Vec::new(), Vec::new());
     let mut best = Duration::MAX;
     for _ in 0..passes {
         let start = Instant::now();
@@ -265,6 +440,9 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
             ("single", false) => hits.iter_mut().zip(rays).for_each(|(h, r)| *h = bvh.intersect(r).unwrap()),
             ("stream", true) => bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?,
             ("stream", false) => bvh.intersect_stream(rays, &mut hits).map_err(|e| e.to_string())?,
+            ("embree1", any) => embree1(&escene, rays, any, &mut answers),
+            ("embree8", any) => embree8(&escene, rays, any, &mut answers),
+            ("embree1m", any) => embree_stream(&escene, rays, any, &mut aos, &mut answers),
             (other, _) => return Err(format!("unknown mode {other}")),
         }
         std::hint::black_box((&occ, &hits));
