@@ -21,8 +21,8 @@
 //! shared shadow sets' occluded counts); random rays stay the shared files'.
 //!
 //! Profiling: `STREAM_PROFILE=SCENE:KIND:MODE[:PASSES]` (KIND `primary`, `shadow` or `random`;
-//! MODE `single` or `stream`, or `embree1`, `embree8` or `embree1m` for Embree's) traces that one ray set through one of them, PASSES times
-//! (default 1), and prints the best pass's rate: run it under `valgrind --tool=callgrind` with 1
+//! MODE `single` or `stream`, or Embree's `embree1`, `embree8` or `embree1m`) traces that one
+//! ray set through one of them, PASSES times (default 1), and prints the best pass's rate: run it under `valgrind --tool=callgrind` with 1
 //! and 3 passes and divide the difference by twice the ray count for instructions per ray, or
 //! alternate two builds' runs to compare them in time. Build the profiled binary with
 //! `RUSTFLAGS="-C target-cpu=x86-64-v3"` in its own target directory.
@@ -134,6 +134,7 @@ fn shadow_rays(v: &View, mesh: &TriMesh, bvh: &MeshBvh, primary: &[slabtree::Ray
             if n.dot(ray.dir().as_dvec3()) > 0.0 {
                 n = -n;
             }
+            // The origin as the shared set stores it: rounded to f32.
             let o = (p + 1e-4 * v.size * n).as_vec3().as_dvec3();
             let to = light - o;
             let len = to.length();
@@ -153,10 +154,8 @@ fn ray_set(
     mesh: &TriMesh,
     bvh: &MeshBvh,
 ) -> Result<RaySet, String> {
-    let (Some(res), Some(v)) = (res, view(scene)) else { return load_rays(dir, scene, kind) };
-    if kind == "random" {
-        return load_rays(dir, scene, kind);
-    }
+    let Some(res) = res.filter(|_| kind != "random") else { return load_rays(dir, scene, kind) };
+    let v = view(scene).ok_or_else(|| format!("{scene}: no camera to generate rays at {res} × {res} pixels"))?;
     let primary = camera_rays(&v, res);
     if res == 256 {
         let shared = load_rays(dir, scene, "primary")?;
@@ -311,7 +310,8 @@ fn main() -> Result<(), String> {
     let resolution = resolution();
     let device = Device::new();
     println!(
-        "### Ray streams against single rays and Embree 3's 8-ray packets (1 thread, best / median Mrays/s of {passes} interleaved passes)"
+        "### Ray streams against single rays and Embree 3's 8-ray packets and ray streams ({}, 1 thread, best / median Mrays/s of {passes} interleaved passes)",
+        resolution.map_or("the shared ray sets".to_string(), |n| format!("camera and shadow rays at {n} × {n} pixels"))
     );
     println!();
     println!(
@@ -428,9 +428,10 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
     let set = ray_set(dir, scene, kind, resolution(), &mesh, &bvh)?;
     let rays = &set.rays;
     let (mut hits, mut occ) = (vec![None; rays.len()], vec![false; rays.len()]);
-    let device = Device::new();
-    let escene = embree_scene(&device, &mesh);
-    let _committed = escene.commit();
+    // Embree's scene only for Embree's modes, so that a profile of slabtree's holds none of it.
+    let device = mode.starts_with("embree").then(Device::new);
+    let escene = device.as_ref().map(|d| embree_scene(d, &mesh));
+    let _committed = escene.as_ref().map(|s| s.commit());
     let (mut answers, mut aos) = (Vec::new(), Vec::new());
     let mut best = Duration::MAX;
     for _ in 0..passes {
@@ -440,15 +441,19 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
             ("single", false) => hits.iter_mut().zip(rays).for_each(|(h, r)| *h = bvh.intersect(r).unwrap()),
             ("stream", true) => bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?,
             ("stream", false) => bvh.intersect_stream(rays, &mut hits).map_err(|e| e.to_string())?,
-            ("embree1", any) => embree1(&escene, rays, any, &mut answers),
-            ("embree8", any) => embree8(&escene, rays, any, &mut answers),
-            ("embree1m", any) => embree_stream(&escene, rays, any, &mut aos, &mut answers),
+            ("embree1", any) => embree1(escene.as_ref().unwrap(), rays, any, &mut answers),
+            ("embree8", any) => embree8(escene.as_ref().unwrap(), rays, any, &mut answers),
+            ("embree1m", any) => embree_stream(escene.as_ref().unwrap(), rays, any, &mut aos, &mut answers),
             (other, _) => return Err(format!("unknown mode {other}")),
         }
         std::hint::black_box((&occ, &hits));
         best = best.min(start.elapsed());
     }
-    let positive = if set.any { occ.iter().filter(|&&o| o).count() } else { hits.iter().flatten().count() };
+    let positive = match (mode.starts_with("embree"), set.any) {
+        (true, _) => answers.iter().flatten().count(),
+        (false, true) => occ.iter().filter(|&&o| o).count(),
+        (false, false) => hits.iter().flatten().count(),
+    };
     println!(
         "{scene} {kind} {mode}: {positive} positive, best {:.3} Mrays/s",
         rays.len() as f64 / best.as_secs_f64() / 1e6
