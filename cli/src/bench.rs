@@ -35,7 +35,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let primary_hits = bvh.intersect_batch(&primary).expect(GENERATED);
     let kinds: Vec<Kind> = if args.kind == Kind::All { KINDS.to_vec() } else { vec![args.kind] };
     println!(
-        "{:<8} {:>10} {:>9} {:>10}   Mrays/s of single rays, then of streams ({} passes after a warm-up, {})",
+        "{:<8} {:>10} {:>9} {:>10}   Mrays/s of batches (single rays, several in flight where that gains), then of streams ({} passes after a warm-up, {})",
         "kind",
         "rays",
         "hit",
