@@ -10,7 +10,7 @@
 use glam::Vec3A;
 use wide::f32x4;
 
-use crate::math::{Aabb, FAR_PAD};
+use crate::math::{Aabb, FAR_PAD, max_keep, min_keep};
 
 pub(crate) use crate::child::{ChildRef, MAX_INDEX};
 
@@ -203,12 +203,12 @@ impl RayLanes {
             let a = v.to_array();
             f32x4::new([a[2], a[3], a[2], a[3]])
         };
-        let near = tn_z.fast_max(high(tn_xy).fast_max(tn_xy.fast_max(self.tmin)));
+        let near = max_keep(tn_z, max_keep(high(tn_xy), max_keep(tn_xy, self.tmin)));
         // As `SlabInterval::is_hit`: entered within range, at a finite distance. `near` is never
         // NaN (the running maximum starts at the finite `tmin` and keeps it on NaN), so with the
         // exit capped at `f32::MAX` one comparison says both: `near <= far` and `near < inf`.
         // (One comparison and one `and` fewer per node.)
-        let far = tf_z.fast_min(high(tf_xy).fast_min(tf_xy.fast_min(f32x4::splat(tmax.min(f32::MAX)))));
+        let far = min_keep(tf_z, min_keep(high(tf_xy), min_keep(tf_xy, f32x4::splat(tmax.min(f32::MAX)))));
         let mask = near.simd_le(far).to_bitmask() & 3;
         let n = near.to_array();
         (mask, [n[0], n[1]])

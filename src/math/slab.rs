@@ -12,8 +12,8 @@
 //!   exactly in a slab plane, `(plane - origin) * inv_dir` is `0 * inf = NaN`. The running maximum
 //!   and minimum are written as `if t > acc { t } else { acc }`, which keeps the accumulator when
 //!   `t` is NaN: that axis then places no constraint, and a ray lying in a face of the box counts as
-//!   touching it. This is the same operand order as the x86 `maxps`/`minps` instructions, so the
-//!   SIMD paths give bit-identical answers.
+//!   touching it. Every fold, scalar or SIMD, goes through [`max_keep`] and [`min_keep`], which
+//!   follow this rule on every target (see [`KeepLanes`]), so all paths give bit-identical answers.
 //! * **Rounding.** Each far distance is multiplied by `1 + 2γ(3)` (Ize, "Robust BVH Ray
 //!   Traversal", JCGT 2013; γ(n) = nε/(1 − nε) as in Pharr, Jakob and Humphreys, PBRT 3.9.2), which
 //!   bounds the rounding error of `(plane - origin) * inv_dir` with a rounded `inv_dir`. A box the
@@ -29,16 +29,92 @@ const fn gamma(n: u32) -> f32 {
 /// `1 + 2γ(3)`: the factor applied to far slab distances (Ize 2013).
 pub const FAR_PAD: f32 = 1.0 + 2.0 * gamma(3);
 
-/// NaN-ignoring maximum with the accumulator second, matching `maxps(candidate, acc)`.
-#[inline(always)]
-pub fn max_keep(candidate: f32, acc: f32) -> f32 {
-    if candidate > acc { candidate } else { acc }
+/// The running maximum and minimum of the slab test, lane by lane, with one NaN rule on every
+/// target: **the candidate wins only when it compares strictly better than the accumulator**.
+///
+/// * `max_keep(candidate, acc)` is `if candidate > acc { candidate } else { acc }`;
+/// * `min_keep(candidate, acc)` is `if candidate < acc { candidate } else { acc }`.
+///
+/// What the slab test relies on:
+///
+/// * a NaN candidate (`0 · inf`, a ray lying in a slab plane) keeps the accumulator, so that axis
+///   places no constraint;
+/// * the accumulator starts at the ray's `tmin` and `tmax`, which are never NaN, so it never is;
+/// * `±inf` candidates compare as usual (an infinite inverse direction off the plane gives
+///   `±inf`, which culls or admits the whole axis);
+/// * of `+0` and `-0`, which compare equal, the accumulator is kept, so every target returns the
+///   same bits.
+///
+/// This is the operand order of x86's `maxps`/`minps` (`dst = a > b ? a : b`), so on x86 each
+/// fold is one instruction. Other targets' native maximum does not follow it (NEON's `fmax`
+/// returns NaN, WebAssembly's `pmax` and `wide`'s scalar fallback return the NaN operand when it
+/// comes first), so there the fold is a comparison and a select. Every slab-test fold, scalar
+/// or SIMD, goes through this trait; never through `fast_max`/`fast_min` directly, whose NaN
+/// result `wide` leaves to the target.
+pub(crate) trait KeepLanes: Copy {
+    /// `if candidate > acc { candidate } else { acc }`, lane by lane.
+    fn max_keep(candidate: Self, acc: Self) -> Self;
+    /// `if candidate < acc { candidate } else { acc }`, lane by lane.
+    fn min_keep(candidate: Self, acc: Self) -> Self;
 }
 
-/// NaN-ignoring minimum with the accumulator second, matching `minps(candidate, acc)`.
+impl KeepLanes for f32 {
+    #[inline(always)]
+    fn max_keep(candidate: f32, acc: f32) -> f32 {
+        if candidate > acc { candidate } else { acc }
+    }
+
+    #[inline(always)]
+    fn min_keep(candidate: f32, acc: f32) -> f32 {
+        if candidate < acc { candidate } else { acc }
+    }
+}
+
+/// The SIMD implementations: `maxps`/`minps` where they follow the rule (x86 with SSE, which
+/// `wide` uses for both widths, or AVX for eight lanes), a comparison and a select elsewhere.
+macro_rules! keep_lanes_simd {
+    ($($t:ty),*) => {$(
+        impl KeepLanes for $t {
+            #[inline(always)]
+            fn max_keep(candidate: $t, acc: $t) -> $t {
+                #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse"))]
+                {
+                    candidate.fast_max(acc)
+                }
+                #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse")))]
+                {
+                    candidate.simd_gt(acc).select(candidate, acc)
+                }
+            }
+
+            #[inline(always)]
+            fn min_keep(candidate: $t, acc: $t) -> $t {
+                #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse"))]
+                {
+                    candidate.fast_min(acc)
+                }
+                #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse")))]
+                {
+                    candidate.simd_lt(acc).select(candidate, acc)
+                }
+            }
+        }
+    )*};
+}
+keep_lanes_simd!(wide::f32x4, wide::f32x8);
+
+/// The slab test's running maximum: `candidate` if it is greater than `acc`, else `acc` (a NaN
+/// candidate keeps `acc`). The rule, and why, is on [`KeepLanes`].
 #[inline(always)]
-pub fn min_keep(candidate: f32, acc: f32) -> f32 {
-    if candidate < acc { candidate } else { acc }
+pub(crate) fn max_keep<T: KeepLanes>(candidate: T, acc: T) -> T {
+    T::max_keep(candidate, acc)
+}
+
+/// The slab test's running minimum: `candidate` if it is less than `acc`, else `acc` (a NaN
+/// candidate keeps `acc`). The rule, and why, is on [`KeepLanes`].
+#[inline(always)]
+pub(crate) fn min_keep<T: KeepLanes>(candidate: T, acc: T) -> T {
+    T::min_keep(candidate, acc)
 }
 
 /// The interval of a ray inside a box, as the slab test computes it.
@@ -128,11 +204,108 @@ mod tests {
 
     const _: () = assert!(FAR_PAD > 1.0 && FAR_PAD < 1.0 + 8.0 * f32::EPSILON);
 
+    /// Values that take every branch of the rule: NaN (both signs), infinities, signed zeros,
+    /// subnormals, the extremes and ordinary numbers.
+    const SPECIAL: [f32; 14] = [
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-40,
+        -1e-40,
+        f32::MIN_POSITIVE,
+        f32::MAX,
+        f32::MIN,
+        0.5,
+    ];
+
+    /// Every ordered pair of [`SPECIAL`] values as (candidate, accumulator).
+    fn pairs() -> Vec<(f32, f32)> {
+        SPECIAL.iter().flat_map(|&c| SPECIAL.iter().map(move |&a| (c, a))).collect()
+    }
+
+    /// The rule, written out: the candidate's bits when it compares strictly better, else the
+    /// accumulator's (so a NaN on either side, and the second of two equal zeros, keep `acc`).
+    fn rule(c: f32, a: f32, better: fn(f32, f32) -> bool) -> u32 {
+        if better(c, a) { c.to_bits() } else { a.to_bits() }
+    }
+
+    /// Each lane width against the rule, bit for bit, on every pair, so that the SIMD folds of
+    /// the slab test give the scalar test's answers on every target (NEON's and WebAssembly's
+    /// native maximum do not follow it).
+    fn check<T: KeepLanes, const N: usize>(new: fn([f32; N]) -> T, get: fn(T) -> [f32; N]) {
+        let pairs = pairs();
+        for chunk in pairs.chunks(N) {
+            let (mut c, mut a) = ([0.0; N], [0.0; N]);
+            for (k, &(ck, ak)) in chunk.iter().enumerate() {
+                (c[k], a[k]) = (ck, ak);
+            }
+            let (hi, lo) = (get(max_keep(new(c), new(a))), get(min_keep(new(c), new(a))));
+            for k in 0..chunk.len() {
+                assert_eq!(
+                    hi[k].to_bits(),
+                    rule(c[k], a[k], |x, y| x > y),
+                    "max_keep({:?}, {:?}) = {:?}",
+                    c[k],
+                    a[k],
+                    hi[k]
+                );
+                assert_eq!(
+                    lo[k].to_bits(),
+                    rule(c[k], a[k], |x, y| x < y),
+                    "min_keep({:?}, {:?}) = {:?}",
+                    c[k],
+                    a[k],
+                    lo[k]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn keep_rule_holds_for_scalars() {
+        check::<f32, 1>(|[v]| v, |v| [v]);
+    }
+
+    #[test]
+    fn keep_rule_holds_for_four_lanes() {
+        check::<wide::f32x4, 4>(wide::f32x4::new, wide::f32x4::to_array);
+    }
+
+    #[test]
+    fn keep_rule_holds_for_eight_lanes() {
+        check::<wide::f32x8, 8>(wide::f32x8::new, wide::f32x8::to_array);
+    }
+
+    /// The cases the slab test leans on, spelled out: a NaN distance (`0 · inf`, a ray in a slab
+    /// plane) places no constraint, and an infinite one culls or admits the whole axis.
     #[test]
     fn nan_candidate_keeps_accumulator() {
         assert_eq!(max_keep(f32::NAN, 1.0), 1.0);
         assert_eq!(min_keep(f32::NAN, 1.0), 1.0);
+        assert_eq!(max_keep(f32::INFINITY, 1.0), f32::INFINITY);
+        assert_eq!(min_keep(f32::NEG_INFINITY, 1.0), f32::NEG_INFINITY);
+        assert_eq!(max_keep(f32::NEG_INFINITY, 1.0), 1.0);
         assert_eq!(max_keep(2.0, 1.0), 2.0);
         assert_eq!(min_keep(0.5, 1.0), 0.5);
+        let lanes = max_keep(wide::f32x8::splat(f32::NAN), wide::f32x8::splat(3.0));
+        assert_eq!(lanes.to_array(), [3.0; 8]);
+    }
+
+    /// A ray lying in the face plane `y = 1` of the unit box, with a zero direction on y, touches
+    /// it; off the plane by one ulp it misses.
+    #[test]
+    fn ray_in_a_face_plane_touches() {
+        use crate::math::{Aabb, Ray};
+        use glam::Vec3A;
+        let b = Aabb::new(Vec3A::splat(-1.0), Vec3A::splat(1.0));
+        let touching = Ray::new(Vec3A::new(-5.0, 1.0, 0.0), Vec3A::X);
+        assert_eq!(ray_aabb2(&touching, &b), Some(4.0));
+        let beside = Ray::new(Vec3A::new(-5.0, f32::from_bits(1.0f32.to_bits() + 1), 0.0), Vec3A::X);
+        assert_eq!(ray_aabb2(&beside, &b), None);
     }
 }

@@ -8,7 +8,7 @@ use wide::f32x8;
 
 use super::ray::{fused_constants, fused_interval, plane_rows};
 use super::{ChildRef, FixedStack, Node8, NodeStore};
-use crate::math::{FAR_PAD, Ray};
+use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
 /// Rays in a packet at most.
 pub(crate) const PACKET: usize = 64;
@@ -229,15 +229,17 @@ impl Packet {
             let np = f32x8::new(rows[self.near_row[a]]);
             let fp = f32x8::new(rows[self.far_row[a]]);
             let (x0, x1) = (np - self.o_hi[a], np - self.o_lo[a]);
-            let lo = (x0 * self.i_lo[a])
-                .fast_min(x0 * self.i_hi[a])
-                .fast_min((x1 * self.i_lo[a]).fast_min(x1 * self.i_hi[a]));
+            let lo = min_keep(
+                min_keep(x0 * self.i_lo[a], x0 * self.i_hi[a]),
+                min_keep(x1 * self.i_lo[a], x1 * self.i_hi[a]),
+            );
             let (y0, y1) = (fp - self.o_hi[a], fp - self.o_lo[a]);
-            let hi = (y0 * self.i_lo[a])
-                .fast_max(y0 * self.i_hi[a])
-                .fast_max((y1 * self.i_lo[a]).fast_max(y1 * self.i_hi[a]));
-            near = near.fast_max(lo);
-            far_hi = far_hi.fast_min(hi);
+            let hi = max_keep(
+                max_keep(y0 * self.i_lo[a], y0 * self.i_hi[a]),
+                max_keep(y1 * self.i_lo[a], y1 * self.i_hi[a]),
+            );
+            near = max_keep(lo, near);
+            far_hi = min_keep(hi, far_hi);
         }
         // The margins are capped at f32::MAX so that an infinite bound stays infinite (and
         // `inf - inf` cannot make a NaN).
@@ -245,7 +247,7 @@ impl Packet {
         let rel = f32x8::splat(REL_MARGIN);
         let near = near - (near.abs() * rel + self.margin).fast_min(cap);
         let far_hi = far_hi + (far_hi.abs() * rel + self.margin).fast_min(cap);
-        far = far.fast_min(far_hi);
+        far = min_keep(far_hi, far);
         // Empty slots have planes +inf and -inf: their lower entry bound is +inf.
         ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
     }
@@ -289,8 +291,8 @@ impl Packet {
             for a in 0..3 {
                 let tn = (planes.near[a] - org[a]) * inv[a];
                 let tf = (planes.far[a] - org[a]) * inv[a] * pad;
-                near = tn.fast_max(near);
-                far = tf.fast_min(far);
+                near = max_keep(tn, near);
+                far = min_keep(tf, far);
             }
             (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask()
         }

@@ -27,7 +27,7 @@ use glam::Vec3A;
 use wide::f32x8;
 
 use super::{Node8, NodeStore};
-use crate::math::{FAR_PAD, Ray};
+use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
 /// What the 8-wide traversal asks of a ray: which children of a node it enters, and where.
 pub(crate) trait NodeTest {
@@ -120,8 +120,8 @@ impl NodeTest for Ray8 {
             }
             let tn = (np - self.origin[a]) * self.inv_dir[a];
             let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
-            near = tn.fast_max(near);
-            far = tf.fast_min(far);
+            near = max_keep(tn, near);
+            far = min_keep(tf, far);
         }
         ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
     }
@@ -284,8 +284,8 @@ impl NodeTest for FusedRay8 {
 /// within `Δ` behind `tmin`.
 #[inline(always)]
 pub(crate) fn fused_interval(near_t: [f32x8; 3], far_t: [f32x8; 3], tmin: f32x8, tmax: f32x8) -> (u32, f32x8) {
-    let near = int_max(near_t[0], near_t[1]).fast_max(near_t[2].fast_max(tmin));
-    let far = int_min(far_t[0], far_t[1]).fast_min(far_t[2].fast_min(tmax));
+    let near = max_keep(int_max(near_t[0], near_t[1]), max_keep(near_t[2], tmin));
+    let far = min_keep(int_min(far_t[0], far_t[1]), min_keep(far_t[2], tmax));
     (near.simd_le(far).to_bitmask(), near)
 }
 
