@@ -150,8 +150,21 @@ pub fn stream<T: Send + Default + Clone>(
     rays: &[Ray],
     query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
 ) -> Result<Vec<T>, slabtree::BatchError> {
-    use rayon::prelude::*;
-    let mut out = vec![T::default(); rays.len()];
+    let mut out = Vec::new();
+    stream_into(rays, &mut out, query)?;
+    Ok(out)
+}
+
+/// [`stream`] into `out`, which is cleared first and keeps its room, so that repeated passes
+/// allocate nothing but each thread's first scratch vector. On an invalid ray `out` holds
+/// defaults for the rays of the failing chunks.
+pub fn stream_into<T: Send + Default + Clone>(
+    rays: &[Ray],
+    out: &mut Vec<T>,
+    query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
+) -> Result<(), slabtree::BatchError> {
+    out.clear();
+    out.resize(rays.len(), T::default());
     out.par_chunks_mut(STREAM_CHUNK).zip(rays.par_chunks(STREAM_CHUNK)).enumerate().try_for_each_init(
         Vec::new,
         |scratch, (c, (out, rays))| {
@@ -159,6 +172,5 @@ pub fn stream<T: Send + Default + Clone>(
             out.clone_from_slice(scratch);
             Ok(())
         },
-    )?;
-    Ok(out)
+    )
 }
