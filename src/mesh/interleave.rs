@@ -303,21 +303,16 @@ walk_pool!(true, true, ANY_HIT_WATERTIGHT);
 /// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
 /// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint (`Some(hint)`),
 /// or, through a BVH that is `large` ([`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) or more), each
-/// stretch of consecutive runs to trace with several rays in flight (`None`): every run for
-/// closest hits (`ANY` false), the incoherent runs for any hits. Coherent any-hit rays through a
-/// large BVH go one by one: rays in flight cost them more than they hid (the dragon's shadow
-/// rays: one thread 5.0-5.2 Mrays/s in flight, 5.5-5.6 one by one; two threads 10.5-10.8 and
-/// 12.7-13.2), where the dragon's camera rays gain from them (`docs/performance.md`).
-pub(super) fn by_runs<const ANY: bool>(
-    rays: &[Ray],
-    large: bool,
-    mut trace: impl FnMut(std::ops::Range<usize>, Option<RayCoherence>),
-) {
+/// stretch of consecutive incoherent runs to trace with several rays in flight (`None`).
+/// Coherent rays go one by one whatever the BVH's size and the query: each follows its
+/// neighbours' nodes, which are in cache, so rays in flight have no memory latency to hide and
+/// only add their bookkeeping (`docs/performance.md`, "Batches: coherent rays one by one").
+pub(super) fn by_runs(rays: &[Ray], large: bool, mut trace: impl FnMut(std::ops::Range<usize>, Option<RayCoherence>)) {
     let mut stretch = 0..0;
     for (k, run) in rays.chunks(HINT_RUN).enumerate() {
         let span = k * HINT_RUN..k * HINT_RUN + run.len();
         let hint = RayCoherence::of_rays(run);
-        if large && (!ANY || hint == RayCoherence::Incoherent) {
+        if large && hint == RayCoherence::Incoherent {
             stretch = if stretch.is_empty() { span } else { stretch.start..span.end };
             continue;
         }
@@ -400,9 +395,9 @@ mod tests {
         }
     }
 
-    /// The runs cover the rays once, in order; through a large BVH every run goes in flight for
-    /// closest hits, and only the incoherent runs, joined where they follow one another, for any
-    /// hits; through a small one every run goes one by one with its own hint.
+    /// The runs cover the rays once, in order; through a large BVH only the incoherent runs go in
+    /// flight, joined where they follow one another; through a small one every run goes one by
+    /// one with its own hint.
     #[test]
     fn runs_go_in_flight_where_they_gain() {
         let mut seed = 3;
@@ -416,25 +411,17 @@ mod tests {
         let hints: Vec<RayCoherence> = all.chunks(HINT_RUN).map(RayCoherence::of_rays).collect();
         use RayCoherence::{Coherent, Incoherent};
         assert_eq!(hints, [Coherent, Incoherent, Incoherent, Coherent, Incoherent], "the runs as planned");
-        let spans = |any: bool, large: bool| {
+        let spans = |large: bool| {
             let mut got = Vec::new();
-            let push = |s: std::ops::Range<usize>, h: Option<RayCoherence>| got.push((s, h));
-            if any {
-                by_runs::<true>(&all, large, push)
-            } else {
-                by_runs::<false>(&all, large, push)
-            }
+            by_runs(&all, large, |s: std::ops::Range<usize>, h: Option<RayCoherence>| got.push((s, h)));
             got
         };
         let (r, n) = (HINT_RUN, all.len());
-        assert_eq!(spans(false, true), [(0..n, None)]);
         assert_eq!(
-            spans(true, true),
+            spans(true),
             [(0..r, Some(Coherent)), (r..3 * r, None), (3 * r..4 * r, Some(Coherent)), (4 * r..n, None)]
         );
-        for any in [false, true] {
-            let one_by_one: Vec<_> = (0..hints.len()).map(|k| (k * r..(k * r + r).min(n), Some(hints[k]))).collect();
-            assert_eq!(spans(any, false), one_by_one);
-        }
+        let one_by_one: Vec<_> = (0..hints.len()).map(|k| (k * r..(k * r + r).min(n), Some(hints[k]))).collect();
+        assert_eq!(spans(false), one_by_one);
     }
 }

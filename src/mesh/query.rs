@@ -118,7 +118,7 @@ impl MeshBvh {
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
     /// one ray after another, each run of 256 rays judged by [`RayCoherence::of_rays`] and traced
-    /// as [`MeshBvh::intersect_hinted`] traces it, or, through a BVH of
+    /// as [`MeshBvh::intersect_hinted`] traces it, or, when judged incoherent and through a BVH of
     /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once,
     /// each prefetching its next node while the others are tested, so that the memory latency of
     /// one ray's walk hides behind the others' work (the answers are the same, bit for bit).
@@ -149,7 +149,7 @@ impl MeshBvh {
     /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
     fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
-        super::interleave::by_runs::<false>(rays, self.is_large(), |span, hint| match hint {
+        super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     // Written in place, not returned (see `intersect_valid_into`); the batch's
@@ -178,9 +178,8 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
-    /// first), with several rays in flight through a large BVH, as [`MeshBvh::intersect_each`]
-    /// does, for the runs of rays judged incoherent (coherent shadow rays gain nothing from
-    /// them). Refuses the whole slice, before tracing any ray, when one is invalid, naming the
+    /// first), with several rays in flight through a large BVH for the runs of rays judged
+    /// incoherent, as [`MeshBvh::intersect_each`] does. Refuses the whole slice, before tracing any ray, when one is invalid, naming the
     /// first.
     pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
         validate_rays(rays)?;
@@ -193,7 +192,7 @@ impl MeshBvh {
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
-        super::interleave::by_runs::<true>(rays, self.is_large(), |span, hint| match hint {
+        super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
                     *o = self.occluded_valid(r, hint);
