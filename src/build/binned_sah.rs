@@ -69,9 +69,9 @@ pub struct BinnedSah {
     /// Split only along the axis where the node's centroids spread most, as parry's binned
     /// builder does, instead of trying all three: a third of the binning and of the small nodes'
     /// exact sweeps, for trees a little worse. The dynamic tree's bulk builds set it by default
-    /// (`DbvtConfig::fast_build`; 10k boxes: 2,212 instructions per proxy instead of 3,069,
-    /// callgrind; SAH cost 63.5 instead of 62.1, where parry's binned build gives 64.5); its
-    /// optimiser's rebuilds and the mesh BVH, whose rays pay for every bit of quality, do not.
+    /// (`DbvtConfig::fast_build`), where build time matters more than the last bit of quality;
+    /// its optimiser's rebuilds and the mesh BVH, whose rays pay for every bit of quality, do
+    /// not (`docs/performance.md`, "Why the builder is shaped as it is").
     pub longest_axis_only: bool,
 }
 
@@ -145,7 +145,7 @@ impl BinnedSah {
             let (bounds, centroids) = self.whole_bounds(items);
             // The partitions move items between `items` and this array, level by level (see
             // `build_into`); it is split along with the items, so parallel subtrees each have
-            // their own part. Copied on rayon's threads when large (8 MB for Sponza).
+            // their own part. Copied on rayon's threads when large (megabytes for a large mesh).
             let mut scratch = if items.len() > self.parallel_threshold {
                 crate::par::map(items, 1 << 14, |it| *it)
             } else {
@@ -268,9 +268,8 @@ impl BinnedSah {
             return self.exact_split(items, bounds, axis);
         }
         let bins = if n > FINE_BINNING_ABOVE { self.bins } else { self.bins.min(16) }.clamp(2, MAX_BINS);
-        // The bin table is initialised for every node, so size it to the bins in use: with the
-        // default 16 bins, a 64-bin table made zeroing it the main cost of small nodes (measured
-        // on the dynamic tree's treelet rebuilds).
+        // The bin table is initialised for every node, so size it to the bins in use: a table
+        // sized for the most bins would make zeroing it the main cost of a small node.
         if bins <= 16 {
             self.binned_split::<16>(items, scratch, bounds, centroids, axis, bins)
         } else if bins <= 32 {
@@ -339,11 +338,11 @@ impl BinnedSah {
 /// Writes `items` to `scratch` (as long as `items`), those whose bin on axis `AXIS` is below
 /// `boundary` first (see [`Binning::rel`]), and returns how many go left and the centroid bounds of both sides, gathered on
 /// the way. The children are built from `scratch`, so nothing is copied back: the two arrays
-/// trade places at each level, and only a leaf's items are copied home (a copy back per level
-/// was 8% of a Sponza build). Without a branch on the side: each item goes to the next left slot
-/// or the next right slot (from the end), picked by a mask. An in-place scan that swaps
-/// misplaced pairs mispredicted about one item in four and was a fifth of a Sponza build (perf);
-/// writing every item to both slots (the wrong copy being overwritten later) doubled the stores.
+/// trade places at each level, and only a leaf's items are copied home, not every level's.
+/// Without a branch on the side: each item goes to the next left slot or the next right slot
+/// (from the end), picked by a mask, because which side an item takes is unpredictable and an
+/// in-place scan that swaps misplaced pairs pays a misprediction for it; writing every item to
+/// both slots (the wrong copy overwritten later) would double the stores instead.
 pub(super) fn partition<const AXIS: usize>(
     items: &[BuildItem],
     scratch: &mut [BuildItem],

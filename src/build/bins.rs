@@ -20,8 +20,8 @@ const TWO_TABLES_FROM: usize = 256;
 /// A node's bins on each axis: `bounds[axis][bin]`, and `count[bin][axis]` items in the bin
 /// (lane 3 unused). The counts are kept apart so that a bin's box is 32 bytes, its address a
 /// shift of its index, and by bin so that the sweep loads the counts of all three axes at once.
-/// Filled in place by [`BinnedSah::fill_bins`]: returned by value, the table was copied once
-/// more per node (a tenth of the binning's instructions, callgrind). Counts are `i32`, as the
+/// Filled in place by [`BinnedSah::fill_bins`], not returned by value, so that the table is not
+/// copied once more per node. Counts are `i32`, as the
 /// SIMD sweep reads them: a node holds fewer than 2^31 items.
 pub(super) struct Table<const B: usize> {
     pub(super) bounds: [[Bounds4; B]; 3],
@@ -69,16 +69,16 @@ impl Binning {
     /// (its bin is 0), since truncation and clamping keep every `rel` on its side of an integer
     /// boundary inside the range: [`partition`](super::binned_sah::partition) sorts items by that test without computing bins.
     ///
-    /// The axis is a constant so that the partition's loop reads the lane from a register; with
-    /// an axis known only at run time, each item's centroid went through the stack (callgrind).
+    /// The axis is a constant so that the partition's loop reads the lane from a register; an
+    /// axis known only at run time sends each item's centroid through the stack to index it.
     #[inline(always)]
     pub(super) fn rel<const AXIS: usize>(&self, c: Vec4) -> f32 {
         (c[AXIS] - self.base[AXIS]) * self.scale[AXIS]
     }
 
     /// The item's bins on all three axes at once, as `bin_of` gives them: the same arithmetic
-    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). Three scalar
-    /// conversions with their clamps were half of the binning loop (perf).
+    /// lane for lane, and `trunc_int` saturates as `as i32` does (NaN to 0). One vector
+    /// conversion and clamp replaces three scalar ones, the bulk of the binning loop's work.
     #[inline(always)]
     pub(super) fn bins3(&self, it: &BuildItem) -> [usize; 3] {
         let rel = f32x4::from(((it.centroid2() - self.base) * self.scale).to_array());
@@ -86,7 +86,7 @@ impl Binning {
         // into `i32::MIN`, which the clamp below takes to bin 0, as `bin_of` takes NaN; a large
         // `rel` is first lowered to `bins` by a `min` that keeps a NaN (SSE's `min` returns its
         // second operand when either is NaN). Three instructions instead of the seven of the
-        // saturating `trunc_int`, a tenth of the binning loop's (callgrind).
+        // saturating `trunc_int`, on every item of every binned node.
         #[cfg(target_feature = "sse2")]
         let b = f32x4::splat(self.bins as f32).fast_min(rel).fast_trunc_int();
         #[cfg(not(target_feature = "sse2"))]
@@ -157,7 +157,7 @@ impl BinnedSah {
     /// both sides. All three axes are swept at once, one per lane of `f32x4`: the same arithmetic
     /// as one axis at a time (`BinnedSah::sweep_by_axis`, which a test compares), lane for
     /// lane, and the same choice among equal costs, the first axis and then the first boundary.
-    /// Per axis, the sweep was a sixth of a Sponza build's instructions (callgrind).
+    /// One sweep instead of three, because the sweep runs at every binned node.
     pub(super) fn sweep<const B: usize>(&self, table: &Table<B>, bins: usize, axes: [bool; 3]) -> (f32, usize, usize) {
         let block = self.block.max(1) as u32;
         let shift = block.is_power_of_two().then(|| block.trailing_zeros());

@@ -14,8 +14,8 @@ impl BinnedSah {
     /// exact. Ties in centroid order are broken by index, so the result is deterministic.
     ///
     /// The sorts run over (key, position) pairs on the stack and the items are permuted once at
-    /// the end: sorting the items themselves, once per axis, was most of the cost of the
-    /// dynamic tree's treelet rebuilds (measured with callgrind).
+    /// the end, rather than the items themselves sorted once per axis: an item is several times
+    /// the size of a pair, and the dynamic tree's treelet rebuilds are made of such small nodes.
     pub(super) fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         if items.len() == 2 { self.pair_split(items, bounds) } else { self.sweep_split(items, bounds, axis) }
     }
@@ -23,8 +23,7 @@ impl BinnedSah {
     /// [`BinnedSah::exact_split`] of two items: one boundary, whose cost is the same on every
     /// axis, so the sweep would keep the first axis's order. That order is taken directly: the
     /// same split as [`BinnedSah::sweep_split`]'s (a test compares them), without its three sorts
-    /// and sweeps; a dynamic tree's bulk build splits thousands of pairs (3,361 to 3,125
-    /// instructions per proxy at 10k, callgrind).
+    /// and sweeps; a dynamic tree's bulk build, one proxy per leaf, ends most branches in pairs.
     fn pair_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
         let blocks = self.block_counter();
         // As the sweep computes the cost (a sum of two terms, the same in either order), kept
@@ -48,7 +47,7 @@ impl BinnedSah {
     /// [`BinnedSah::exact_split`] by the full sweep, for 2 to [`EXACT_BELOW`] items. The three
     /// axes' sweeps run at once, one per lane of `f32x4` (see [`half_areas`]), and choose as one
     /// sweep per axis would: the lowest cost, the first axis and then the first boundary among
-    /// equals (a test compares them). 712.5M -> 706.3M instructions per Sponza build (callgrind).
+    /// equals (a test compares them).
     fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         if self.longest_axis_only {
             return self.sweep_split_by_axis(items, bounds, axis);
@@ -164,9 +163,8 @@ impl BinnedSah {
 /// ties broken by index. Each item's place is its rank: how many keys are below its own, keys
 /// that order as integers exactly as that pair does (`total_cmp`, then the index), so no two are
 /// equal. Counting compares every pair, branch-free over a fixed length (the unused places hold
-/// `u64::MAX`, which no key reaches, as every centroid is finite); an insertion sort compared
-/// fewer pairs but mispredicted a branch at about every item (perf: 8% of a one-thread Sponza
-/// build).
+/// `u64::MAX`, which no key reaches, as every centroid is finite). An insertion sort would compare
+/// fewer pairs, but its branch on each comparison is unpredictable for centroids in no order.
 #[inline(always)]
 fn centroid_order(items: &[BuildItem], axis: usize) -> [u8; EXACT_BELOW] {
     let mut keys = [u64::MAX; EXACT_BELOW];
