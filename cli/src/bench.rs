@@ -87,7 +87,8 @@ const GENERATED: &str = "generated rays are valid";
 /// How many rays hit (or were occluded), and the timings of `passes` batch queries after a
 /// warm-up, each into answer vectors made once outside the timed passes.
 fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
-    let (mut hits, mut occluded) = (Vec::with_capacity(rays.len()), Vec::with_capacity(rays.len()));
+    // Grown by the untimed warm-up pass, then reused.
+    let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking", || {
         if any {
             bvh.occluded_batch_into(rays, &mut occluded).expect(GENERATED);
@@ -102,7 +103,7 @@ fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress
 /// As [`time`], with the rays traced as streams of consecutive rays (`MeshBvh::intersect_stream`,
 /// `occluded_stream`), which regroup coherent rays into packets.
 fn time_streams(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
-    let (mut hits, mut occluded) = (Vec::with_capacity(rays.len()), Vec::with_capacity(rays.len()));
+    let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking streams", || {
         if any {
             tracer::stream_into(rays, &mut occluded, |c, out| bvh.occluded_stream(c, out)).expect(GENERATED);

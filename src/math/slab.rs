@@ -70,33 +70,23 @@ impl KeepLanes for f32 {
     }
 }
 
-/// The SIMD implementations: `maxps`/`minps` where they follow the rule (x86 with SSE, which
-/// `wide` uses for both widths, or AVX for eight lanes), a comparison and a select elsewhere.
+/// Whether `wide`'s `fast_max`/`fast_min` are x86's `maxps`/`minps` (SSE, which `wide` uses for
+/// both widths, or AVX for eight lanes), whose operand order is the rule.
+const NATIVE_KEEPS: bool = cfg!(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse"));
+
+/// The SIMD implementations: one instruction where the target's maximum follows the rule, a
+/// comparison and a select elsewhere (the branch is on a constant).
 macro_rules! keep_lanes_simd {
     ($($t:ty),*) => {$(
         impl KeepLanes for $t {
             #[inline(always)]
             fn max_keep(candidate: $t, acc: $t) -> $t {
-                #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse"))]
-                {
-                    candidate.fast_max(acc)
-                }
-                #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse")))]
-                {
-                    candidate.simd_gt(acc).select(candidate, acc)
-                }
+                if NATIVE_KEEPS { candidate.fast_max(acc) } else { candidate.simd_gt(acc).select(candidate, acc) }
             }
 
             #[inline(always)]
             fn min_keep(candidate: $t, acc: $t) -> $t {
-                #[cfg(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse"))]
-                {
-                    candidate.fast_min(acc)
-                }
-                #[cfg(not(all(any(target_arch = "x86", target_arch = "x86_64"), target_feature = "sse")))]
-                {
-                    candidate.simd_lt(acc).select(candidate, acc)
-                }
+                if NATIVE_KEEPS { candidate.fast_min(acc) } else { candidate.simd_lt(acc).select(candidate, acc) }
             }
         }
     )*};

@@ -89,17 +89,31 @@ pub fn simd_level() -> SimdLevel {
 mod tests {
     use super::*;
 
-    /// The level follows the build's target features: a fused multiply-add is used by the
-    /// fused node test exactly when the level says there is one.
+    /// The level claims no instruction the CPU lacks (CPUID, through `is_x86_feature_detected!`,
+    /// is the oracle) and no more than the build enables.
     #[test]
-    fn level_matches_the_build() {
+    fn level_matches_the_build_and_the_cpu() {
         let level = simd_level();
-        let fma = matches!(level, SimdLevel::Avx2 | SimdLevel::Avx512 | SimdLevel::Neon);
-        assert_eq!(fma, cfg!(target_feature = "fma") || cfg!(target_arch = "aarch64"), "{level}");
+        assert_eq!(level.to_string(), level.name());
         #[cfg(target_arch = "x86_64")]
-        assert!(level >= SimdLevel::Sse2);
+        {
+            assert!(level >= SimdLevel::Sse2);
+            assert_eq!(level >= SimdLevel::Avx2, cfg!(all(target_feature = "avx2", target_feature = "fma")), "{level}");
+            if level >= SimdLevel::Avx2 {
+                assert!(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"), "{level}");
+            }
+            if level == SimdLevel::Avx512 {
+                for f in [
+                    is_x86_feature_detected!("avx512f"),
+                    is_x86_feature_detected!("avx512vl"),
+                    is_x86_feature_detected!("avx512bw"),
+                    is_x86_feature_detected!("avx512dq"),
+                ] {
+                    assert!(f, "{level}");
+                }
+            }
+        }
         #[cfg(target_arch = "aarch64")]
         assert_eq!(level, SimdLevel::Neon);
-        assert_eq!(level.to_string(), level.name());
     }
 }
