@@ -13,4 +13,4 @@ pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};
 pub use ray::{Ray, Ray2, RayHit2, validate_rays};
 pub use slab::ray_aabb2;
-pub(crate) use slab::{FAR_PAD, max_keep, min_keep, slab_interval};
+pub(crate) use slab::{FAR_PAD, KeepLanes, max_keep, min_keep, slab_interval};

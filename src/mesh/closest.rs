@@ -105,6 +105,8 @@ pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, 
 struct PointLanes([f32x8; 3]);
 
 impl NodeTest for PointLanes {
+    type Lanes = f32x8;
+
     #[inline(always)]
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
         let zero = f32x8::splat(0.0);
@@ -147,6 +149,8 @@ impl PlacedPointLanes {
 }
 
 impl NodeTest for PlacedPointLanes {
+    type Lanes = f32x8;
+
     #[inline(always)]
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
         let (zero, half) = (f32x8::splat(0.0), f32x8::splat(0.5));
@@ -184,7 +188,7 @@ struct NearestLeaf<'m, P> {
 impl<P: Fn([Vec3; 3]) -> [Vec3; 3]> LeafTest for NearestLeaf<'_, P> {
     /// The nearest point and its barycentrics (which an affine map keeps).
     type Hit = (Vec3, f32, f32);
-    fn test(&mut self, _: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)> {
+    fn test<const ANY: bool>(&mut self, _: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)> {
         let mut best: Option<(u32, f32, Self::Hit)> = None;
         for &prim in pack.prim.iter().filter(|&&prim| prim != NO_PRIM) {
             let (q, u, v) = closest_on_triangle(self.p, (self.place)(self.mesh.triangle(prim as usize)));

@@ -52,12 +52,13 @@ struct Walk<const ANY: bool, const WATERTIGHT: bool> {
 impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
     /// A walk of ray `r` from the root.
     fn new(r: usize, ray: &Ray, node_test: FusedRay8) -> Self {
+        let leaf = RayLeaf::new(ray, Nearest);
         Walk {
             ray: r,
             node_test,
-            leaf: RayLeaf::new(ray, Nearest),
             tmin: ray.tmin,
-            tmax: ray.tmax,
+            tmax: leaf.walk_tmax(ray.tmax),
+            leaf,
             cur: ChildRef::node(0),
             best: None,
             sp: 0,
@@ -68,7 +69,8 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
     /// Starts this walk again, for ray `r` (the stack's old entries are never read again).
     fn restart(&mut self, r: usize, ray: &Ray, node_test: FusedRay8) {
         (self.ray, self.node_test, self.leaf) = (r, node_test, RayLeaf::new(ray, Nearest));
-        (self.tmin, self.tmax, self.cur, self.best, self.sp) = (ray.tmin, ray.tmax, ChildRef::node(0), None, 0);
+        let tmax = self.leaf.walk_tmax(ray.tmax);
+        (self.tmin, self.tmax, self.cur, self.best, self.sp) = (ray.tmin, tmax, ChildRef::node(0), None, 0);
     }
 
     /// Visits `cur` and picks the next node or pack, as one turn of `closest_first`'s loop does.
@@ -79,12 +81,12 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
         if cur.is_leaf() {
             // SAFETY: `cur` is a leaf reference read from this BVH's nodes (never an empty one).
             let p = unsafe { blocks.pack_of_leaf(cur) };
-            if let Some((prim, t, h)) = self.leaf.test(cur.index(), p, self.tmax) {
+            if let Some((prim, t, h)) = self.leaf.test::<ANY>(cur.index(), p, self.tmax) {
                 self.best = Some((prim, h));
                 if ANY {
                     return false;
                 }
-                self.tmax = t;
+                self.tmax = self.leaf.walk_tmax(t);
             }
         } else {
             // SAFETY: `cur` is the root (the BVH is not empty) or a node reference read from one

@@ -277,13 +277,13 @@ impl NodeStore for Blocks {
     /// Row `row` at `row_start + index × 8` (see the module docs): the compiler keeps each
     /// `row_start` of a walk in a register, and each load is one addressing mode off `index`.
     #[inline(always)]
-    unsafe fn row(&self, index: u32, row: usize) -> wide::f32x8 {
+    unsafe fn row(&self, index: u32, row: usize) -> &[f32; 8] {
         debug_assert!(row < 6 && block_at(index) + NODE_BLOCKS <= self.blocks.len());
         // SAFETY: as for `node`: the node at `index` lies inside the array, and row `row < 6`
         // inside the node, 32-aligned plain floats.
         unsafe {
             let row_start = self.blocks.as_ptr().add(row).cast::<[u8; UNIT]>();
-            *row_start.add(index as usize).cast::<wide::f32x8>()
+            &*row_start.add(index as usize).cast::<[f32; 8]>()
         }
     }
 }

@@ -12,6 +12,8 @@ pub(crate) mod collapse;
 mod error;
 mod interleave;
 mod layout;
+#[cfg(test)]
+mod levels;
 pub(crate) mod overlap;
 mod policy;
 mod query;

@@ -121,6 +121,8 @@ struct BoxLanes {
 }
 
 impl NodeTest for BoxLanes {
+    type Lanes = f32x8;
+
     #[inline(always)]
     fn test<const INFLATE: bool>(&self, node: &Node8, _: f32) -> (u32, f32x8) {
         let mut keep = f32x8::splat(0.0).simd_le(f32x8::splat(0.0));

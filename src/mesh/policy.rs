@@ -19,6 +19,7 @@ use super::bvh::{Hit, MeshBvh};
 use super::query::LeafTest;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{InputError, Ray};
+use crate::wide::packet::raised_tmax;
 
 /// A triangle a ray crosses within its current range, offered to a [`HitPolicy`].
 #[derive(Clone, Copy, Debug)]
@@ -103,24 +104,54 @@ pub(super) struct RayLeaf<const WATERTIGHT: bool, D> {
     tr: TriRay,
     decide: D,
     stopped: bool,
+    /// Where the ray ends: its `tmax`, then the nearest hit's `t` (the walk's bound is a little
+    /// more, [`LeafTest::walk_tmax`]).
+    end_t: f32,
+    /// The triangle of the nearest hit so far (`u32::MAX` before the first), for the choice
+    /// between hits at one distance (see [`LeafTest::test`] below).
+    end_prim: u32,
 }
 
 impl<const WATERTIGHT: bool, D: Decide> RayLeaf<WATERTIGHT, D> {
     #[inline(always)]
     pub(super) fn new(ray: &Ray, decide: D) -> Self {
-        RayLeaf { tr: TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT), decide, stopped: false }
+        let tr = TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT);
+        RayLeaf { tr, decide, stopped: false, end_t: ray.tmax, end_prim: u32::MAX }
     }
 }
 
 impl<const WATERTIGHT: bool, D: Decide> LeafTest for RayLeaf<WATERTIGHT, D> {
     type Hit = PackHit;
 
+    /// Without a policy, the walks of every SIMD level give the same answer, though they meet
+    /// leaves in different orders (their node tests round differently):
+    ///
+    /// * the walk culls boxes with its bound raised by a rounding band ([`raised_tmax`]), so that
+    ///   every level reaches every triangle hit at the ray's end, whatever its box's rounded
+    ///   entry distance; the range itself is `end_t`, kept here;
+    /// * of closest hits at one distance, the lower triangle index is kept. The pack is tested
+    ///   up to the band past `end_t`, because its range check on the unrounded distance can
+    ///   refuse a triangle whose rounded `t` is `end_t`; hits beyond `end_t` are dropped here.
+    ///   (A pack's own choice among its lanes at one distance is its first lane's, the same at
+    ///   every level.)
     #[inline(always)]
-    fn test(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
-        if D::NEAREST {
-            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
+    fn test<const ANY: bool>(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
+        if D::NEAREST && ANY {
+            let end = self.end_t;
+            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, end) } else { self.tr.intersect_mt(p, end) }?;
             h.pack = index;
             return Some((p.prim[h.lane], h.t, h));
+        }
+        if D::NEAREST {
+            let (end, band) = (self.end_t, tmax);
+            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, band) } else { self.tr.intersect_mt(p, band) }?;
+            let prim = p.prim[h.lane];
+            if h.t > end || (h.t == end && prim >= self.end_prim) {
+                return None;
+            }
+            (self.end_t, self.end_prim) = (h.t, prim);
+            h.pack = index;
+            return Some((prim, h.t, h));
         }
         let lanes =
             if WATERTIGHT { self.tr.intersect_watertight_lanes(p, tmax) } else { self.tr.intersect_mt_lanes(p, tmax) }?;
@@ -145,6 +176,11 @@ impl<const WATERTIGHT: bool, D: Decide> LeafTest for RayLeaf<WATERTIGHT, D> {
     #[inline(always)]
     fn stopped(&self) -> bool {
         !D::NEAREST && self.stopped
+    }
+
+    #[inline(always)]
+    fn walk_tmax(&self, t: f32) -> f32 {
+        if D::NEAREST { raised_tmax(t) } else { t }
     }
 }
 

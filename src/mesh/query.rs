@@ -17,7 +17,9 @@ use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_trian
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use super::validate_rays_parallel;
 use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, NodeTest, Ray8, closest_first};
+use crate::wide::{
+    ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first, dispatch,
+};
 
 impl MeshBvh {
     /// The closest hit with `tmin <= t <= tmax`, or `None`. An invalid ray (NaN or infinite
@@ -292,12 +294,13 @@ impl MeshBvh {
     /// [`RayCoherence`]; a copy of its own, so that the coherent rays' walk through a small BVH is
     /// the same code as without them: a run-time test per node cost them 4% more instructions,
     /// callgrind).
+    /// The walk runs at the SIMD level [`crate::simd_level`] chose (`crate::wide::dispatch`).
     #[inline(never)]
     fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
         &self,
         ray: &Ray,
     ) -> (Option<(u32, PackHit)>, TraversalStats) {
-        self.traverse::<ANY, false, EARLY, _>(ray, Vec3A::ZERO, &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest))
+        dispatch(TraceNearest::<ANY, WATERTIGHT, EARLY> { bvh: self, ray })
     }
 
     /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
@@ -311,20 +314,14 @@ impl MeshBvh {
 
     /// Every ray query's walk, with the mesh's triangle test chosen once here: each test gets
     /// its own traversal loop, without a per-leaf branch or the other test's per-ray set-up.
+    /// The walk runs at the SIMD level [`crate::simd_level`] chose.
     #[inline(always)]
     fn trace_deciding<const ANY: bool, D: Decide>(
         &self,
         ray: &Ray,
         decide: D,
     ) -> (Option<(u32, PackHit)>, TraversalStats) {
-        match self.options.triangle_test {
-            TriangleTest::MollerTrumbore => {
-                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<false, _>::new(ray, decide))
-            }
-            TriangleTest::Watertight => {
-                self.traverse::<ANY, false, false, _>(ray, Vec3A::ZERO, &mut RayLeaf::<true, _>::new(ray, decide))
-            }
-        }
+        dispatch(TraceDeciding::<ANY, D> { bvh: self, ray, decide })
     }
 
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
@@ -395,7 +392,7 @@ impl MeshBvh {
         let (c, h, d) = (center.into(), half.into(), displacement.into());
         let mut leaf =
             SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
-        let (hit, _) = self.traverse::<false, true, false, _>(&ray, half, &mut leaf);
+        let (hit, _) = self.traverse::<wide::f32x8, false, true, false, _>(&ray, half, &mut leaf);
         Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
     }
 
@@ -429,15 +426,16 @@ impl MeshBvh {
         hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
     ) -> Option<(u32, f32, H)> {
         let mut leaf = SweepLeaf { mesh: &self.mesh, hit };
-        let (found, _) = self.traverse::<false, true, false, _>(ray, ext, &mut leaf);
+        let (found, _) = self.traverse::<wide::f32x8, false, true, false, _>(ray, ext, &mut leaf);
         found.map(|(triangle, (t, h))| (triangle, t, h))
     }
 
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
     /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
-    /// caller checks it once.
-    fn traverse<const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
+    /// caller checks it once. Node tests compute in lanes `V` (the SIMD level).
+    #[inline(always)]
+    fn traverse<V: Lanes8, const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
         &self,
         ray: &Ray,
         inflate: Vec3A,
@@ -451,12 +449,12 @@ impl MeshBvh {
         if self.blocks.is_empty() {
             return (None, TraversalStats::default());
         }
+        let (tmin, tmax) = (ray.tmin, leaf.walk_tmax(ray.tmax));
         let mut packs = PackVisitor::<ANY, L, EARLY> { blocks: &self.blocks, leaf, best: None, tested: 0 };
         let mut stack = FixedStack::<_, STACK>::new();
         // Rays take the fused node test where it applies, in a loop of its own: only that form's
         // per-ray constants are live in it.
-        let (tmin, tmax) = (ray.tmin, ray.tmax);
-        let fused = if INFLATE { None } else { FusedRay8::new(ray) };
+        let fused = if INFLATE { None } else { FusedRay8::<V>::new(ray) };
         let nodes = match fused {
             Some(fused) => closest_first::<ANY, false, _, _, _, _>(
                 &self.blocks,
@@ -468,7 +466,7 @@ impl MeshBvh {
                 &mut packs,
             ),
             None => {
-                let exact = Ray8::new(ray, inflate);
+                let exact = Ray8::<V>::new(ray, inflate);
                 closest_first::<ANY, INFLATE, _, _, _, _>(
                     &self.blocks,
                     ChildRef::node(0),
@@ -501,12 +499,12 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
         // SAFETY: the traversal visits only leaf references read from this BVH's nodes, and never
         // an empty slot's (see `Blocks::pack_unchecked`).
         let p = unsafe { self.blocks.pack_of_leaf(leaf) };
-        if let Some((prim, t, h)) = self.leaf.test(leaf.index(), p, *tmax) {
+        if let Some((prim, t, h)) = self.leaf.test::<ANY>(leaf.index(), p, *tmax) {
             self.best = Some((prim, h));
             if ANY || self.leaf.stopped() {
                 return false;
             }
-            *tmax = t;
+            *tmax = self.leaf.walk_tmax(t);
         }
         true
     }
@@ -550,8 +548,17 @@ const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 6
 /// the nearest hit's triangle, distance and payload.
 pub(super) trait LeafTest {
     type Hit;
-    /// `index` is the pack's position in the BVH (`super::layout`).
-    fn test(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
+    /// `index` is the pack's position in the BVH (`super::layout`); `ANY` says the walk ends at
+    /// the first hit.
+    fn test<const ANY: bool>(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
+
+    /// The bound the walk culls boxes with while the ray ends at `t` (its `tmax`, then each
+    /// closer hit's `t`): `t` itself, or a little more where the leaf test must see every hit
+    /// at `t` (`super::policy::RayLeaf`).
+    #[inline(always)]
+    fn walk_tmax(&self, t: f32) -> f32 {
+        t
+    }
 
     /// Whether the hit just returned ends the query (a policy's stop); a closest-hit walk
     /// otherwise goes on, clipped to it.
@@ -572,7 +579,7 @@ struct SweepLeaf<'m, F> {
 
 impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf<'_, F> {
     type Hit = (f32, H);
-    fn test(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, H))> {
+    fn test<const ANY: bool>(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, H))> {
         let mut best: Option<(u32, f32, (f32, H))> = None;
         for lane in 0..4 {
             let prim = p.prim[lane];
@@ -592,14 +599,61 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
 }
 
 /// Whether `ray` (valid) enters a child of `node`: the first node test of its walk when `node` is
-/// the root, in the same form (fused or exact) as [`MeshBvh::traverse`] picks. A ray that enters
+/// the root, in the form (fused or exact) the build's lanes give, as the streams' walks take it. A ray that enters
 /// none of the root's children hits nothing, which lets the ray streams settle it before
 /// regrouping.
 #[inline(always)]
 pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
-    let mask = match FusedRay8::new(ray) {
+    let mask = match FusedRay8::<wide::f32x8>::new(ray) {
         Some(fused) => fused.test::<false>(node, ray.tmax).0,
-        None => Ray8::new(ray, Vec3A::ZERO).test::<false>(node, ray.tmax).0,
+        None => Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO).test::<false>(node, ray.tmax).0,
     };
     mask != 0
+}
+
+/// The nearest (or, with `ANY`, first) hit of one ray by one triangle test, as a kernel for
+/// [`dispatch`].
+pub(super) struct TraceNearest<'a, const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> {
+    pub(super) bvh: &'a MeshBvh,
+    pub(super) ray: &'a Ray,
+}
+
+impl<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> WithLanes
+    for TraceNearest<'_, ANY, WATERTIGHT, EARLY>
+{
+    type Output = (Option<(u32, PackHit)>, TraversalStats);
+
+    #[inline(always)]
+    fn run<V: Lanes8>(self) -> Self::Output {
+        let leaf = &mut RayLeaf::<WATERTIGHT, _>::new(self.ray, Nearest);
+        self.bvh.traverse::<V, ANY, false, EARLY, _>(self.ray, Vec3A::ZERO, leaf)
+    }
+}
+
+/// One ray's walk with a caller's decision at each hit, as a kernel for [`dispatch`].
+struct TraceDeciding<'a, const ANY: bool, D> {
+    bvh: &'a MeshBvh,
+    ray: &'a Ray,
+    decide: D,
+}
+
+impl<const ANY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, D> {
+    type Output = (Option<(u32, PackHit)>, TraversalStats);
+
+    #[inline(always)]
+    fn run<V: Lanes8>(self) -> Self::Output {
+        let (bvh, ray) = (self.bvh, self.ray);
+        match bvh.options.triangle_test {
+            TriangleTest::MollerTrumbore => bvh.traverse::<V, ANY, false, false, _>(
+                ray,
+                Vec3A::ZERO,
+                &mut RayLeaf::<false, _>::new(ray, self.decide),
+            ),
+            TriangleTest::Watertight => bvh.traverse::<V, ANY, false, false, _>(
+                ray,
+                Vec3A::ZERO,
+                &mut RayLeaf::<true, _>::new(ray, self.decide),
+            ),
+        }
+    }
 }

@@ -100,13 +100,13 @@ macro_rules! moller_trumbore {
         let (v0x, v0y, v0z) = ($p.lanes(0, 0), $p.lanes(0, 1), $p.lanes(0, 2));
         let e1 = [$p.lanes(1, 0), $p.lanes(1, 1), $p.lanes(1, 2)];
         let e2 = [$p.lanes(2, 0), $p.lanes(2, 1), $p.lanes(2, 2)];
-        // Products are fused where the target has FMA (wide falls back to a multiply and an
-        // add): fewer instructions, and no test here relies on exact cancellation, unlike the
-        // watertight test's edge functions.
+        // Every product and sum rounded on its own, on every SIMD level: a fused multiply-add
+        // (AVX2, NEON) rounds once where the baseline rounds twice, and the levels would then
+        // give different bits, and different triangles at a shared edge.
         let cross = |a: &[f32x4; 3], b: &[f32x4; 3]| {
-            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
+            [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
         };
-        let dot = |a: &[f32x4; 3], b: &[f32x4; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
+        let dot = |a: &[f32x4; 3], b: &[f32x4; 3]| a[0] * b[0] + (a[1] * b[1] + a[2] * b[2]);
         let d = [dx, dy, dz];
         let n = cross(&e1, &e2);
         let c = [v0x - ox, v0y - oy, v0z - oz];
@@ -153,11 +153,11 @@ macro_rules! watertight {
         // every pack; the values are the same.)
         let sheared = |k: usize| -> [f32x4; 2] {
             let (x, y, z) = ($p.lanes(k, kx) - okx, $p.lanes(k, ky) - oky, $p.lanes(k, kz) - okz);
-            // Fused where the target has FMA: a corner's sheared coordinates are one function of
-            // that corner, whichever triangle asks, which is all watertightness needs of them.
-            // (The edge functions below must not be fused: an edge's function would then not be
-            // the exact negative of itself seen from the neighbouring triangle.)
-            [sx.mul_neg_add(z, x), sy.mul_neg_add(z, y)]
+            // Rounded twice, on every SIMD level, as in `moller_trumbore` (a corner's sheared
+            // coordinates need only be one function of that corner, whichever triangle asks; the
+            // edge functions below must not be fused, or an edge's function would not be the
+            // exact negative of itself seen from the neighbouring triangle).
+            [x - sx * z, y - sy * z]
         };
         let [ax, ay] = sheared(0);
         let [bx, by] = sheared(1);
@@ -342,9 +342,9 @@ impl TriRay {
     pub(crate) fn intersect_mt_rays(p: &TriPack, o: &[f32x8; 3], d: &[f32x8; 3], tmin: f32x8, tmax: f32x8) -> RaysHit {
         let mut out = RaysHit { mask: 0, t: f32x8::splat(f32::INFINITY), u: f32x8::ZERO, v: f32x8::ZERO, lane: [0; 8] };
         let cross = |a: &[f32x8; 3], b: &[f32x8; 3]| {
-            [a[1].mul_sub(b[2], a[2] * b[1]), a[2].mul_sub(b[0], a[0] * b[2]), a[0].mul_sub(b[1], a[1] * b[0])]
+            [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
         };
-        let dot = |a: &[f32x8; 3], b: &[f32x8; 3]| a[0].mul_add(b[0], a[1].mul_add(b[1], a[2] * b[2]));
+        let dot = |a: &[f32x8; 3], b: &[f32x8; 3]| a[0] * b[0] + (a[1] * b[1] + a[2] * b[2]);
         let zero = f32x8::ZERO;
         for lane in 0..4 {
             if p.prim[lane] == NO_PRIM {

@@ -1,12 +1,10 @@
-//! Which SIMD instructions the kernels were compiled for, as [`simd_level`] reports it.
-//!
-//! The 8-wide node tests, the triangle-pack tests and the packets are written against the `wide`
-//! crate, which picks its implementation with `cfg(target_feature)` when it is compiled. The
-//! level is therefore fixed by the target features of the build (`-C target-cpu`, or
-//! `-C target-feature`), not chosen at run time: a crate that depends on slabtree without those
-//! flags gets the x86-64 baseline, SSE2, whatever CPU it runs on.
+//! Which SIMD instructions the kernels run: [`simd_level`], chosen at run time from the CPU for
+//! the kernels dispatched through `super::lanes`, and [`compiled_simd_level`], fixed by the
+//! build's target features for the kernels still written against `wide` alone (which picks its
+//! implementation with `cfg(target_feature)` when it is compiled).
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A level of SIMD instructions the kernels can be built for.
 ///
@@ -51,15 +49,33 @@ impl fmt::Display for SimdLevel {
     }
 }
 
-/// The SIMD level slabtree's kernels run at in this build, fixed when the crate was compiled
-/// (see the module's notes): [`SimdLevel::Sse2`] for a build without `-C target-cpu` on x86-64,
-/// [`SimdLevel::Avx2`] with `-C target-cpu=x86-64-v3` or a native build on an AVX2 machine.
+/// The SIMD level slabtree's dispatched kernels run at in this process: the best level the CPU
+/// has, chosen once from CPUID when first asked (on x86-64: [`SimdLevel::Avx512`],
+/// [`SimdLevel::Avx2`] or [`SimdLevel::Sse2`]; on aarch64 [`SimdLevel::Neon`]), whatever
+/// `-C target-cpu` the crate was built with.
 ///
-/// Levels with a fused multiply-add ([`SimdLevel::Avx2`], [`SimdLevel::Avx512`],
-/// [`SimdLevel::Neon`]) round the triangle tests' cross and dot products once where the others
-/// round twice, so a hit's `t`, `u` and `v` can differ between them in the last bits, and a ray
-/// through a shared edge can name the other triangle. Builds of one level agree bit for bit.
+/// The environment variable `SLABTREE_SIMD` (`sse2`, `avx2`, `avx512`, `neon`, `scalar`) lowers
+/// it, for tests and comparisons; it never raises it above what the CPU has, and a value that
+/// names no level is ignored (see [`SimdLevel::from_name`]).
+///
+/// Which kernels follow it: the mesh BVH's single-ray walks (closest hit, any hit, with either
+/// triangle test, alone or in batches). The packets, the streams and the dynamic tree's 8-wide
+/// copy still run at the level the build's target features give ([`compiled_simd_level`]).
+/// Every level gives the same answers (see `docs/robustness.md`).
 pub fn simd_level() -> SimdLevel {
+    match LEVEL.load(Ordering::Relaxed) {
+        UNSET => {
+            let level = chosen_level();
+            LEVEL.store(level as u8, Ordering::Relaxed);
+            level
+        }
+        l => LEVELS[l as usize],
+    }
+}
+
+/// The level the build's target features give (`-C target-cpu`, `-C target-feature`): what the
+/// kernels that are not dispatched at run time use (see [`simd_level`]).
+pub fn compiled_simd_level() -> SimdLevel {
     if cfg!(all(
         target_arch = "x86_64",
         target_feature = "avx512f",
@@ -85,33 +101,110 @@ pub fn simd_level() -> SimdLevel {
     }
 }
 
+impl SimdLevel {
+    /// The level named `name` (as [`SimdLevel::name`] spells it, any case), or `None`.
+    ///
+    /// ```
+    /// use slabtree::SimdLevel;
+    /// assert_eq!(SimdLevel::from_name("AVX2"), Some(SimdLevel::Avx2));
+    /// assert_eq!(SimdLevel::from_name("sse4"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<SimdLevel> {
+        LEVELS.into_iter().find(|l| l.name().eq_ignore_ascii_case(name.trim()))
+    }
+}
+
+/// Every level, indexed by its discriminant (the order of the enum).
+const LEVELS: [SimdLevel; 5] =
+    [SimdLevel::Scalar, SimdLevel::Neon, SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512];
+
+/// [`LEVEL`] before the first [`simd_level`].
+const UNSET: u8 = u8::MAX;
+
+/// The level [`simd_level`] chose, as its discriminant, or [`UNSET`]. Two threads asking first
+/// at once both choose, and choose the same.
+static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
+
+/// The CPU's best level, lowered by `SLABTREE_SIMD`.
+fn chosen_level() -> SimdLevel {
+    let cpu = cpu_level();
+    match std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name) {
+        Some(asked) => asked.min(cpu),
+        None => cpu,
+    }
+}
+
+/// The best level this CPU runs (CPUID on x86-64). Cached by `std`'s feature detection.
+#[inline]
+pub(crate) fn cpu_level() -> SimdLevel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let v3 = is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("bmi1")
+            && is_x86_feature_detected!("bmi2")
+            && is_x86_feature_detected!("lzcnt")
+            && is_x86_feature_detected!("popcnt");
+        let v4 = v3
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512dq")
+            && is_x86_feature_detected!("avx512cd");
+        if v4 {
+            SimdLevel::Avx512
+        } else if v3 {
+            SimdLevel::Avx2
+        } else {
+            SimdLevel::Sse2
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        compiled_simd_level()
+    }
+}
+
+/// The levels this CPU runs, lowest first: what the tests run every kernel at.
+#[cfg(test)]
+pub(crate) fn levels_on_this_cpu() -> Vec<SimdLevel> {
+    let cpu = cpu_level();
+    if cfg!(target_arch = "x86_64") {
+        [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|&l| l <= cpu).collect()
+    } else {
+        vec![cpu]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The level claims no instruction the CPU lacks (CPUID, through `is_x86_feature_detected!`,
-    /// is the oracle) and no more than the build enables.
+    /// The run-time level claims no instruction the CPU lacks (CPUID, through
+    /// `is_x86_feature_detected!`, is the oracle), is the CPU's best unless `SLABTREE_SIMD` lowers
+    /// it, and the compiled level no more than the build enables.
     #[test]
-    fn level_matches_the_build_and_the_cpu() {
+    fn levels_match_the_cpu_and_the_build() {
         let level = simd_level();
         assert_eq!(level.to_string(), level.name());
+        assert_eq!(SimdLevel::from_name(level.name()), Some(level));
+        assert!(level <= cpu_level());
+        let asked = std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name);
+        assert_eq!(level, asked.map_or(cpu_level(), |a| a.min(cpu_level())));
         #[cfg(target_arch = "x86_64")]
         {
-            assert!(level >= SimdLevel::Sse2);
-            assert_eq!(level >= SimdLevel::Avx2, cfg!(all(target_feature = "avx2", target_feature = "fma")), "{level}");
-            if level >= SimdLevel::Avx2 {
-                assert!(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"), "{level}");
-            }
-            if level == SimdLevel::Avx512 {
-                for f in [
-                    is_x86_feature_detected!("avx512f"),
-                    is_x86_feature_detected!("avx512vl"),
-                    is_x86_feature_detected!("avx512bw"),
-                    is_x86_feature_detected!("avx512dq"),
-                ] {
-                    assert!(f, "{level}");
-                }
-            }
+            let compiled = compiled_simd_level();
+            assert!(level >= SimdLevel::Sse2 && compiled >= SimdLevel::Sse2);
+            assert_eq!(
+                compiled >= SimdLevel::Avx2,
+                cfg!(all(target_feature = "avx2", target_feature = "fma")),
+                "{compiled}"
+            );
+            let v3 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            let v4 = v3 && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl");
+            assert!(cpu_level() < SimdLevel::Avx2 || v3);
+            assert!(cpu_level() < SimdLevel::Avx512 || v4);
+            assert!(cpu_level() >= SimdLevel::Avx2 || !(v3 && is_x86_feature_detected!("bmi2")));
         }
         #[cfg(target_arch = "aarch64")]
         assert_eq!(level, SimdLevel::Neon);

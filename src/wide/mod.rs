@@ -8,23 +8,29 @@
 //! | `ray.rs` | [`Ray8`]: one ray (or a swept box's centre ray) against the eight children |
 //! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
 //! | `order.rs` | the order of three or more children hit, by a sorting network (AVX2) |
+//! | `lanes.rs` | [`Lanes8`], the lanes of one SIMD level, and the run-time [`dispatch`] |
+//! | `x86.rs` | the x86-64 levels' lanes and their `#[target_feature]` entry points |
 //! | `packet.rs` | ray packets of up to 64 and the one packet walk, generic over the leaf |
-//! | `level.rs` | [`SimdLevel`]: which SIMD instructions the kernels were compiled for |
+//! | `level.rs` | [`SimdLevel`]: the level chosen at run time, and the one compiled |
 //!
 //! Builders (`mesh::collapse`, `dbvt::wide`) write nodes; the loop in `traverse.rs` reads them and
 //! hands each leaf it reaches to a [`LeafVisitor`], which decides what a leaf means (a triangle
 //! pack, a proxy) and whether the ray is clipped or stopped.
 
-mod level;
+pub(crate) mod lanes;
+pub(crate) mod level;
 mod node;
-#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+#[cfg(target_arch = "x86_64")]
 mod order;
 pub(crate) mod packet;
 mod ray;
 mod traverse;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 pub(crate) use crate::child::ChildRef;
-pub use level::{SimdLevel, simd_level};
+pub(crate) use lanes::{Lanes8, WithLanes, dispatch};
+pub use level::{SimdLevel, compiled_simd_level, simd_level};
 pub(crate) use node::{Node8, NodeStore};
 pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
 pub(crate) use traverse::{Entry, FixedStack, LeafVisitor, closest_first};

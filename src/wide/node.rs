@@ -36,11 +36,11 @@ pub(crate) trait NodeStore {
     /// # Safety
     /// As for [`NodeStore::node`].
     #[inline(always)]
-    unsafe fn row(&self, index: u32, row: usize) -> wide::f32x8 {
+    unsafe fn row(&self, index: u32, row: usize) -> &[f32; 8] {
         // SAFETY: the caller's promise is `node`'s.
         let node = unsafe { self.node(index) };
         debug_assert!(row < 6);
-        wide::f32x8::new(node.bounds.as_flattened()[row])
+        &node.bounds.as_flattened()[row]
     }
 }
 

@@ -1,5 +1,5 @@
 //! The order of three or more children hit at one node, without a loop: a sorting network over
-//! packed keys, in AVX2 registers.
+//! packed keys, in AVX2 registers: the child order of the AVX2 and AVX-512 levels (`super::x86`).
 //!
 //! A closest-first walk enters the nearest child hit and leaves the others on the stack, nearest
 //! on top. For two children one comparison does it (`traverse.rs`); for three or more, an
@@ -35,7 +35,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 8);
 /// `_mm256_shuffle_epi32`): lanes set in `TAKE_MAX` keep the larger key.
 #[inline(always)]
 unsafe fn step_in_lane<const PARTNER: i32, const TAKE_MAX: i32>(v: __m256i) -> __m256i {
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg).
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`).
     unsafe {
         let p = _mm256_shuffle_epi32::<PARTNER>(v);
         _mm256_blend_epi32::<TAKE_MAX>(_mm256_min_epi32(v, p), _mm256_max_epi32(v, p))
@@ -49,7 +49,7 @@ unsafe fn step_in_lane<const PARTNER: i32, const TAKE_MAX: i32>(v: __m256i) -> _
 pub(crate) unsafe fn sort8_descending(v: __m256i) -> __m256i {
     // Shuffle immediates: 0xB1 pairs lanes i and i ^ 1, 0x4E lanes i and i ^ 2 (within each
     // 128-bit half); i ^ 4 swaps the halves.
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg).
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`).
     unsafe {
         let v = step_in_lane::<0xB1, 0b1001_1001>(v);
         let v = step_in_lane::<0x4E, 0b1100_0011>(v);
@@ -66,12 +66,11 @@ pub(crate) unsafe fn sort8_descending(v: __m256i) -> __m256i {
 /// room for 8 entries (all 8 are written; the first `hit.count_ones() - 1` are the entries).
 ///
 /// # Safety
-/// `out` is valid for writing 8 entries.
+/// `out` is valid for writing 8 entries, and the CPU has AVX2.
 #[inline(always)]
-pub(crate) unsafe fn nearest_and_rest(node: &Node8, near: wide::f32x8, hit: u32, out: *mut Entry) -> usize {
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg); `out` as the caller promises.
+pub(crate) unsafe fn nearest_and_rest(node: &Node8, near: __m256, hit: u32, out: *mut Entry) -> usize {
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`); `out` as the caller promises.
     unsafe {
-        let near: __m256 = std::mem::transmute(near);
         let is_hit = lanes_of(hit);
         // Clamped at +0: an entry a rounding below the origin has a negative distance, whose
         // bits would order backwards.
@@ -97,14 +96,14 @@ pub(crate) unsafe fn nearest_and_rest(node: &Node8, near: wide::f32x8, hit: u32,
 /// of the peer program, `docs/performance.md`).
 #[inline(always)]
 unsafe fn lane_numbers() -> __m256i {
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg).
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`).
     unsafe { _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7) }
 }
 
 /// All ones in the lanes set in `mask`.
 #[inline(always)]
 unsafe fn lanes_of(mask: u32) -> __m256i {
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg).
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`).
     unsafe {
         let bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
         _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(mask as i32), bit), bit)
@@ -115,7 +114,7 @@ unsafe fn lanes_of(mask: u32) -> __m256i {
 /// three bits): each the child and the distance of its key's lane.
 #[inline(always)]
 unsafe fn write_sorted(node: &Node8, near: __m256, keys: __m256i, out: *mut Entry) {
-    // SAFETY: AVX2 is enabled at compile time (the module's cfg); `Node8::child` is 8 `u32`s
+    // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`); `Node8::child` is 8 `u32`s
     // (`ChildRef` is a transparent `u32`), and `out` has room for 8 entries of a `u32` and an
     // `f32` each (the assertions at the top of the file).
     unsafe {
@@ -143,6 +142,9 @@ mod tests {
 
     #[test]
     fn the_network_sorts_every_input() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
         let mut rng = Rng(7);
         for round in 0..20_000 {
             // Small ranges make ties; the extremes are included.
@@ -154,7 +156,7 @@ mod tests {
             });
             let mut want = v;
             want.sort_unstable_by(|a, b| b.cmp(a));
-            // SAFETY: the module is compiled only with AVX2.
+            // SAFETY: the CPU has AVX2 (checked above).
             let got: [i32; 8] =
                 unsafe { std::mem::transmute(sort8_descending(_mm256_loadu_si256(v.as_ptr() as *const __m256i))) };
             assert_eq!(got, want, "input {v:?}");
@@ -163,6 +165,9 @@ mod tests {
 
     #[test]
     fn the_nearest_is_taken_and_the_rest_are_far_to_near() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
         let mut rng = Rng(11);
         let mut node = Node8::EMPTY;
         for l in 0..8 {
@@ -180,8 +185,8 @@ mod tests {
             let near: [f32; 8] =
                 std::array::from_fn(|_| if round % 2 == 0 { pool[rng.below(8)] } else { rng.unit() * 10.0 });
             let mut out = [(ChildRef::EMPTY, f32::NAN); 8];
-            // SAFETY: `out` has room for 8 entries.
-            let nearest = unsafe { nearest_and_rest(&node, wide::f32x8::from(near), hit, out.as_mut_ptr()) };
+            // SAFETY: `out` has room for 8 entries; the CPU has AVX2 (checked above).
+            let nearest = unsafe { nearest_and_rest(&node, _mm256_loadu_ps(near.as_ptr()), hit, out.as_mut_ptr()) };
             let lanes: Vec<usize> = (0..8).filter(|l| hit & (1 << l) != 0).collect();
             // The oracle: the clamped distance, lowest three bits dropped, then the lane.
             let key = |l: usize| ((near[l].to_bits() as i32).max(0) & !7) | l as i32;

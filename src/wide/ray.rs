@@ -19,24 +19,26 @@
 //!   error of one rounded `inv_dir`, of the scaled constants and of one rounding of the fused
 //!   result. A node's verdict is then one fused multiply-add per plane, a maximum, a minimum and
 //!   a comparison, the chain a walk waits on between one node and the next. The fused form
-//!   needs a real fused multiply-add (`target_feature = "fma"`) and finite constants; a ray
+//!   needs a real fused multiply-add ([`Lanes8::FMA`]) and finite constants; a ray
 //!   without them (a direction component of 0, an origin so far out that `o·inv` overflows) is
 //!   tested in the exact form.
 
 use glam::Vec3A;
-use wide::f32x8;
 
-use super::{Node8, NodeStore};
+use super::{Lanes8, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
 /// What the 8-wide traversal asks of a ray: which children of a node it enters, and where.
 pub(crate) trait NodeTest {
+    /// The lanes the test computes in (the SIMD level).
+    type Lanes: Lanes8;
+
     /// The lanes of `node` the ray enters within `[tmin, tmax]` (as `SlabInterval::is_hit`), as
     /// a bit mask, and every lane's entry distance, never later than the exact one. Empty lanes
     /// enter at `+inf` and are never in the mask. (The fused form may also report a lane whose
     /// planes overflow to infinity, entered at `+inf`: conservative, never a wrong cull.)
     /// `INFLATE` grows the planes by a swept box (only [`Ray8`] supports it).
-    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8);
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, Self::Lanes);
 
     /// [`NodeTest::test`] of the node `index` names in `nodes`.
     ///
@@ -48,7 +50,7 @@ pub(crate) trait NodeTest {
         nodes: &N,
         index: u32,
         tmax: f32,
-    ) -> (u32, f32x8) {
+    ) -> (u32, Self::Lanes) {
         // SAFETY: the caller's promise, as for `NodeStore::node`.
         self.test::<INFLATE>(unsafe { nodes.node(index) }, tmax)
     }
@@ -63,37 +65,38 @@ pub(crate) fn plane_rows(ray: &Ray) -> ([usize; 3], [usize; 3]) {
 
 /// Bound row `row` (`side * 3 + axis`) of `node`.
 #[inline(always)]
-fn plane(node: &Node8, row: usize) -> f32x8 {
+fn plane<L: Lanes8>(node: &Node8, row: usize) -> L {
     let rows = node.bounds.as_flattened();
     debug_assert!(row < rows.len());
     // SAFETY: rows come from `plane_rows` as `side * 3 + axis` with side < 2 and axis < 3, and
     // `rows` has 6 entries.
-    f32x8::new(*unsafe { rows.get_unchecked(row) })
+    L::load(unsafe { rows.get_unchecked(row) })
 }
 
-fn splat3(v: Vec3A) -> [f32x8; 3] {
-    [f32x8::splat(v.x), f32x8::splat(v.y), f32x8::splat(v.z)]
+#[inline(always)]
+fn splat3<L: Lanes8>(v: Vec3A) -> [L; 3] {
+    [L::splat(v.x), L::splat(v.y), L::splat(v.z)]
 }
 
 /// One ray, or the centre ray of a swept box, splatted once for the exact form of the test.
-pub(crate) struct Ray8 {
-    origin: [f32x8; 3],
-    inv_dir: [f32x8; 3],
+pub(crate) struct Ray8<L = wide::f32x8> {
+    origin: [L; 3],
+    inv_dir: [L; 3],
     /// Added to the near plane and subtracted from the far plane of each axis: `∓ half_extent`
     /// for a box sweep (the near plane moves out against the direction, the far one with it).
-    near_offset: [f32x8; 3],
+    near_offset: [L; 3],
     near_row: [usize; 3],
     far_row: [usize; 3],
-    tmin: f32x8,
+    tmin: L,
 }
 
-impl Ray8 {
+impl<L: Lanes8> Ray8<L> {
     /// The exact form. `inflate` is the half-extent of a swept box (zero for rays; only read by
     /// [`NodeTest::test`]`::<true>`).
-    #[inline]
-    pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8 {
+    #[inline(always)]
+    pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8<L> {
         let sign = ray.sign();
-        let near_off = |a: usize| f32x8::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
+        let near_off = |a: usize| L::splat(if sign[a] == 1 { inflate[a] } else { -inflate[a] });
         let (near_row, far_row) = plane_rows(ray);
         Ray8 {
             origin: splat3(ray.origin()),
@@ -101,47 +104,49 @@ impl Ray8 {
             near_offset: [near_off(0), near_off(1), near_off(2)],
             near_row,
             far_row,
-            tmin: f32x8::splat(ray.tmin),
+            tmin: L::splat(ray.tmin),
         }
     }
 }
 
-impl NodeTest for Ray8 {
+impl<L: Lanes8> NodeTest for Ray8<L> {
+    type Lanes = L;
+
     #[inline(always)]
-    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, L) {
         let mut near = self.tmin;
-        let mut far = f32x8::splat(tmax);
-        let pad = f32x8::splat(FAR_PAD);
+        let mut far = L::splat(tmax);
+        let pad = L::splat(FAR_PAD);
         for a in 0..3 {
-            let (mut np, mut fp) = (plane(node, self.near_row[a]), plane(node, self.far_row[a]));
+            let (mut np, mut fp) = (plane::<L>(node, self.near_row[a]), plane::<L>(node, self.far_row[a]));
             if INFLATE {
-                np += self.near_offset[a];
-                fp -= self.near_offset[a];
+                np = np + self.near_offset[a];
+                fp = fp - self.near_offset[a];
             }
             let tn = (np - self.origin[a]) * self.inv_dir[a];
             let tf = (fp - self.origin[a]) * self.inv_dir[a] * pad;
             near = max_keep(tn, near);
             far = min_keep(tf, far);
         }
-        ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
+        (near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY)), near)
     }
 }
 
 /// One ray splatted once for the fused form of the test (see the module doc).
 #[derive(Clone, Copy)]
-pub(crate) struct FusedRay8 {
-    inv_dir: [f32x8; 3],
+pub(crate) struct FusedRay8<L = wide::f32x8> {
+    inv_dir: [L; 3],
     /// `o·inv + Δ`, per axis: the entry planes' products, so that every entry distance comes
     /// out lowered by about `Δ` (see [`FusedConstants`]).
-    near_org: [f32x8; 3],
+    near_org: [L; 3],
     /// `inv·(1 + 2γ(3))` and `o·inv·(1 + 2γ(3))`: the exit planes' products, so that every exit
     /// distance comes out raised by the slab test's factor.
-    far_inv: [f32x8; 3],
-    far_org: [f32x8; 3],
+    far_inv: [L; 3],
+    far_org: [L; 3],
     near_row: [usize; 3],
     far_row: [usize; 3],
     /// `tmin − Δ`.
-    tmin: f32x8,
+    tmin: L,
 }
 
 /// `8u` with `u = 2⁻²⁴`, the unit roundoff of f32: `Δ` is this times the largest `|o·inv|`.
@@ -210,11 +215,11 @@ pub(crate) fn fused_constants(ray: &Ray) -> Option<FusedConstants> {
     Some(FusedConstants { inv, p, widen, tmin: ray.tmin })
 }
 
-impl FusedRay8 {
-    /// The fused form, where this machine and this ray allow it (else `None`: use [`Ray8`]).
-    #[inline]
-    pub(crate) fn new(ray: &Ray) -> Option<FusedRay8> {
-        if !cfg!(target_feature = "fma") {
+impl<L: Lanes8> FusedRay8<L> {
+    /// The fused form, where the lanes' level and this ray allow it (else `None`: use [`Ray8`]).
+    #[inline(always)]
+    pub(crate) fn new(ray: &Ray) -> Option<FusedRay8<L>> {
+        if !L::FMA {
             return None;
         }
         let c = fused_constants(ray)?;
@@ -226,38 +231,35 @@ impl FusedRay8 {
             far_org: splat3(c.far_org()),
             near_row,
             far_row,
-            tmin: f32x8::splat(c.node_tmin()),
+            tmin: L::splat(c.node_tmin()),
         })
     }
 
     /// The verdict on the node whose bound rows `row` loads (by `side * 3 + axis`).
     #[inline(always)]
-    fn verdict(&self, row: impl Fn(usize) -> f32x8, tmax: f32) -> (u32, f32x8) {
+    fn verdict(&self, row: impl Fn(usize) -> L, tmax: f32) -> (u32, L) {
         let near_t = |a: usize| row(self.near_row[a]).mul_sub(self.inv_dir[a], self.near_org[a]);
         let far_t = |a: usize| row(self.far_row[a]).mul_sub(self.far_inv[a], self.far_org[a]);
-        fused_interval([near_t(0), near_t(1), near_t(2)], [far_t(0), far_t(1), far_t(2)], self.tmin, f32x8::splat(tmax))
+        fused_interval([near_t(0), near_t(1), near_t(2)], [far_t(0), far_t(1), far_t(2)], self.tmin, L::splat(tmax))
     }
 }
 
-impl NodeTest for FusedRay8 {
+impl<L: Lanes8> NodeTest for FusedRay8<L> {
+    type Lanes = L;
+
     #[inline(always)]
-    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, f32x8) {
+    fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, L) {
         debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
-        self.verdict(|row| plane(node, row), tmax)
+        self.verdict(|row| plane::<L>(node, row), tmax)
     }
 
     /// Each row straight from the store ([`NodeStore::row`]), so that the mesh BVH's loads take
     /// the node's reference as their index (`mesh::layout`).
     #[inline(always)]
-    unsafe fn test_at<const INFLATE: bool, N: NodeStore + ?Sized>(
-        &self,
-        nodes: &N,
-        index: u32,
-        tmax: f32,
-    ) -> (u32, f32x8) {
+    unsafe fn test_at<const INFLATE: bool, N: NodeStore + ?Sized>(&self, nodes: &N, index: u32, tmax: f32) -> (u32, L) {
         debug_assert!(!INFLATE, "the fused form tests rays, not swept boxes");
         // SAFETY: the caller's promise, as for `NodeStore::node`.
-        self.verdict(|row| unsafe { nodes.row(index, row) }, tmax)
+        self.verdict(|row| L::load(unsafe { nodes.row(index, row) }), tmax)
     }
 }
 
@@ -283,10 +285,10 @@ impl NodeTest for FusedRay8 {
 /// of its axes exit behind the origin (see `int_min`), and then a box is entered only if it ends
 /// within `Δ` behind `tmin`.
 #[inline(always)]
-pub(crate) fn fused_interval(near_t: [f32x8; 3], far_t: [f32x8; 3], tmin: f32x8, tmax: f32x8) -> (u32, f32x8) {
+pub(crate) fn fused_interval<L: Lanes8>(near_t: [L; 3], far_t: [L; 3], tmin: L, tmax: L) -> (u32, L) {
     let near = max_keep(int_max(near_t[0], near_t[1]), max_keep(near_t[2], tmin));
     let far = min_keep(int_min(far_t[0], far_t[1]), min_keep(far_t[2], tmax));
-    (near.simd_le(far).to_bitmask(), near)
+    (near.le_bits(far), near)
 }
 
 /// The larger of `a` and `b` lane by lane, their bits compared as `i32` (`vpmaxsd`, an integer
@@ -298,13 +300,8 @@ pub(crate) fn fused_interval(near_t: [f32x8; 3], far_t: [f32x8; 3], tmin: f32x8,
 /// or, that being negative for a range that starts at the origin, every box behind the origin
 /// would be entered (`fused_interval` takes the float maximum with it after this one).
 #[inline(always)]
-fn int_max(a: f32x8, b: f32x8) -> f32x8 {
-    // SAFETY: both are 32 bytes of plain lanes.
-    unsafe {
-        std::mem::transmute::<wide::i32x8, f32x8>(
-            std::mem::transmute::<f32x8, wide::i32x8>(a).max(std::mem::transmute::<f32x8, wide::i32x8>(b)),
-        )
-    }
+fn int_max<L: Lanes8>(a: L, b: L) -> L {
+    a.int_max(b)
 }
 
 /// The smaller of `a` and `b` lane by lane, their bits compared as `i32`: the float minimum when
@@ -312,13 +309,8 @@ fn int_max(a: f32x8, b: f32x8) -> f32x8 {
 /// are negative, the one nearer 0, never less than the minimum. An exit distance computed with
 /// it is never earlier than the exact one.
 #[inline(always)]
-fn int_min(a: f32x8, b: f32x8) -> f32x8 {
-    // SAFETY: both are 32 bytes of plain lanes.
-    unsafe {
-        std::mem::transmute::<wide::i32x8, f32x8>(
-            std::mem::transmute::<f32x8, wide::i32x8>(a).min(std::mem::transmute::<f32x8, wide::i32x8>(b)),
-        )
-    }
+fn int_min<L: Lanes8>(a: L, b: L) -> L {
+    a.int_min(b)
 }
 
 #[cfg(test)]
@@ -329,7 +321,9 @@ mod tests {
     use super::{FusedRay8, NodeTest, Ray8};
     use crate::child::ChildRef;
     use crate::math::{Aabb, Ray};
+    use crate::wide::Lanes8;
     use crate::wide::Node8;
+    use crate::wide::lanes::at_every_level;
 
     /// The exact slab test in f64 on the f32 inputs: where the ray enters the box within its
     /// range, or `None`.
@@ -357,6 +351,11 @@ mod tests {
     /// from either side (the far side: Embree's unpadded form) this fails.
     #[test]
     fn the_fused_node_test_is_conservative() {
+        at_every_level!(conservative);
+    }
+
+    #[inline(always)]
+    fn conservative<L: Lanes8>() {
         let mut rng = Rng(0x5eed_f00d);
         let mut grazed = 0;
         for i in 0..40_000 {
@@ -389,9 +388,10 @@ mod tests {
                 *b = Aabb::new(p.min(q), p.max(q));
                 node.set(lane, ChildRef::leaf(lane as u32), b);
             }
-            let (exact, exact_near) = Ray8::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
-            // Builds without FMA have no fused form: the exact one is checked twice.
-            let (mask, near) = FusedRay8::new(&ray).map_or((exact, exact_near), |f| f.test::<false>(&node, ray.tmax));
+            let (exact, exact_near) = Ray8::<L>::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
+            // Levels without FMA have no fused form: the exact one is checked twice.
+            let (mask, near) =
+                FusedRay8::<L>::new(&ray).map_or((exact, exact_near), |f| f.test::<false>(&node, ray.tmax));
             let (near, exact_near) = (near.to_array(), exact_near.to_array());
             for (lane, b) in boxes.iter().enumerate() {
                 if let Some(e) = entry(&ray, b) {
@@ -416,6 +416,11 @@ mod tests {
     /// visited; the conservativeness test above cannot see that).
     #[test]
     fn boxes_behind_the_range_are_not_entered() {
+        at_every_level!(not_behind);
+    }
+
+    #[inline(always)]
+    fn not_behind<L: Lanes8>() {
         let mut rng = Rng(0xbe41_0d00);
         let mut tested = 0;
         for i in 0..20_000 {
@@ -437,8 +442,8 @@ mod tests {
                 let half = Vec3A::splat(rng.range(0.0, 0.02) * scale);
                 node.set(lane, ChildRef::leaf(lane as u32), &Aabb::new(p - half, p + half));
             }
-            let (exact, _) = Ray8::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
-            let fused = FusedRay8::new(&ray).map_or(exact, |f| f.test::<false>(&node, ray.tmax).0);
+            let (exact, _) = Ray8::<L>::new(&ray, Vec3A::ZERO).test::<false>(&node, ray.tmax);
+            let fused = FusedRay8::<L>::new(&ray).map_or(exact, |f| f.test::<false>(&node, ray.tmax).0);
             assert_eq!(exact, 0, "exact test entered a box behind the range: {ray:?}");
             assert_eq!(fused, 0, "fused test entered a box behind the range: {ray:?}");
             tested += 1;

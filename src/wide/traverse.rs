@@ -12,7 +12,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::{Node8, NodeStore, NodeTest};
+use super::{Lanes8, Node8, NodeStore, NodeTest};
 use crate::child::ChildRef;
 
 /// A traversal entry: a child and its entry distance along the ray.
@@ -209,11 +209,11 @@ pub(crate) fn closest_first<
                     continue;
                 }
                 // Three or more: the nearest is entered, the others wait, sorted far to near.
-                #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-                {
+                if R::Lanes::NETWORK {
                     let hit = mask | 1 << first | 1 << second;
-                    // SAFETY: `room(sp + 8)` made room for the 8 entries written.
-                    let nearest = unsafe { super::order::nearest_and_rest(node, near, hit, base.add(sp)) };
+                    // SAFETY: `room(sp + 8)` made room for the 8 entries written; the lanes'
+                    // level is enabled here (`super::lanes::dispatch`).
+                    let nearest = unsafe { R::Lanes::nearest_and_rest(node, near, hit, base.add(sp)) };
                     let mut rest = hit & !(1 << nearest);
                     sp += rest.count_ones() as usize;
                     while rest != 0 {
@@ -222,10 +222,9 @@ pub(crate) fn closest_first<
                     }
                     (cur, dist) = (node.child[nearest], d[nearest]);
                 }
-                // Without AVX2, by insertion (at most 8), and the nearest is taken back at once; at equal
-                // distances the earlier lane is taken first, as with AVX2.
-                #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
-                {
+                // Without the network, by insertion (at most 8), and the nearest is taken back at
+                // once; at equal distances the earlier lane is taken first, as with the network.
+                else {
                     let run = sp;
                     let mut insert = |l: usize| {
                         let e = (node.child[l], d[l]);

@@ -32,7 +32,7 @@ impl<T> Dbvt<T> {
         if view.nodes.is_empty() || ray_aabb2(ray, &view.root_bounds).is_none() {
             return Ok(stats);
         }
-        let lanes = Ray8::new(ray, Vec3A::ZERO);
+        let lanes = Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO);
         let mut proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
         stats.nodes_visited = closest_first::<false, false, _, _, _, _>(
             &view.nodes[..],

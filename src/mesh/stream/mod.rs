@@ -442,7 +442,7 @@ impl MeshBvh {
                 };
                 let mut stack = FixedStack::<_, STACK>::new();
                 let start = ChildRef::node(at.index);
-                match if FUSED { FusedRay8::new(ray) } else { None } {
+                match if FUSED { FusedRay8::<wide::f32x8>::new(ray) } else { None } {
                     Some(f) => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
@@ -455,7 +455,7 @@ impl MeshBvh {
                     None => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
-                        &Ray8::new(ray, glam::Vec3A::ZERO),
+                        &Ray8::<wide::f32x8>::new(ray, glam::Vec3A::ZERO),
                         ray.tmin,
                         box_tmax,
                         &mut stack,
