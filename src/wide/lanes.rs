@@ -149,17 +149,28 @@ pub(crate) trait WithLanes {
 /// entry point compiled for AVX2 or AVX-512; elsewhere `wide`'s lanes as compiled.
 #[inline(always)]
 pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
-    dispatch_at(simd_level(), kernel)
+    // SAFETY: `simd_level` is never above the CPU's level.
+    unsafe { dispatch_unchecked(simd_level(), kernel) }
 }
 
 /// Runs `kernel` at `level`, or at the CPU's best level if that is lower (tests run every level
 /// the CPU has this way).
-#[inline(always)]
+#[cfg(test)]
 pub(crate) fn dispatch_at<W: WithLanes>(level: SimdLevel, kernel: W) -> W::Output {
+    // SAFETY: the level is lowered to the CPU's.
+    unsafe { dispatch_unchecked(level.min(super::level::cpu_level()), kernel) }
+}
+
+/// Runs `kernel` at `level`.
+///
+/// # Safety
+/// The CPU has `level`'s instructions.
+#[inline(always)]
+unsafe fn dispatch_unchecked<W: WithLanes>(level: SimdLevel, kernel: W) -> W::Output {
     #[cfg(target_arch = "x86_64")]
     {
-        match level.min(super::level::cpu_level()) {
-            // SAFETY: `simd_level` reports a level only when the CPU has its instructions.
+        match level {
+            // SAFETY: the caller's promise.
             SimdLevel::Avx512 => unsafe { super::x86::run_avx512(kernel) },
             // SAFETY: as above.
             SimdLevel::Avx2 => unsafe { super::x86::run_avx2(kernel) },

@@ -62,15 +62,25 @@ impl fmt::Display for SimdLevel {
 /// triangle test, alone or in batches). The packets, the streams and the dynamic tree's 8-wide
 /// copy still run at the level the build's target features give ([`compiled_simd_level`]).
 /// Every level gives the same answers (see `docs/robustness.md`).
+#[inline]
 pub fn simd_level() -> SimdLevel {
     match LEVEL.load(Ordering::Relaxed) {
-        UNSET => {
-            let level = chosen_level();
-            LEVEL.store(level as u8, Ordering::Relaxed);
-            level
-        }
-        l => LEVELS[l as usize],
+        0 => SimdLevel::Scalar,
+        1 => SimdLevel::Neon,
+        2 => SimdLevel::Sse2,
+        3 => SimdLevel::Avx2,
+        4 => SimdLevel::Avx512,
+        _ => choose_level(),
     }
+}
+
+/// The first [`simd_level`]: chooses, and keeps the choice in [`LEVEL`].
+#[cold]
+#[inline(never)]
+fn choose_level() -> SimdLevel {
+    let level = chosen_level();
+    LEVEL.store(level as u8, Ordering::Relaxed);
+    level
 }
 
 /// The level the build's target features give (`-C target-cpu`, `-C target-feature`): what the
@@ -114,7 +124,7 @@ impl SimdLevel {
     }
 }
 
-/// Every level, indexed by its discriminant (the order of the enum).
+/// Every level, in the order of the enum (their discriminants, which [`simd_level`] matches).
 const LEVELS: [SimdLevel; 5] =
     [SimdLevel::Scalar, SimdLevel::Neon, SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512];
 
