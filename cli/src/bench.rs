@@ -28,12 +28,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
     let (bvh, build) = progress::build(&scene, &args.bvh);
-    println!(
-        "built the BVH in {} ({}; SIMD kernels: {})",
-        ms(build),
-        progress::threads(threads),
-        slabtree::simd_level()
-    );
+    println!("built the BVH in {} ({}; SIMD kernels: {})", ms(build), progress::threads(threads), progress::simd());
 
     let generator = Generator::new(&scene);
     let primary = generator.primary(args.count as usize)?;

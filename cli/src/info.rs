@@ -27,7 +27,8 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("leaves:             {} (up to 4 triangles each)", count(s.leaves));
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
-    println!("SIMD kernels:       {} (fixed when slabtree was compiled)", slabtree::simd_level());
+    println!("SIMD kernels:       {} (chosen at run time from the CPU)", slabtree::simd_level());
+    println!("packet kernels:     {} (fixed when slabtree was compiled)", slabtree::compiled_simd_level());
     let phases = |s: &MeshStats| {
         let p = s.build_phases;
         [s.build_time, p.triangle_bounds, p.binary_build, p.rotations, p.collapse]

@@ -47,6 +47,7 @@ use tracer::Tracer;
 /// errors print one line and return `Err`.
 pub fn run() -> CliResult<()> {
     let cli = Cli::parse();
+    progress::check_simd_override()?;
     match cli.command {
         None => {
             let d = cli.default;

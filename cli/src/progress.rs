@@ -152,6 +152,24 @@ pub fn timed<T>(passes: u32, label: &str, mut pass: impl FnMut() -> T) -> (T, Pa
 }
 
 /// `threads` as `1 thread` or `2 threads`.
+/// Refuses a `SLABTREE_SIMD` that names no level (the library would ignore it, and the figures
+/// printed would not be the level asked for).
+pub fn check_simd_override() -> Result<(), crate::error::CliError> {
+    match std::env::var("SLABTREE_SIMD") {
+        Ok(v) if slabtree::SimdLevel::from_name(&v).is_none() => Err(crate::error::CliError::new(format!(
+            "SLABTREE_SIMD={v} names no SIMD level (scalar, neon, sse2, avx2, avx512)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The SIMD levels the kernels run at: the one chosen at run time, and the build's where the
+/// kernels that follow it (packets, streams, the dynamic tree's copy) differ.
+pub fn simd() -> String {
+    let (chosen, compiled) = (slabtree::simd_level(), slabtree::compiled_simd_level());
+    if chosen == compiled { chosen.to_string() } else { format!("{chosen}; packets {compiled}") }
+}
+
 pub fn threads(n: usize) -> String {
     if n == 1 { "1 thread".into() } else { format!("{n} threads") }
 }

@@ -63,12 +63,7 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
     let (bvh, build) = progress::build(&scene, &args.bvh);
-    println!(
-        "built the BVH in {} ({}; SIMD kernels: {})",
-        ms(build),
-        progress::threads(threads),
-        slabtree::simd_level()
-    );
+    println!("built the BVH in {} ({}; SIMD kernels: {})", ms(build), progress::threads(threads), progress::simd());
 
     // The answers go into vectors made once, outside the timed passes, so that a pass times the
     // queries, not the allocation and first touch of their answers.

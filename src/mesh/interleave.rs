@@ -27,18 +27,19 @@ use super::policy::{Nearest, RayLeaf};
 use super::query::LeafTest;
 use super::triangle::PackHit;
 use crate::math::{Ray, RayCoherence};
-use crate::wide::{ChildRef, Entry, FusedRay8, Node8, NodeTest};
+use crate::wide::{ChildRef, Entry, FusedRay8, Lanes8, Node8, NodeTest, Ray8, WithLanes, dispatch};
 
 /// Rays in flight per thread. On the dragon's random rays, 2, 4, 6 and 8 lanes measured 1.16x,
 /// 1.47x, 1.85x and 1.70x the single rays (one run each; `docs/performance.md`); 8 gave the
 /// diffuse rays the most with 6.
 pub(super) const LANES: usize = 8;
 
-/// One ray's walk, resumable one visit at a time: the closest hit, or with `ANY` any hit.
-struct Walk<const ANY: bool, const WATERTIGHT: bool> {
+/// One ray's walk, resumable one visit at a time: the closest hit, or with `ANY` any hit, with
+/// node tests in lanes `L`. Its stack is borrowed from the thread's pool (`STACKS`).
+struct Walk<'s, const ANY: bool, const WATERTIGHT: bool, L> {
     /// The ray's index in the batch.
     ray: usize,
-    node_test: FusedRay8,
+    node_test: RayNodeTest<L>,
     leaf: RayLeaf<WATERTIGHT, Nearest>,
     tmin: f32,
     tmax: f32,
@@ -46,29 +47,34 @@ struct Walk<const ANY: bool, const WATERTIGHT: bool> {
     cur: ChildRef,
     best: Option<(u32, PackHit)>,
     sp: usize,
-    stack: [MaybeUninit<Entry>; STACK],
+    stack: &'s mut Stack,
 }
 
-impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
-    /// A walk of ray `r` from the root.
-    fn new(r: usize, ray: &Ray, node_test: FusedRay8) -> Self {
+/// A walk's stack: 8 KB, so kept in the thread's pool rather than allocated per batch.
+type Stack = [MaybeUninit<Entry>; STACK];
+
+impl<'s, const ANY: bool, const WATERTIGHT: bool, L: Lanes8> Walk<'s, ANY, WATERTIGHT, L> {
+    /// A walk of ray `r` from the root, on `stack`.
+    #[inline(always)]
+    fn new(r: usize, ray: &Ray, stack: &'s mut Stack) -> Self {
         let leaf = RayLeaf::new(ray, Nearest);
         Walk {
             ray: r,
-            node_test,
+            node_test: RayNodeTest::new(ray),
             tmin: ray.tmin,
             tmax: leaf.walk_tmax(ray.tmax),
             leaf,
             cur: ChildRef::node(0),
             best: None,
             sp: 0,
-            stack: [const { MaybeUninit::uninit() }; STACK],
+            stack,
         }
     }
 
     /// Starts this walk again, for ray `r` (the stack's old entries are never read again).
-    fn restart(&mut self, r: usize, ray: &Ray, node_test: FusedRay8) {
-        (self.ray, self.node_test, self.leaf) = (r, node_test, RayLeaf::new(ray, Nearest));
+    #[inline(always)]
+    fn restart(&mut self, r: usize, ray: &Ray) {
+        (self.ray, self.node_test, self.leaf) = (r, RayNodeTest::new(ray), RayLeaf::new(ray, Nearest));
         let tmax = self.leaf.walk_tmax(ray.tmax);
         (self.tmin, self.tmax, self.cur, self.best, self.sp) = (ray.tmin, tmax, ChildRef::node(0), None, 0);
     }
@@ -92,7 +98,7 @@ impl<const ANY: bool, const WATERTIGHT: bool> Walk<ANY, WATERTIGHT> {
             // SAFETY: `cur` is the root (the BVH is not empty) or a node reference read from one
             // of its nodes.
             let node: &Node8 = unsafe { blocks.node_unchecked(cur.index()) };
-            let (mut mask, near) = self.node_test.test::<false>(node, self.tmax);
+            let (mut mask, near) = self.node_test.test(node, self.tmax);
             if mask != 0 {
                 let d = near.to_array();
                 let first = mask.trailing_zeros() as usize;
@@ -190,117 +196,111 @@ impl MeshBvh {
         }
     }
 
-    /// The next ray from `*next` on that the fused node test takes, and its test; the rays
-    /// before it, which it does not take, are traced alone and handed to `done`.
-    fn next_fused<const ANY: bool>(
-        &self,
-        rays: &[Ray],
-        next: &mut usize,
-        done: &mut impl FnMut(usize, Option<(u32, PackHit)>),
-    ) -> Option<(usize, FusedRay8)> {
-        while let Some(ray) = rays.get(*next) {
-            let r = *next;
-            *next += 1;
-            match FusedRay8::new(ray) {
-                Some(node_test) => return Some((r, node_test)),
-                None => done(r, self.trace::<ANY>(ray).0),
-            }
-        }
-        None
-    }
-
     /// Every ray's walk, [`LANES`] at a time, each finished one handed to `done` with its ray's
-    /// index.
+    /// index, at the SIMD level [`crate::simd_level`] chose.
     #[inline(never)]
     fn interleave<const ANY: bool, const WATERTIGHT: bool>(
         &self,
         rays: &[Ray],
         mut done: impl FnMut(usize, Option<(u32, PackHit)>),
-    ) where
-        Walk<ANY, WATERTIGHT>: WalkPool,
-    {
-        let blocks = &self.blocks;
-        if blocks.is_empty() {
+    ) {
+        if self.blocks.is_empty() {
             (0..rays.len()).for_each(|r| done(r, None));
             return;
         }
-        // Up to LANES walks (8 KB of stack each, so on the heap, in this thread's pool: nothing
-        // is allocated once it has room); a finished walk takes the next ray, and the lanes
-        // drain at the end.
-        Walk::<ANY, WATERTIGHT>::with_pool(|walks| self.interleave_in(rays, &mut done, walks));
+        // Up to LANES walks, on stacks from this thread's pool (nothing is allocated once it has
+        // room); a finished walk takes the next ray, and the lanes drain at the end.
+        with_stacks(|stacks| dispatch(Interleave::<ANY, WATERTIGHT, _> { bvh: self, rays, done, stacks }));
     }
+}
 
-    /// [`MeshBvh::interleave`] with `walks`, an empty vector.
+/// [`MeshBvh::interleave`]'s walks, as a kernel for [`dispatch`].
+struct Interleave<'a, const ANY: bool, const WATERTIGHT: bool, F> {
+    bvh: &'a MeshBvh,
+    rays: &'a [Ray],
+    done: F,
+    stacks: &'a mut [Stack; LANES],
+}
+
+impl<const ANY: bool, const WATERTIGHT: bool, F: FnMut(usize, Option<(u32, PackHit)>)> WithLanes
+    for Interleave<'_, ANY, WATERTIGHT, F>
+{
+    type Output = ();
+
     #[inline(always)]
-    fn interleave_in<const ANY: bool, const WATERTIGHT: bool>(
-        &self,
-        rays: &[Ray],
-        mut done: impl FnMut(usize, Option<(u32, PackHit)>),
-        walks: &mut Vec<Walk<ANY, WATERTIGHT>>,
-    ) {
-        let blocks = &self.blocks;
-        debug_assert!(walks.is_empty());
+    fn run<L: Lanes8>(self) {
+        let Interleave { bvh, rays, mut done, stacks } = self;
+        let blocks = &bvh.blocks;
+        let mut walks: [Option<Walk<ANY, WATERTIGHT, L>>; LANES] = [const { None }; LANES];
         let mut next = 0;
-        while walks.len() < LANES {
-            let Some((r, node_test)) = self.next_fused::<ANY>(rays, &mut next, &mut done) else { break };
-            walks.push(Walk::new(r, &rays[r], node_test));
+        let mut live = 0;
+        for (slot, stack) in walks.iter_mut().zip(stacks.iter_mut()) {
+            if next == rays.len() {
+                break;
+            }
+            *slot = Some(Walk::new(next, &rays[next], stack));
+            next += 1;
+            live += 1;
         }
-        while !walks.is_empty() {
-            let mut i = 0;
-            while i < walks.len() {
-                let w = &mut walks[i];
+        while live > 0 {
+            for slot in walks.iter_mut() {
+                let Some(w) = slot else { continue };
                 if w.step(blocks) {
-                    i += 1;
                     continue;
                 }
                 done(w.ray, w.best);
-                match self.next_fused::<ANY>(rays, &mut next, &mut done) {
-                    Some((r, node_test)) => {
-                        walks[i].restart(r, &rays[r], node_test);
-                        i += 1;
-                    }
-                    None => {
-                        walks.swap_remove(i);
-                    }
+                if next < rays.len() {
+                    w.restart(next, &rays[next]);
+                    next += 1;
+                } else {
+                    *slot = None;
+                    live -= 1;
                 }
             }
         }
     }
 }
 
-/// A thread's walks, kept between calls: each holds a stack of [`STACK`] entries, which a call
-/// should not allocate again.
-trait WalkPool: Sized {
-    /// Calls `f` with this thread's vector of walks, empty (with room for [`LANES`] once used), or
-    /// with a fresh one when the pool is in use on this thread already.
-    fn with_pool<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R;
+/// The node test of a ray's walk: the fused form where the lanes' level and the ray allow it,
+/// else the exact one, as the single ray's walk (`MeshBvh::traverse`) chooses.
+enum RayNodeTest<L> {
+    Fused(FusedRay8<L>),
+    Exact(Ray8<L>),
 }
 
-macro_rules! walk_pool {
-    ($any:literal, $watertight:literal, $pool:ident) => {
-        thread_local! {
-            static $pool: std::cell::RefCell<Vec<Walk<$any, $watertight>>> =
-                const { std::cell::RefCell::new(Vec::new()) };
+impl<L: Lanes8> RayNodeTest<L> {
+    #[inline(always)]
+    fn new(ray: &Ray) -> Self {
+        match FusedRay8::<L>::new(ray) {
+            Some(fused) => RayNodeTest::Fused(fused),
+            None => RayNodeTest::Exact(Ray8::new(ray, glam::Vec3A::ZERO)),
         }
-        impl WalkPool for Walk<$any, $watertight> {
-            fn with_pool<R>(f: impl FnOnce(&mut Vec<Self>) -> R) -> R {
-                $pool.with(|pool| match pool.try_borrow_mut() {
-                    Ok(mut walks) => {
-                        walks.clear();
-                        walks.reserve(LANES);
-                        f(&mut walks)
-                    }
-                    Err(_) => f(&mut Vec::with_capacity(LANES)),
-                })
-            }
+    }
+
+    /// The lanes of `node` the ray enters before `tmax`, and their entry distances.
+    #[inline(always)]
+    fn test(&self, node: &Node8, tmax: f32) -> (u32, L) {
+        match self {
+            RayNodeTest::Fused(f) => f.test::<false>(node, tmax),
+            RayNodeTest::Exact(e) => e.test::<false>(node, tmax),
         }
-    };
+    }
 }
 
-walk_pool!(false, false, CLOSEST);
-walk_pool!(false, true, CLOSEST_WATERTIGHT);
-walk_pool!(true, false, ANY_HIT);
-walk_pool!(true, true, ANY_HIT_WATERTIGHT);
+thread_local! {
+    /// This thread's walk stacks, kept between batches.
+    static STACKS: std::cell::RefCell<Option<Box<[Stack; LANES]>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Calls `f` with this thread's [`LANES`] walk stacks, or with fresh ones when they are in use on
+/// this thread already.
+fn with_stacks<R>(f: impl FnOnce(&mut [Stack; LANES]) -> R) -> R {
+    let fresh = || Box::new([const { [const { MaybeUninit::uninit() }; STACK] }; LANES]);
+    STACKS.with(|pool| match pool.try_borrow_mut() {
+        Ok(mut stacks) => f(stacks.get_or_insert_with(fresh)),
+        Err(_) => f(&mut fresh()),
+    })
+}
 
 /// Hands `trace` the runs of [`HINT_RUN`] rays of `rays`, each judged by
 /// [`RayCoherence::of_rays`]: a run to trace one ray after another with its hint (`Some(hint)`),
