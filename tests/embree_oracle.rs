@@ -165,7 +165,12 @@ fn agrees_with_embree_on_every_shared_ray_set() {
             let bvhs = [TriangleTest::Watertight, TriangleTest::MollerTrumbore]
                 .map(|t| MeshBvh::build(&mesh, &BuildOptions { triangle_test: t, ..Default::default() }))
                 .to_vec();
-            println!("{scene}: {} triangles, build {:?}", mesh.len(), bvhs[0].stats().build_time);
+            println!(
+                "{scene}: {} triangles, build {:?}, SIMD level {}",
+                mesh.len(),
+                bvhs[0].stats().build_time,
+                slabtree::simd_level()
+            );
             current = Some((scene.to_string(), mesh, bvhs));
         }
         let (_, mesh, bvhs) = current.as_ref().unwrap();
