@@ -230,10 +230,17 @@ impl MeshBvh {
     /// wrote it, a stall on store forwarding that cost incoherent streams a tenth of their time
     /// (perf, Sponza's random rays) and batches about 4% (the bunny's camera rays); built and
     /// stored here, it is not reloaded.
+    /// The walk and the hit's finish both run at the SIMD level chosen, in one kernel.
     #[inline(never)]
     fn intersect_valid_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
         debug_assert!(ray.validate().is_ok(), "{ray:?}");
-        *slot = self.trace_hinted::<false>(ray, hint).0.map(|(prim, h)| self.finish(prim, h, ray));
+        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore if early => dispatch(TraceInto::<false, true> { bvh: self, ray, slot }),
+            TriangleTest::MollerTrumbore => dispatch(TraceInto::<false, false> { bvh: self, ray, slot }),
+            TriangleTest::Watertight if early => dispatch(TraceInto::<true, true> { bvh: self, ray, slot }),
+            TriangleTest::Watertight => dispatch(TraceInto::<true, false> { bvh: self, ray, slot }),
+        }
     }
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
@@ -334,6 +341,12 @@ impl MeshBvh {
     /// bunny (perf).
     #[inline]
     pub(crate) fn finish(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
+        self.finish_inline(prim, h, ray)
+    }
+
+    /// [`MeshBvh::finish`], always inlined: into a kernel of a SIMD level (`TraceInto`).
+    #[inline(always)]
+    fn finish_inline(&self, prim: u32, h: PackHit, ray: &Ray) -> Hit {
         let [a, r1, r2] = self.blocks.pack(h.pack).expect("a hit's pack exists").rows(h.lane);
         let a64 = a.as_dvec3();
         // The edges: the f32 edges that Möller–Trumbore packs store and test, or exact in f64
@@ -655,5 +668,25 @@ impl<const ANY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, D> {
                 &mut RayLeaf::<true, _>::new(ray, self.decide),
             ),
         }
+    }
+}
+
+/// The closest hit of one ray, finished and written to `slot`, as a kernel for [`dispatch`]
+/// (`MeshBvh::intersect_valid_into`).
+struct TraceInto<'a, const WATERTIGHT: bool, const EARLY: bool> {
+    bvh: &'a MeshBvh,
+    ray: &'a Ray,
+    slot: &'a mut Option<Hit>,
+}
+
+impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATERTIGHT, EARLY> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<V: Lanes8>(self) {
+        let (bvh, ray) = (self.bvh, self.ray);
+        let leaf = &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest);
+        let (found, _) = bvh.traverse::<V, false, false, EARLY, _>(ray, Vec3A::ZERO, leaf);
+        *self.slot = found.map(|(prim, h)| bvh.finish_inline(prim, h, ray));
     }
 }

@@ -12,7 +12,41 @@ use crate::dbvt::queries::{ALL_PLANES, LeafControl, LeafPolicy, RayLeaf, RayPoli
 use crate::dbvt::traverse::QueryStats;
 use crate::dbvt::{Dbvt, DbvtError};
 use crate::math::{Frustum, Ray, ray_aabb2};
-use crate::wide::{ChildRef, LeafVisitor, Node8, Ray8, closest_first};
+use crate::wide::{ChildRef, Lanes8, LeafVisitor, Node8, Ray8, WithLanes, closest_first, dispatch};
+
+/// [`Dbvt::ray_cast_wide`]'s walk, as a kernel for [`dispatch`]: it runs at the SIMD level
+/// [`crate::simd_level`] chose. Returns the nodes and leaves visited.
+struct RayCastWide<'a, V> {
+    nodes: &'a [Node8],
+    ray: &'a Ray,
+    stack: &'a mut Vec<(ChildRef, f32)>,
+    proxies: V,
+}
+
+impl<V: LeafVisitor + VisitCount> WithLanes for RayCastWide<'_, V> {
+    type Output = (u32, u32);
+
+    #[inline(always)]
+    fn run<L: Lanes8>(self) -> (u32, u32) {
+        let RayCastWide { nodes, ray, stack, mut proxies } = self;
+        let lanes = Ray8::<L>::new(ray, Vec3A::ZERO);
+        let visited = closest_first::<false, false, _, _, _, _>(
+            nodes,
+            ChildRef::node(0),
+            &lanes,
+            ray.tmin,
+            ray.tmax,
+            stack,
+            &mut proxies,
+        );
+        (visited, proxies.leaves_visited())
+    }
+}
+
+/// The leaves a visitor saw.
+trait VisitCount {
+    fn leaves_visited(&self) -> u32;
+}
 
 impl<T> Dbvt<T> {
     /// [`Dbvt::ray_cast`] over `view`, which must have been made from this tree since its last
@@ -32,18 +66,8 @@ impl<T> Dbvt<T> {
         if view.nodes.is_empty() || ray_aabb2(ray, &view.root_bounds).is_none() {
             return Ok(stats);
         }
-        let lanes = Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO);
-        let mut proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
-        stats.nodes_visited = closest_first::<false, false, _, _, _, _>(
-            &view.nodes[..],
-            ChildRef::node(0),
-            &lanes,
-            ray.tmin,
-            ray.tmax,
-            stack,
-            &mut proxies,
-        );
-        stats.leaves_visited = proxies.leaves_visited;
+        let proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
+        (stats.nodes_visited, stats.leaves_visited) = dispatch(RayCastWide { nodes: &view.nodes, ray, stack, proxies });
         Ok(stats)
     }
 
@@ -146,6 +170,12 @@ struct ProxyVisitor<'a, T, P> {
     nodes: &'a [Node8],
     policy: &'a mut P,
     leaves_visited: u32,
+}
+
+impl<T, P> VisitCount for ProxyVisitor<'_, T, P> {
+    fn leaves_visited(&self) -> u32 {
+        self.leaves_visited
+    }
 }
 
 impl<T, P: RayPolicy<T>> LeafVisitor for ProxyVisitor<'_, T, P> {
