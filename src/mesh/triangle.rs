@@ -12,7 +12,9 @@
 //!   that come out exactly 0 in f32 are recomputed in f64, as the paper prescribes.
 
 use glam::Vec3;
-use wide::{f32x4, f32x8};
+use wide::f32x4;
+
+use crate::wide::Lanes8;
 
 /// Marks an unused lane of a pack.
 pub(crate) const NO_PRIM: u32 = u32::MAX;
@@ -339,56 +341,56 @@ impl TriRay {
     /// single-ray lane does; the nearest triangle is kept with a strict `<` in lane order, which
     /// is [`LaneHits::nearest_of`]'s choice of the first of equal distances.
     #[inline(always)]
-    pub(crate) fn intersect_mt_rays(p: &TriPack, o: &[f32x8; 3], d: &[f32x8; 3], tmin: f32x8, tmax: f32x8) -> RaysHit {
-        let mut out = RaysHit { mask: 0, t: f32x8::splat(f32::INFINITY), u: f32x8::ZERO, v: f32x8::ZERO, lane: [0; 8] };
-        let cross = |a: &[f32x8; 3], b: &[f32x8; 3]| {
-            [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-        };
-        let dot = |a: &[f32x8; 3], b: &[f32x8; 3]| a[0] * b[0] + (a[1] * b[1] + a[2] * b[2]);
-        let zero = f32x8::ZERO;
+    pub(crate) fn intersect_mt_rays<L: Lanes8>(p: &TriPack, o: &[L; 3], d: &[L; 3], tmin: L, tmax: L) -> RaysHit {
+        let (mut mask, mut best_t, mut best_u, mut best_v) =
+            (0u32, L::splat(f32::INFINITY), L::splat(0.0), L::splat(0.0));
+        let mut lanes = [0u8; 8];
+        let cross =
+            |a: &[L; 3], b: &[L; 3]| [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+        let dot = |a: &[L; 3], b: &[L; 3]| a[0] * b[0] + (a[1] * b[1] + a[2] * b[2]);
+        let (zero, minus_zero) = (L::splat(0.0), L::splat(-0.0));
         for lane in 0..4 {
             if p.prim[lane] == NO_PRIM {
                 continue;
             }
-            let row = |k: usize| [0, 1, 2].map(|a| f32x8::splat(p.v[k][a][lane]));
+            let row = |k: usize| [0, 1, 2].map(|a| L::splat(p.v[k][a][lane]));
             let (v0, e1, e2) = (row(0), row(1), row(2));
             let n = cross(&e1, &e2);
             let c = [v0[0] - o[0], v0[1] - o[1], v0[2] - o[2]];
             let r = cross(&c, d);
             let den = dot(&n, d);
-            let sign = den & f32x8::splat(-0.0);
-            let abs_den = den ^ sign;
-            let u = dot(&r, &e2) ^ sign;
-            let v = -dot(&r, &e1) ^ sign;
-            let inside = abs_den.simd_gt(zero) & u.simd_ge(zero) & v.simd_ge(zero) & (u + v).simd_le(abs_den);
-            if inside.to_bitmask() == 0 {
+            let sign = den.sign();
+            let abs_den = den.xor(sign);
+            let u = dot(&r, &e2).xor(sign);
+            let v = dot(&r, &e1).xor(minus_zero).xor(sign);
+            let inside = abs_den.gt_bits(zero) & u.ge_bits(zero) & v.ge_bits(zero) & (u + v).le_bits(abs_den);
+            if inside == 0 {
                 continue;
             }
-            let t = dot(&c, &n) ^ sign;
-            let mask = inside & t.simd_ge(abs_den * tmin) & t.simd_le(abs_den * tmax);
-            if mask.to_bitmask() == 0 {
+            let t = dot(&c, &n).xor(sign);
+            let hit = inside & t.ge_bits(abs_den * tmin) & t.le_bits(abs_den * tmax);
+            if hit == 0 {
                 continue;
             }
-            let inv = f32x8::ONE / abs_den;
+            let inv = L::splat(1.0) / abs_den;
             let t = t * inv;
-            let mask = mask & t.simd_ge(tmin) & t.simd_le(tmax) & t.simd_lt(f32x8::splat(f32::INFINITY));
+            let hit = hit & t.ge_bits(tmin) & t.le_bits(tmax) & t.lt_bits(L::splat(f32::INFINITY));
             // The first triangle of the smallest `t`, per ray.
-            let better = mask & t.simd_lt(out.t);
-            let bits = better.to_bitmask();
-            if bits == 0 {
+            let better = hit & t.lt_bits(best_t);
+            if better == 0 {
                 continue;
             }
-            out.t = better.bitselect(t, out.t);
-            out.u = better.bitselect(u * inv, out.u);
-            out.v = better.bitselect(v * inv, out.v);
-            out.mask |= bits;
-            for (l, slot) in out.lane.iter_mut().enumerate() {
-                if bits & (1 << l) != 0 {
+            best_t = L::select_bits(better, t, best_t);
+            best_u = L::select_bits(better, u * inv, best_u);
+            best_v = L::select_bits(better, v * inv, best_v);
+            mask |= better;
+            for (l, slot) in lanes.iter_mut().enumerate() {
+                if better & (1 << l) != 0 {
                     *slot = lane as u8;
                 }
             }
         }
-        out
+        RaysHit { mask, t: best_t.to_array(), u: best_u.to_array(), v: best_v.to_array(), lane: lanes }
     }
 
     /// Woop–Benthin–Wald watertight test on four triangles stored as corners
@@ -409,9 +411,9 @@ impl TriRay {
 /// and per ray the hit's distance, barycentrics and the pack lane of its triangle.
 pub(crate) struct RaysHit {
     pub mask: u32,
-    pub t: f32x8,
-    pub u: f32x8,
-    pub v: f32x8,
+    pub t: [f32; 8],
+    pub u: [f32; 8],
+    pub v: [f32; 8],
     pub lane: [u8; 8],
 }
 

@@ -20,7 +20,7 @@
 //! level, and the closest hit at a shared distance is the lower triangle index, whichever
 //! order a level's walk meets them in.
 
-use std::ops::{Add, Mul, Sub};
+use std::ops::{Add, Div, Mul, Sub};
 
 use super::traverse::Entry;
 use super::{Node8, SimdLevel, simd_level};
@@ -30,7 +30,7 @@ use crate::math::KeepLanes;
 /// them. Every method is `#[inline(always)]` in every implementation, so that a kernel generic
 /// over `Lanes8` compiles, inside a level's entry point, to that level's instructions.
 pub(crate) trait Lanes8:
-    Copy + KeepLanes + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self>
+    Copy + KeepLanes + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
 {
     /// Whether [`Lanes8::mul_sub`] rounds once (a real fused multiply-add): the fused node test
     /// (`super::ray::FusedRay8`) is only conservative with one rounding.
@@ -63,6 +63,27 @@ pub(crate) trait Lanes8:
 
     /// Bit `i` set where lane `i` of `self` is less than `other`'s (false on NaN).
     fn lt_bits(self, other: Self) -> u32;
+
+    /// Bit `i` set where lane `i` of `self` is at least `other`'s (false on NaN).
+    #[inline(always)]
+    fn ge_bits(self, other: Self) -> u32 {
+        other.le_bits(self)
+    }
+
+    /// Bit `i` set where lane `i` of `self` is greater than `other`'s (false on NaN).
+    #[inline(always)]
+    fn gt_bits(self, other: Self) -> u32 {
+        other.lt_bits(self)
+    }
+
+    /// The lanes' sign bits alone (`self & -0.0`).
+    fn sign(self) -> Self;
+
+    /// The lanes' bits exclusive-or `other`'s (with [`Lanes8::sign`]: a sign flipped or cleared).
+    fn xor(self, other: Self) -> Self;
+
+    /// Lane `i` of `a` where bit `i` of `bits` is set, else of `b`.
+    fn select_bits(bits: u32, a: Self, b: Self) -> Self;
 
     /// For the children in `hit` (three or more lanes of `node`) entered at `near`: the lane of
     /// the nearest, with the others written far to near at `out` (`super::order`). Only called
@@ -123,6 +144,23 @@ impl Lanes8 for wide::f32x8 {
     #[inline(always)]
     fn lt_bits(self, other: Self) -> u32 {
         self.simd_lt(other).to_bitmask()
+    }
+
+    #[inline(always)]
+    fn sign(self) -> Self {
+        self & wide::f32x8::splat(-0.0)
+    }
+
+    #[inline(always)]
+    fn xor(self, other: Self) -> Self {
+        self ^ other
+    }
+
+    #[inline(always)]
+    fn select_bits(bits: u32, a: Self, b: Self) -> Self {
+        let all = f32::from_bits(u32::MAX);
+        let mask = wide::f32x8::new(std::array::from_fn(|i| if bits & (1 << i) != 0 { all } else { 0.0 }));
+        mask.bitselect(a, b)
     }
 }
 
@@ -254,6 +292,17 @@ mod tests {
             let bits = |f: &dyn Fn(usize) -> bool| (0..8).filter(|&i| f(i)).fold(0u32, |m, i| m | 1 << i);
             assert_eq!(va.le_bits(vb), bits(&|i| a[i] <= b[i]), "le {a:?} {b:?}");
             assert_eq!(va.lt_bits(vb), bits(&|i| a[i] < b[i]), "lt {a:?} {b:?}");
+            assert_eq!(va.ge_bits(vb), bits(&|i| a[i] >= b[i]), "ge {a:?} {b:?}");
+            assert_eq!(va.gt_bits(vb), bits(&|i| a[i] > b[i]), "gt {a:?} {b:?}");
+            same(va / vb, std::array::from_fn(|i| a[i] / b[i]), "div");
+            same(va.sign(), std::array::from_fn(|i| f32::from_bits(a[i].to_bits() & 0x8000_0000)), "sign");
+            same(va.xor(vb), std::array::from_fn(|i| f32::from_bits(a[i].to_bits() ^ b[i].to_bits())), "xor");
+            let pick = (round as u32).wrapping_mul(0x9e37_79b9) >> 24;
+            same(
+                L::select_bits(pick, va, vb),
+                std::array::from_fn(|i| if pick & (1 << i) != 0 { a[i] } else { b[i] }),
+                "select",
+            );
         }
     }
 

@@ -4,10 +4,8 @@
 //! which the mesh BVH's streams (`mesh::stream`, where the design and why each answer equals the
 //! single ray's are set out) and the scene's streams (`scene::stream`) both use.
 
-use wide::f32x8;
-
 use super::ray::{fused_constants, fused_interval, plane_rows};
-use super::{ChildRef, FixedStack, Node8, NodeStore};
+use super::{ChildRef, FixedStack, Lanes8, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
 /// Rays in a packet at most.
@@ -30,8 +28,14 @@ pub(crate) fn raised_tmax(tmax: f32) -> f32 {
 
 /// [`raised_tmax`] of eight rays' `tmax` (a lane holding -inf becomes NaN, which no test passes).
 #[inline(always)]
-pub(crate) fn raised_tmax8(tmax: f32x8) -> f32x8 {
-    tmax + tmax.abs() * f32x8::splat(TIE_MARGIN) + f32x8::splat(f32::MIN_POSITIVE)
+pub(crate) fn raised_tmax8<L: Lanes8>(tmax: L) -> L {
+    tmax + abs(tmax) * L::splat(TIE_MARGIN) + L::splat(f32::MIN_POSITIVE)
+}
+
+/// `|x|`, lane by lane.
+#[inline(always)]
+fn abs<L: Lanes8>(x: L) -> L {
+    x.xor(x.sign())
 }
 
 /// The lower end of the band around a ray's `tmax` within which a second hit may be a tie:
@@ -56,18 +60,17 @@ impl Default for Lanes {
 impl Lanes {
     /// Rays `8g..8g + 8`.
     #[inline(always)]
-    fn group(&self, g: usize) -> f32x8 {
+    fn group<L: Lanes8>(&self, g: usize) -> L {
         debug_assert!(g < GROUPS);
-        // SAFETY: `Lanes` is 32-byte aligned and `g < GROUPS`, so the 8 floats at `8g` are an
-        // aligned, in-bounds `f32x8` (whose layout is `[f32; 8]`).
-        unsafe { *self.0.as_ptr().add(g * 8).cast::<f32x8>() }
+        // SAFETY: `g < GROUPS`, so the 8 floats at `8g` are in bounds (and 32-byte aligned).
+        L::load(unsafe { &*self.0.as_ptr().add(g * 8).cast::<[f32; 8]>() })
     }
 }
 
 /// One child's planes, splatted, near and far per axis by the packet's direction signs.
-pub(crate) struct Planes {
-    near: [f32x8; 3],
-    far: [f32x8; 3],
+pub(crate) struct Planes<L = wide::f32x8> {
+    near: [L; 3],
+    far: [L; 3],
 }
 
 /// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
@@ -95,14 +98,14 @@ pub(crate) struct Packet {
     pub(crate) live: u64,
     near_row: [usize; 3],
     far_row: [usize; 3],
-    /// Bounds of the origins and inverse directions, per axis.
-    o_lo: [f32x8; 3],
-    o_hi: [f32x8; 3],
-    i_lo: [f32x8; 3],
-    i_hi: [f32x8; 3],
-    tmin_lo: f32x8,
+    /// Bounds of the origins and inverse directions, per axis, splatted.
+    o_lo: [[f32; 8]; 3],
+    o_hi: [[f32; 8]; 3],
+    i_lo: [[f32; 8]; 3],
+    i_hi: [[f32; 8]; 3],
+    tmin_lo: [f32; 8],
     /// Absolute margin of the interval bounds: three times the largest `Δ`.
-    margin: f32x8,
+    margin: [f32; 8],
     /// The largest `tmax` of a live ray.
     tmax_hi: f32,
 }
@@ -163,10 +166,10 @@ impl Packet {
             self.tmax.0[k] = f32::NEG_INFINITY;
         }
         self.live = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let splat3 = |v: [f32; 3]| v.map(f32x8::splat);
+        let splat3 = |v: [f32; 3]| v.map(|x| [x; 8]);
         (self.o_lo, self.o_hi, self.i_lo, self.i_hi) = (splat3(o_lo), splat3(o_hi), splat3(i_lo), splat3(i_hi));
-        self.tmin_lo = f32x8::splat(tmin_lo);
-        self.margin = f32x8::splat(3.0 * widen_hi);
+        self.tmin_lo = [tmin_lo; 8];
+        self.margin = [3.0 * widen_hi; 8];
         self.tmax_hi = tmax_hi;
     }
 
@@ -185,14 +188,15 @@ impl Packet {
     /// Updates the largest `tmax` after clips.
     pub(crate) fn clipped(&mut self) {
         // Lanes past the last ray hold -inf, so whole groups can be taken.
-        let m = (0..self.n.div_ceil(8)).fold(f32x8::splat(f32::NEG_INFINITY), |m, g| m.fast_max(self.tmax.group(g)));
+        let m =
+            (0..self.n.div_ceil(8)).fold(wide::f32x8::splat(f32::NEG_INFINITY), |m, g| m.fast_max(self.tmax.group(g)));
         self.tmax_hi = m.to_array().into_iter().fold(f32::NEG_INFINITY, f32::max);
     }
 
     /// Group `g`'s origins, directions, `tmin` and `tmax`, for the triangle tests with rays
     /// across the lanes.
     #[inline(always)]
-    pub(crate) fn group_rays(&self, g: usize) -> ([f32x8; 3], [f32x8; 3], f32x8, f32x8) {
+    pub(crate) fn group_rays<L: Lanes8>(&self, g: usize) -> ([L; 3], [L; 3], L, L) {
         let o = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
         let d = [self.d[0].group(g), self.d[1].group(g), self.d[2].group(g)];
         (o, d, self.tmin.group(g), self.tmax.group(g))
@@ -220,46 +224,39 @@ impl Packet {
     /// relative plus three times the packet's largest `Δ` absolute covers all of it with room to
     /// spare, so a child culled here is refused by every ray's own test.
     #[inline(always)]
-    pub(crate) fn cull_test(&self, node: &Node8) -> (u32, f32x8) {
+    pub(crate) fn cull_test<L: Lanes8>(&self, node: &Node8) -> (u32, L) {
         let rows = node.bounds.as_flattened();
-        let mut near = self.tmin_lo;
-        let mut far = f32x8::splat(raised_tmax(self.tmax_hi));
-        let mut far_hi = f32x8::splat(f32::INFINITY);
+        let mut near = L::load(&self.tmin_lo);
+        let mut far = L::splat(raised_tmax(self.tmax_hi));
+        let mut far_hi = L::splat(f32::INFINITY);
         for a in 0..3 {
-            let np = f32x8::new(rows[self.near_row[a]]);
-            let fp = f32x8::new(rows[self.far_row[a]]);
-            let (x0, x1) = (np - self.o_hi[a], np - self.o_lo[a]);
-            let lo = min_keep(
-                min_keep(x0 * self.i_lo[a], x0 * self.i_hi[a]),
-                min_keep(x1 * self.i_lo[a], x1 * self.i_hi[a]),
-            );
-            let (y0, y1) = (fp - self.o_hi[a], fp - self.o_lo[a]);
-            let hi = max_keep(
-                max_keep(y0 * self.i_lo[a], y0 * self.i_hi[a]),
-                max_keep(y1 * self.i_lo[a], y1 * self.i_hi[a]),
-            );
+            let np = L::load(&rows[self.near_row[a]]);
+            let fp = L::load(&rows[self.far_row[a]]);
+            let (o_lo, o_hi) = (L::load(&self.o_lo[a]), L::load(&self.o_hi[a]));
+            let (i_lo, i_hi) = (L::load(&self.i_lo[a]), L::load(&self.i_hi[a]));
+            let (x0, x1) = (np - o_hi, np - o_lo);
+            let lo = min_keep(min_keep(x0 * i_lo, x0 * i_hi), min_keep(x1 * i_lo, x1 * i_hi));
+            let (y0, y1) = (fp - o_hi, fp - o_lo);
+            let hi = max_keep(max_keep(y0 * i_lo, y0 * i_hi), max_keep(y1 * i_lo, y1 * i_hi));
             near = max_keep(lo, near);
             far_hi = min_keep(hi, far_hi);
         }
         // The margins are capped at f32::MAX so that an infinite bound stays infinite (and
-        // `inf - inf` cannot make a NaN).
-        let cap = f32x8::splat(f32::MAX);
-        let rel = f32x8::splat(REL_MARGIN);
-        let near = near - (near.abs() * rel + self.margin).fast_min(cap);
-        let far_hi = far_hi + (far_hi.abs() * rel + self.margin).fast_min(cap);
+        // `inf - inf` cannot make a NaN; the margins themselves are never NaN).
+        let cap = L::splat(f32::MAX);
+        let (rel, margin) = (L::splat(REL_MARGIN), L::load(&self.margin));
+        let near = near - min_keep(abs(near) * rel + margin, cap);
+        let far_hi = far_hi + min_keep(abs(far_hi) * rel + margin, cap);
         far = min_keep(far_hi, far);
         // Empty slots have planes +inf and -inf: their lower entry bound is +inf.
-        ((near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask(), near)
+        (near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY)), near)
     }
 
     /// Lane `l`'s planes, splatted.
     #[inline(always)]
-    pub(crate) fn planes(&self, node: &Node8, l: usize) -> Planes {
+    pub(crate) fn planes<L: Lanes8>(&self, node: &Node8, l: usize) -> Planes<L> {
         let rows = node.bounds.as_flattened();
-        Planes {
-            near: self.near_row.map(|r| f32x8::splat(rows[r][l])),
-            far: self.far_row.map(|r| f32x8::splat(rows[r][l])),
-        }
+        Planes { near: self.near_row.map(|r| L::splat(rows[r][l])), far: self.far_row.map(|r| L::splat(rows[r][l])) }
     }
 
     /// The rays of group `g` that enter the box of `planes` within their `[tmin, tmax]`: the
@@ -270,18 +267,19 @@ impl Packet {
     /// of the triangle test put that `t` just before the box's entry distance, so that the tie
     /// is seen (and the ray traced again singly) rather than hidden by the order of the walk.
     #[inline(always)]
-    pub(crate) fn enter<const FUSED: bool, const TIES: bool>(&self, planes: &Planes, g: usize) -> u32 {
-        let inv = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
-        let org = [self.org[0].group(g), self.org[1].group(g), self.org[2].group(g)];
-        let (tmin, mut tmax) = (self.node_tmin.group(g), self.tmax.group(g));
+    pub(crate) fn enter<L: Lanes8, const FUSED: bool, const TIES: bool>(&self, planes: &Planes<L>, g: usize) -> u32 {
+        debug_assert!(!FUSED || L::FMA, "the fused form needs a fused multiply-add");
+        let inv: [L; 3] = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
+        let org: [L; 3] = [self.org[0].group(g), self.org[1].group(g), self.org[2].group(g)];
+        let (tmin, mut tmax): (L, L) = (self.node_tmin.group(g), self.tmax.group(g));
         if TIES {
             // Lanes past the last ray hold -inf, which becomes NaN here; `active` masks them.
             tmax = raised_tmax8(tmax);
         }
-        let pad = f32x8::splat(FAR_PAD);
+        let pad = L::splat(FAR_PAD);
         if FUSED {
-            let far_inv = [self.far_inv[0].group(g), self.far_inv[1].group(g), self.far_inv[2].group(g)];
-            let far_org = [self.far_org[0].group(g), self.far_org[1].group(g), self.far_org[2].group(g)];
+            let far_inv: [L; 3] = [self.far_inv[0].group(g), self.far_inv[1].group(g), self.far_inv[2].group(g)];
+            let far_org: [L; 3] = [self.far_org[0].group(g), self.far_org[1].group(g), self.far_org[2].group(g)];
             let nt = |a: usize| planes.near[a].mul_sub(inv[a], org[a]);
             let ft = |a: usize| planes.far[a].mul_sub(far_inv[a], far_org[a]);
             fused_interval([nt(0), nt(1), nt(2)], [ft(0), ft(1), ft(2)], tmin, tmax).0
@@ -294,7 +292,7 @@ impl Packet {
                 near = max_keep(tn, near);
                 far = min_keep(tf, far);
             }
-            (near.simd_le(far) & near.simd_lt(f32x8::splat(f32::INFINITY))).to_bitmask()
+            near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY))
         }
     }
 
@@ -309,9 +307,9 @@ impl Packet {
     /// many enter: exact when the two lie in one group or in neighbouring groups, else
     /// `u32::MAX` (the groups between are not tested).
     #[inline(always)]
-    pub(crate) fn entering<const FUSED: bool, const TIES: bool>(
+    pub(crate) fn entering<L: Lanes8, const FUSED: bool, const TIES: bool>(
         &self,
-        planes: &Planes,
+        planes: &Planes<L>,
         first: usize,
         last: usize,
     ) -> Option<(usize, usize, u32)> {
@@ -321,14 +319,14 @@ impl Packet {
             if active == 0 {
                 continue;
             }
-            let m = self.enter::<FUSED, TIES>(planes, g) & active;
+            let m = self.enter::<L, FUSED, TIES>(planes, g) & active;
             if m == 0 {
                 continue;
             }
             let lo = g * 8 + m.trailing_zeros() as usize;
             // The last one, from the end; the group of the first bounds the search.
             for h in (g + 1..=g1).rev() {
-                let m2 = self.enter::<FUSED, TIES>(planes, h) & self.active(h, first, last);
+                let m2 = self.enter::<L, FUSED, TIES>(planes, h) & self.active(h, first, last);
                 if m2 != 0 {
                     let count = if h == g + 1 { m.count_ones() + m2.count_ones() } else { u32::MAX };
                     return Some((lo, h * 8 + 31 - m2.leading_zeros() as usize, count));
@@ -367,22 +365,22 @@ struct Entry {
 /// A leaf the packet walk reached, or a node whose subtree its few rays walk alone: its index
 /// (of a [`ChildRef::leaf`], or of a [`ChildRef::node`]), its box's planes, and the packet's rays
 /// that may enter it, `first..=last`.
-pub(crate) struct PacketLeaf {
+pub(crate) struct PacketLeaf<L = wide::f32x8> {
     pub index: u32,
     /// `index` is a node's, whose subtree the rays walk alone.
     pub subtree: bool,
-    pub planes: Planes,
+    pub planes: Planes<L>,
     pub first: usize,
     pub last: usize,
 }
 
-impl PacketLeaf {
+impl<L: Lanes8> PacketLeaf<L> {
     /// The live rays of group `g` that enter the leaf's box, by the single-ray slab test
     /// (`TIES`: against `tmax` raised as [`Packet::enter`] says, for closest hits).
     #[inline(always)]
     pub(crate) fn entering<const FUSED: bool, const TIES: bool>(&self, pk: &Packet, g: usize) -> u32 {
         let active = pk.active(g, self.first, self.last);
-        if active == 0 { 0 } else { pk.enter::<FUSED, TIES>(&self.planes, g) & active }
+        if active == 0 { 0 } else { pk.enter::<L, FUSED, TIES>(&self.planes, g) & active }
     }
 
     /// The groups the leaf's rays lie in.
@@ -408,11 +406,11 @@ impl PacketLeaf {
 /// Arbitrary Ray Distributions on the Intel MIC Architecture"). With `ALONE` 0, `leaf` only
 /// ever gets leaves.
 #[inline(always)]
-pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, const ALONE: u32, N: NodeStore + ?Sized>(
+pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const ALONE: u32, N: NodeStore + ?Sized>(
     nodes: &N,
     pk: &mut Packet,
     prefetch: impl Fn(ChildRef),
-    mut leaf: impl FnMut(&mut Packet, &PacketLeaf) -> bool,
+    mut leaf: impl FnMut(&mut Packet, &PacketLeaf<L>) -> bool,
 ) -> u32 {
     let mut visits = 0;
     let mut stack = FixedStack::<Entry, STACK>::new();
@@ -423,7 +421,7 @@ pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, const ALONE: u32, 
         if cur.child.is_leaf() || cur.alone {
             // SAFETY: `parent` is a node that held this reference.
             let parent = unsafe { nodes.node(cur.parent) };
-            let planes = pk.planes(parent, cur.lane as usize);
+            let planes = pk.planes::<L>(parent, cur.lane as usize);
             let at = PacketLeaf { index: cur.child.index(), subtree: cur.alone, planes, first, last };
             if !leaf(pk, &at) || (ANY && pk.live == 0) {
                 break;
@@ -432,19 +430,18 @@ pub(crate) fn packet_walk<const ANY: bool, const FUSED: bool, const ALONE: u32, 
             visits += 1;
             // SAFETY: the root, or a node reference read from the store's own nodes.
             let node = unsafe { nodes.node(cur.child.index()) };
-            let (mut mask, key) = pk.cull_test(node);
+            let (mut mask, key) = pk.cull_test::<L>(node);
             let key = key.to_array();
             let mut found = [(cur, 0.0f32); 8];
             let mut n = 0;
             while mask != 0 {
                 let l = mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                let planes = pk.planes(node, l);
-                let range = if ANY {
-                    pk.entering::<FUSED, false>(&planes, first, last)
-                } else {
-                    pk.entering::<FUSED, true>(&planes, first, last)
-                };
+                let planes = pk.planes::<L>(node, l);
+                // Any hit too takes the raised `tmax`: the single ray's walk culls its boxes with it
+                // (`mesh::policy::RayLeaf`), so that a hit at the ray's very end is reached at
+                // every SIMD level, and the packet must reach what the single ray reaches.
+                let range = pk.entering::<L, FUSED, true>(&planes, first, last);
                 if let Some((lo, hi, count)) = range {
                     let (child, parent) = (node.child[l], cur.child.index());
                     let alone = count <= ALONE && !child.is_leaf();

@@ -12,7 +12,7 @@
 //! [`dispatch_at`]: super::lanes::dispatch_at
 
 use std::arch::x86_64::*;
-use std::ops::{Add, Mul, Sub};
+use std::ops::{Add, Div, Mul, Sub};
 
 use super::Node8;
 use super::lanes::{Lanes8, WithLanes};
@@ -114,6 +114,14 @@ impl Mul for Sse8 {
     }
 }
 
+impl Div for Sse8 {
+    type Output = Sse8;
+    #[inline(always)]
+    fn div(self, o: Sse8) -> Sse8 {
+        self.map2(o, |a, b| unsafe { _mm_div_ps(a, b) })
+    }
+}
+
 impl KeepLanes for Sse8 {
     /// `maxps`'s operand order is the rule: `candidate > acc ? candidate : acc`.
     #[inline(always)]
@@ -174,6 +182,30 @@ impl Lanes8 for Sse8 {
     fn lt_bits(self, other: Sse8) -> u32 {
         self.bits(other, |a, b| unsafe { _mm_cmplt_ps(a, b) })
     }
+
+    #[inline(always)]
+    fn sign(self) -> Sse8 {
+        self.map2(Sse8::splat(-0.0), |a, b| unsafe { _mm_and_ps(a, b) })
+    }
+
+    #[inline(always)]
+    fn xor(self, other: Sse8) -> Sse8 {
+        self.map2(other, |a, b| unsafe { _mm_xor_ps(a, b) })
+    }
+
+    #[inline(always)]
+    fn select_bits(bits: u32, a: Sse8, b: Sse8) -> Sse8 {
+        // SAFETY: SSE2 is in the x86-64 baseline.
+        unsafe {
+            let lane_bit = _mm_setr_epi32(1, 2, 4, 8);
+            let half = |bits: u32, a: __m128, b: __m128| {
+                let m =
+                    _mm_castsi128_ps(_mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(bits as i32), lane_bit), lane_bit));
+                _mm_or_ps(_mm_and_ps(m, a), _mm_andnot_ps(m, b))
+            };
+            Sse8([half(bits, a.0[0], b.0[0]), half(bits >> 4, a.0[1], b.0[1])])
+        }
+    }
 }
 
 /// Eight lanes in one AVX register. Its operations are only valid inside [`run_avx2`] and
@@ -205,6 +237,14 @@ impl Mul for Avx8 {
     #[inline(always)]
     fn mul(self, o: Avx8) -> Avx8 {
         Avx8(unsafe { _mm256_mul_ps(self.0, o.0) })
+    }
+}
+
+impl Div for Avx8 {
+    type Output = Avx8;
+    #[inline(always)]
+    fn div(self, o: Avx8) -> Avx8 {
+        Avx8(unsafe { _mm256_div_ps(self.0, o.0) })
     }
 }
 
@@ -270,6 +310,25 @@ impl Lanes8 for Avx8 {
     #[inline(always)]
     fn lt_bits(self, other: Avx8) -> u32 {
         unsafe { _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(self.0, other.0)) as u32 }
+    }
+
+    #[inline(always)]
+    fn sign(self) -> Avx8 {
+        Avx8(unsafe { _mm256_and_ps(self.0, _mm256_set1_ps(-0.0)) })
+    }
+
+    #[inline(always)]
+    fn xor(self, other: Avx8) -> Avx8 {
+        Avx8(unsafe { _mm256_xor_ps(self.0, other.0) })
+    }
+
+    #[inline(always)]
+    fn select_bits(bits: u32, a: Avx8, b: Avx8) -> Avx8 {
+        unsafe {
+            let lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+            let m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(bits as i32), lane_bit), lane_bit);
+            Avx8(_mm256_blendv_ps(b.0, a.0, _mm256_castsi256_ps(m)))
+        }
     }
 
     #[inline(always)]

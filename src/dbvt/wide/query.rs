@@ -98,10 +98,15 @@ impl<T> Dbvt<T> {
         };
         // No subtree is handed to single rays (`ALONE` 0): the instance tree is small beside the
         // meshes at its leaves, which the scene traces as streams of their own.
-        Ok(crate::wide::packet::packet_walk::<ANY, false, 0, _>(&view.nodes[..], pk, prefetch, |pk, at| {
-            let data = self.slots[at.index as usize].data.as_ref().expect("leaf proxies are live");
-            leaf(pk, at, data)
-        }))
+        Ok(crate::wide::packet::packet_walk::<wide::f32x8, ANY, false, 0, _>(
+            &view.nodes[..],
+            pk,
+            prefetch,
+            |pk, at| {
+                let data = self.slots[at.index as usize].data.as_ref().expect("leaf proxies are live");
+                leaf(pk, at, data)
+            },
+        ))
     }
 
     /// [`Dbvt::frustum`] over `view` (made from this tree since its last change): the same

@@ -47,7 +47,9 @@
 //! closest-hit packets test boxes and triangles against each ray's `tmax` raised by 2⁻¹⁶
 //! relative (a triangle's `t` can round to just before its box's entry distance, and past the
 //! range check at the exact `tmax`), and a hit within that band around `tmax`, on either side
-//! (an earlier hit's `t`, or the end of the ray's range), is a tie (`record`).
+//! (an earlier hit's `t`, or the end of the ray's range), is a tie (`record`). Any-hit packets
+//! test boxes against the raised `tmax` too, as the single ray's walk does (`mesh::policy`), and
+//! triangles against the exact one.
 
 pub(crate) mod regroup;
 
@@ -57,7 +59,7 @@ use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf, lowered_tmax, packet_walk, raised_tmax, raised_tmax8};
-use crate::wide::{ChildRef, FixedStack, FusedRay8, LeafVisitor, Ray8, closest_first};
+use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first, dispatch};
 use regroup::{LeafSharing, Regroup};
 
 use regroup::MIN_PACKET;
@@ -286,7 +288,6 @@ impl MeshBvh {
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
-        let fused = cfg!(target_feature = "fma");
         let Scratch { best, pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
         // Found once per stream rather than per ray: the settling below runs for every ray.
@@ -315,13 +316,8 @@ impl MeshBvh {
                 }
             },
             |out, idx| {
-                let (ties, shared) = if fused {
-                    pk.load::<true>(rays, idx);
-                    self.trace_packet::<ANY, true>(pk, rays, idx, watertight, best)
-                } else {
-                    pk.load::<false>(rays, idx);
-                    self.trace_packet::<ANY, false>(pk, rays, idx, watertight, best)
-                };
+                let (ties, shared) =
+                    dispatch(TracePacket::<ANY> { bvh: self, pk: &mut *pk, rays, idx, watertight, best: &mut *best });
                 for (k, &i) in idx.iter().enumerate() {
                     answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
                 }
@@ -334,7 +330,8 @@ impl MeshBvh {
     /// pack hit in `best`; returns the rays that met a tie (a hit within a rounding band of their
     /// `tmax`, see [`record`]; to be traced again singly) and how the rays shared the packs they
     /// were tested against.
-    fn trace_packet<const ANY: bool, const FUSED: bool>(
+    #[inline(always)]
+    fn trace_packet<L: Lanes8, const ANY: bool, const FUSED: bool>(
         &self,
         pk: &mut Packet,
         rays: &[Ray],
@@ -353,26 +350,25 @@ impl MeshBvh {
             let len = if c.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
             crate::hint::prefetch_record(blocks.block_ptr(c.index()), len);
         };
-        packet_walk::<ANY, FUSED, ALONE, _>(blocks, pk, prefetch, |pk, leaf| {
+        packet_walk::<L, ANY, FUSED, ALONE, _>(blocks, pk, prefetch, |pk, leaf| {
             if leaf.subtree {
-                return self.walk_subtree::<ANY, FUSED>(pk, leaf, rays, idx, watertight, best, &mut ties);
+                return self.walk_subtree::<L, ANY, FUSED>(pk, leaf, rays, idx, watertight, best, &mut ties);
             }
             // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the cull
             // test never passes one).
             let p = unsafe { blocks.pack_unchecked(leaf.index) };
             let mut hit = false;
             for g in leaf.groups() {
-                let mut m =
-                    if ANY { leaf.entering::<FUSED, false>(pk, g) } else { leaf.entering::<FUSED, true>(pk, g) };
+                let mut m = leaf.entering::<FUSED, true>(pk, g);
                 shared.groups += u32::from(m != 0);
                 shared.rays += m.count_ones();
                 if m.count_ones() > LANES_FROM && !watertight {
                     // Möller–Trumbore with the group's rays across the lanes: four tests of eight
                     // rays, against one of four triangles per ray that enters.
-                    let (o, d, tmin, tmax) = pk.group_rays(g);
+                    let (o, d, tmin, tmax) = pk.group_rays::<L>(g);
                     let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, if ANY { tmax } else { raised_tmax8(tmax) });
                     m &= rh.mask;
-                    let (t, u, v, tmax) = (rh.t.to_array(), rh.u.to_array(), rh.v.to_array(), tmax.to_array());
+                    let (t, u, v, tmax) = (rh.t, rh.u, rh.v, tmax.to_array());
                     while m != 0 {
                         let l = m.trailing_zeros() as usize;
                         m &= m - 1;
@@ -408,14 +404,15 @@ impl MeshBvh {
     /// The rays of `at`'s range that enter its box, each walking the subtree under it alone
     /// (see `packet_walk`): with the single ray's node test, in the form and with the constants
     /// of its lanes in the packet, and the single ray's pack test, from its current `tmax`, its
-    /// hits recorded as the packet's are. For closest hits the box and pack tests take `tmax`
-    /// raised as the packet's do, so that no tie is hidden. Returns whether the walk goes on.
+    /// hits recorded as the packet's are. The box tests take `tmax` raised as the packet's do,
+    /// and for closest hits the pack tests too, so that no tie is hidden. Returns whether the
+    /// walk goes on.
     #[allow(clippy::too_many_arguments)]
-    #[inline(never)]
-    fn walk_subtree<const ANY: bool, const FUSED: bool>(
+    #[inline(always)]
+    fn walk_subtree<L: Lanes8, const ANY: bool, const FUSED: bool>(
         &self,
         pk: &mut Packet,
-        at: &PacketLeaf,
+        at: &PacketLeaf<L>,
         rays: &[Ray],
         idx: &[usize],
         watertight: bool,
@@ -423,13 +420,13 @@ impl MeshBvh {
         ties: &mut u64,
     ) -> bool {
         for g in at.groups() {
-            let mut m = if ANY { at.entering::<FUSED, false>(pk, g) } else { at.entering::<FUSED, true>(pk, g) };
+            let mut m = at.entering::<FUSED, true>(pk, g);
             while m != 0 {
                 let r = g * 8 + m.trailing_zeros() as usize;
                 m &= m - 1;
                 let ray = &rays[idx[r]];
                 let tmax = pk.tmax_of(r);
-                let box_tmax = if ANY { tmax } else { raised_tmax(tmax) };
+                let box_tmax = raised_tmax(tmax);
                 let tr = TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, watertight);
                 let mut visitor = Alone::<ANY> {
                     blocks: &self.blocks,
@@ -442,7 +439,7 @@ impl MeshBvh {
                 };
                 let mut stack = FixedStack::<_, STACK>::new();
                 let start = ChildRef::node(at.index);
-                match if FUSED { FusedRay8::<wide::f32x8>::new(ray) } else { None } {
+                match if FUSED { FusedRay8::<L>::new(ray) } else { None } {
                     Some(f) => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
@@ -455,7 +452,7 @@ impl MeshBvh {
                     None => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
-                        &Ray8::<wide::f32x8>::new(ray, glam::Vec3A::ZERO),
+                        &Ray8::<L>::new(ray, glam::Vec3A::ZERO),
                         ray.tmin,
                         box_tmax,
                         &mut stack,
@@ -472,7 +469,7 @@ impl MeshBvh {
 /// One ray of a packet walking a subtree alone (`MeshBvh::walk_subtree`): each pack is tested
 /// with the ray's `tmax`, kept in the packet (raised for closest hits, see [`record`]), and each
 /// hit is recorded in the packet's answers as it is found, so ties are seen as in the packet's
-/// own leaves; the walk's `tmax` (the box tests') is the raised one for closest hits.
+/// own leaves; the walk's `tmax` (the box tests') is the raised one.
 struct Alone<'a, const ANY: bool> {
     blocks: &'a Blocks,
     tr: TriRay,
@@ -510,6 +507,34 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         self.blocks.prefetch_child(child);
+    }
+}
+
+/// One packet's walk (`MeshBvh::trace_packet`), loaded and traced at the SIMD level
+/// [`crate::simd_level`] chose, as a kernel for [`dispatch`]: the fused node test where the level
+/// has a fused multiply-add, as the single rays at that level take it.
+struct TracePacket<'a, const ANY: bool> {
+    bvh: &'a MeshBvh,
+    pk: &'a mut Packet,
+    rays: &'a [Ray],
+    idx: &'a [usize],
+    watertight: bool,
+    best: &'a mut Best,
+}
+
+impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
+    type Output = (u64, LeafSharing);
+
+    #[inline(always)]
+    fn run<L: Lanes8>(self) -> (u64, LeafSharing) {
+        let TracePacket { bvh, pk, rays, idx, watertight, best } = self;
+        if L::FMA {
+            pk.load::<true>(rays, idx);
+            bvh.trace_packet::<L, ANY, true>(pk, rays, idx, watertight, best)
+        } else {
+            pk.load::<false>(rays, idx);
+            bvh.trace_packet::<L, ANY, false>(pk, rays, idx, watertight, best)
+        }
     }
 }
 
