@@ -1,5 +1,6 @@
-//! Every SIMD level gives the same answers: the closest hit (triangle, `t`, `u`, `v`, bit for bit)
-//! and the any-hit verdict of each ray, at each level this CPU has, against the baseline's.
+//! Every SIMD level gives the same answers: the closest hit (triangle, `t`, `u`, `v`, bit for bit),
+//! the any-hit verdict, alone and in streams, and a swept box's contact, at each level this CPU
+//! has, against the baseline's.
 //!
 //! The rays include ones aimed at shared corners and edges, where two or more triangles in
 //! different leaves are hit at one distance and the order a level's walk meets them in would
@@ -10,31 +11,40 @@ use slabtree_testkit::rng::Rng;
 
 use super::TriMesh;
 use super::bvh::{BuildOptions, MeshBvh, TriangleTest};
-use super::query::TraceNearest;
-use super::triangle::PackHit;
-use crate::math::Ray;
+use crate::math::{Aabb, Ray};
 use crate::wide::SimdLevel;
-use crate::wide::lanes::dispatch_at;
-use crate::wide::level::levels_on_this_cpu;
+use crate::wide::level::{at_level, levels_on_this_cpu};
 
-/// The pack hit's bits, and the triangle.
-type Bits = Option<(u32, u32, u32, u32)>;
+/// A hit's bits, normal included.
+type Bits = Option<(u32, u32, u32, u32, [u32; 3])>;
 
-fn bits(found: Option<(u32, PackHit)>) -> Bits {
-    found.map(|(prim, h)| (prim, h.t.to_bits(), h.u.to_bits(), h.v.to_bits()))
+fn bits(h: Option<crate::mesh::Hit>) -> Bits {
+    h.map(|h| (h.triangle, h.t.to_bits(), h.u.to_bits(), h.v.to_bits(), h.normal.to_array().map(f32::to_bits)))
 }
 
-/// The closest hit and the any-hit verdict of `ray` at `level`.
-fn answers(bvh: &MeshBvh, ray: &Ray, level: SimdLevel) -> (Bits, bool) {
-    let closest = match bvh.options().triangle_test {
-        TriangleTest::MollerTrumbore => dispatch_at(level, TraceNearest::<false, false, false> { bvh, ray }).0,
-        TriangleTest::Watertight => dispatch_at(level, TraceNearest::<false, true, false> { bvh, ray }).0,
-    };
-    let any = match bvh.options().triangle_test {
-        TriangleTest::MollerTrumbore => dispatch_at(level, TraceNearest::<true, false, true> { bvh, ray }).0,
-        TriangleTest::Watertight => dispatch_at(level, TraceNearest::<true, true, true> { bvh, ray }).0,
-    };
-    (bits(closest), any.is_some())
+/// Everything a level answers for `rays`: each ray's closest hit and any-hit verdict alone, the
+/// same as streams, and a box swept along each ray's first tenth.
+fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<(Bits, bool, Bits, bool, Option<(u32, u32)>)> {
+    at_level(level, || {
+        let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
+        bvh.intersect_stream(rays, &mut stream_hits).expect("valid rays");
+        bvh.occluded_stream(rays, &mut stream_occluded).expect("valid rays");
+        rays.iter()
+            .enumerate()
+            .map(|(i, ray)| {
+                let half = Vec3A::splat(0.02);
+                let start = Aabb::new(ray.origin() - half, ray.origin() + half);
+                let swept = bvh.sweep_box(&start, ray.dir()).expect("a valid box");
+                (
+                    bits(bvh.intersect(ray).expect("a valid ray")),
+                    bvh.occluded(ray).expect("a valid ray"),
+                    bits(stream_hits[i]),
+                    stream_occluded[i],
+                    swept.map(|h| (h.triangle, h.t.to_bits())),
+                )
+            })
+            .collect()
+    })
 }
 
 /// Rays from outside at random points, at the mesh's corners and at its edges' midpoints.
@@ -74,21 +84,22 @@ fn every_level_gives_the_baselines_answers() {
         TriMesh::new(soup, tris).expect("a valid soup"),
     ];
     let levels = levels_on_this_cpu();
-    let (mut hits, mut compared) = (0, 0);
+    let (mut hits, mut contacts, mut compared) = (0, 0, 0);
     for mesh in &meshes {
         let rays = rays(mesh, &mut rng);
         for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             let bvh = MeshBvh::build(mesh, &BuildOptions { triangle_test: test, ..Default::default() });
-            for ray in &rays {
-                let base = answers(&bvh, ray, levels[0]);
-                hits += usize::from(base.0.is_some());
-                for &level in &levels[1..] {
-                    assert_eq!(answers(&bvh, ray, level), base, "{level} against {}: {test:?} {ray:?}", levels[0]);
-                    compared += 1;
+            let base = answers(&bvh, &rays, levels[0]);
+            hits += base.iter().filter(|a| a.0.is_some()).count();
+            contacts += base.iter().filter(|a| a.4.is_some()).count();
+            for &level in &levels[1..] {
+                for (i, (got, want)) in answers(&bvh, &rays, level).iter().zip(&base).enumerate() {
+                    assert_eq!(got, want, "{level} against {}: {test:?} {:?}", levels[0], rays[i]);
                 }
+                compared += rays.len();
             }
         }
     }
-    assert!(hits > 10_000, "{hits}");
-    eprintln!("{compared} answers compared across {levels:?}");
+    assert!(hits > 10_000 && contacts > 1000, "{hits} hits, {contacts} contacts");
+    eprintln!("{compared} rays' answers compared across {levels:?}");
 }

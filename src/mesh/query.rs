@@ -403,9 +403,8 @@ impl MeshBvh {
         }
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
         let (c, h, d) = (center.into(), half.into(), displacement.into());
-        let mut leaf =
-            SweepLeaf { mesh: &self.mesh, hit: |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit) };
-        let (hit, _) = self.traverse::<wide::f32x8, false, true, false, _>(&ray, half, &mut leaf);
+        let mut leaf = SweepLeaf::new(&self.mesh, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
+        let (hit, _) = dispatch(SweepWalk { bvh: self, ray: &ray, ext: half, leaf: &mut leaf });
         Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
     }
 
@@ -438,8 +437,8 @@ impl MeshBvh {
         ext: Vec3A,
         hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
     ) -> Option<(u32, f32, H)> {
-        let mut leaf = SweepLeaf { mesh: &self.mesh, hit };
-        let (found, _) = self.traverse::<wide::f32x8, false, true, false, _>(ray, ext, &mut leaf);
+        let mut leaf = SweepLeaf::new(&self.mesh, hit);
+        let (found, _) = dispatch(SweepWalk { bvh: self, ray, ext, leaf: &mut leaf });
         found.map(|(triangle, (t, h))| (triangle, t, h))
     }
 
@@ -585,9 +584,22 @@ pub(super) trait LeafTest {
 /// gives the time of first contact and what else the query reports: the axis-aligned box's
 /// ([`MeshBvh::sweep_box`]), an instance's oriented box's ([`MeshBvh::sweep_obb`]), a sphere's or
 /// a capsule's (`super::cast`).
+///
+/// Of contacts at one `t` in different leaves (a box landing on a flat floor of many triangles),
+/// the lower triangle index is kept, whichever the walk meets first: the SIMD levels order
+/// children differently (`RayLeaf` keeps the same rule for rays). Every such leaf is reached at
+/// every level: the swept box's node test is the exact one everywhere, lane for lane.
 struct SweepLeaf<'m, F> {
     mesh: &'m TriMesh,
     hit: F,
+    /// The triangle of the nearest contact so far (`u32::MAX` before the first).
+    end_prim: u32,
+}
+
+impl<'m, F> SweepLeaf<'m, F> {
+    fn new(mesh: &'m TriMesh, hit: F) -> Self {
+        SweepLeaf { mesh, hit, end_prim: u32::MAX }
+    }
 }
 
 impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf<'_, F> {
@@ -607,6 +619,11 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
                 best = Some((prim, t, (t, n)));
             }
         }
+        let (prim, t, _) = best?;
+        if t == tmax && prim >= self.end_prim {
+            return None;
+        }
+        self.end_prim = prim;
         best
     }
 }
@@ -688,5 +705,23 @@ impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATE
         let leaf = &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest);
         let (found, _) = bvh.traverse::<V, false, false, EARLY, _>(ray, Vec3A::ZERO, leaf);
         *self.slot = found.map(|(prim, h)| bvh.finish_inline(prim, h, ray));
+    }
+}
+
+/// A swept box's walk (the box cast of [`MeshBvh::sweep_box`] and the shape casts), as a kernel
+/// for [`dispatch`].
+struct SweepWalk<'a, L> {
+    bvh: &'a MeshBvh,
+    ray: &'a Ray,
+    ext: Vec3A,
+    leaf: &'a mut L,
+}
+
+impl<L: LeafTest> WithLanes for SweepWalk<'_, L> {
+    type Output = (Option<(u32, L::Hit)>, TraversalStats);
+
+    #[inline(always)]
+    fn run<V: Lanes8>(self) -> Self::Output {
+        self.bvh.traverse::<V, false, true, false, _>(self.ray, self.ext, self.leaf)
     }
 }

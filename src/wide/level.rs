@@ -64,6 +64,10 @@ impl fmt::Display for SimdLevel {
 /// Every level gives the same answers (see `docs/robustness.md`).
 #[inline]
 pub fn simd_level() -> SimdLevel {
+    #[cfg(test)]
+    if let Some(level) = TEST_LEVEL.with(std::cell::Cell::get) {
+        return level.min(cpu_level());
+    }
     match LEVEL.load(Ordering::Relaxed) {
         0 => SimdLevel::Scalar,
         1 => SimdLevel::Neon,
@@ -173,6 +177,22 @@ pub(crate) fn cpu_level() -> SimdLevel {
     {
         compiled_simd_level()
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The level [`at_level`] holds on this thread, for the library's own tests.
+    static TEST_LEVEL: std::cell::Cell<Option<SimdLevel>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with [`simd_level`] at `level` (at most the CPU's) on this thread: the library's
+/// tests run any query at every level this way.
+#[cfg(test)]
+pub(crate) fn at_level<R>(level: SimdLevel, f: impl FnOnce() -> R) -> R {
+    let old = TEST_LEVEL.with(|l| l.replace(Some(level)));
+    let out = f();
+    TEST_LEVEL.with(|l| l.set(old));
+    out
 }
 
 /// The levels this CPU runs, lowest first: what the tests run every kernel at.
