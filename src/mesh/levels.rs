@@ -22,9 +22,12 @@ fn bits(h: Option<crate::mesh::Hit>) -> Bits {
     h.map(|h| (h.triangle, h.t.to_bits(), h.u.to_bits(), h.v.to_bits(), h.normal.to_array().map(f32::to_bits)))
 }
 
-/// Everything a level answers for `rays`: each ray's closest hit and any-hit verdict alone, the
-/// same as streams, and a box swept along each ray's first tenth.
-fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<(Bits, bool, Bits, bool, Option<(u32, u32)>)> {
+/// What a level answers for one ray: its closest hit and any-hit verdict alone, the same in a
+/// stream, and the contact of a small box swept along it.
+type Answer = (Bits, bool, Bits, bool, Option<(u32, u32)>);
+
+/// Every ray's [`Answer`] at `level`.
+fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<Answer> {
     at_level(level, || {
         let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
         bvh.intersect_stream(rays, &mut stream_hits).expect("valid rays");
