@@ -28,7 +28,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
     println!("SIMD kernels:       {} (chosen at run time from the CPU)", slabtree::simd_level());
-    println!("packet kernels:     {} (fixed when slabtree was compiled)", slabtree::compiled_simd_level());
+    println!("other kernels:      {} (fixed when slabtree was compiled)", slabtree::compiled_simd_level());
     let phases = |s: &MeshStats| {
         let p = s.build_phases;
         [s.build_time, p.triangle_bounds, p.binary_build, p.rotations, p.collapse]

@@ -163,11 +163,9 @@ pub fn check_simd_override() -> Result<(), crate::error::CliError> {
     }
 }
 
-/// The SIMD levels the kernels run at: the one chosen at run time, and the build's where the
-/// kernels that follow it (packets, streams, the dynamic tree's copy) differ.
+/// The SIMD level the ray kernels run at, chosen at run time.
 pub fn simd() -> String {
-    let (chosen, compiled) = (slabtree::simd_level(), slabtree::compiled_simd_level());
-    if chosen == compiled { chosen.to_string() } else { format!("{chosen}; packets {compiled}") }
+    slabtree::simd_level().to_string()
 }
 
 pub fn threads(n: usize) -> String {

@@ -58,9 +58,11 @@ impl fmt::Display for SimdLevel {
 /// it, for tests and comparisons; it never raises it above what the CPU has, and a value that
 /// names no level is ignored (see [`SimdLevel::from_name`]).
 ///
-/// Which kernels follow it: the mesh BVH's single-ray walks (closest hit, any hit, with either
-/// triangle test, alone or in batches). The packets, the streams and the dynamic tree's 8-wide
-/// copy still run at the level the build's target features give ([`compiled_simd_level`]).
+/// Which kernels follow it: the mesh BVH's ray walks (closest and any hit, either triangle test,
+/// alone, in batches and in streams), its swept boxes and shape casts, and the dynamic tree's
+/// 8-wide copy. The mesh's closest-point and overlap queries, the scene's packets over its
+/// instances and the dynamic tree's binary node tests still run at the level the build's target
+/// features give ([`compiled_simd_level`]).
 /// Every level gives the same answers (see `docs/robustness.md`).
 #[inline]
 pub fn simd_level() -> SimdLevel {
