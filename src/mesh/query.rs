@@ -634,9 +634,12 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
 /// regrouping.
 #[inline(always)]
 pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
+    // Up to the raised `tmax` the walks cull with (`super::policy::RayLeaf`): a hit at the ray's
+    // very end may lie in a box whose rounded entry distance is just past it.
+    let tmax = crate::wide::packet::raised_tmax(ray.tmax);
     let mask = match FusedRay8::<wide::f32x8>::new(ray) {
-        Some(fused) => fused.test::<false>(node, ray.tmax).0,
-        None => Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO).test::<false>(node, ray.tmax).0,
+        Some(fused) => fused.test::<false>(node, tmax).0,
+        None => Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO).test::<false>(node, tmax).0,
     };
     mask != 0
 }

@@ -38,9 +38,10 @@ pub(crate) unsafe fn run_avx512<W: WithLanes>(kernel: W) -> W::Output {
     kernel.run::<Avx8>()
 }
 
-/// Eight lanes as two SSE registers: the x86-64 baseline.
+/// Eight lanes as two SSE registers: the x86-64 baseline. (`repr(C)`: the halves in lane order,
+/// which `to_array` relies on.)
 #[derive(Clone, Copy)]
-#[repr(C, align(32))]
+#[repr(C)]
 pub(crate) struct Sse8([__m128; 2]);
 
 impl Sse8 {
