@@ -353,7 +353,8 @@ impl TriRay {
             if p.prim[lane] == NO_PRIM {
                 continue;
             }
-            let row = |k: usize| [0, 1, 2].map(|a| L::splat(p.v[k][a][lane]));
+            // Written out rather than by `array::map` (see `crate::wide::packet::Packet::planes`).
+            let row = |k: usize| [L::splat(p.v[k][0][lane]), L::splat(p.v[k][1][lane]), L::splat(p.v[k][2][lane])];
             let (v0, e1, e2) = (row(0), row(1), row(2));
             let n = cross(&e1, &e2);
             let c = [v0[0] - o[0], v0[1] - o[1], v0[2] - o[2]];

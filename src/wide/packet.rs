@@ -256,7 +256,13 @@ impl Packet {
     #[inline(always)]
     pub(crate) fn planes<L: Lanes8>(&self, node: &Node8, l: usize) -> Planes<L> {
         let rows = node.bounds.as_flattened();
-        Planes { near: self.near_row.map(|r| L::splat(rows[r][l])), far: self.far_row.map(|r| L::splat(rows[r][l])) }
+        // Written out rather than by `array::map`, which the compiler may leave out of line, and
+        // out of line the lanes' operations lose their level's instructions (`super::lanes`).
+        let (n, f) = (self.near_row, self.far_row);
+        Planes {
+            near: [L::splat(rows[n[0]][l]), L::splat(rows[n[1]][l]), L::splat(rows[n[2]][l])],
+            far: [L::splat(rows[f[0]][l]), L::splat(rows[f[1]][l]), L::splat(rows[f[2]][l])],
+        }
     }
 
     /// The rays of group `g` that enter the box of `planes` within their `[tmin, tmax]`: the
@@ -390,6 +396,21 @@ impl<L: Lanes8> PacketLeaf<L> {
     }
 }
 
+/// What [`packet_walk`] does at a leaf (see there). Closures implement it; a kernel that runs
+/// at a SIMD level implements it on a type of its own, with its body `#[inline(always)]`, since
+/// a closure the compiler leaves out of line loses the level's instructions (`super::lanes`).
+pub(crate) trait PacketVisitor<L> {
+    /// Tests the rays of the packet that may enter `leaf`; `false` ends the walk.
+    fn visit(&mut self, pk: &mut Packet, leaf: &PacketLeaf<L>) -> bool;
+}
+
+impl<L, F: FnMut(&mut Packet, &PacketLeaf<L>) -> bool> PacketVisitor<L> for F {
+    #[inline(always)]
+    fn visit(&mut self, pk: &mut Packet, leaf: &PacketLeaf<L>) -> bool {
+        self(pk, leaf)
+    }
+}
+
 /// Walks `nodes` (the root is node 0 of the store, and must exist) with the loaded packet: each
 /// node's children are culled for the whole packet by [`Packet::cull_test`], each remaining
 /// child is entered with the first and the last ray that enter it ([`Packet::entering`]), nearer
@@ -410,7 +431,7 @@ pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const A
     nodes: &N,
     pk: &mut Packet,
     prefetch: impl Fn(ChildRef),
-    mut leaf: impl FnMut(&mut Packet, &PacketLeaf<L>) -> bool,
+    mut leaf: impl PacketVisitor<L>,
 ) -> u32 {
     let mut visits = 0;
     let mut stack = FixedStack::<Entry, STACK>::new();
@@ -423,7 +444,7 @@ pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const A
             let parent = unsafe { nodes.node(cur.parent) };
             let planes = pk.planes::<L>(parent, cur.lane as usize);
             let at = PacketLeaf { index: cur.child.index(), subtree: cur.alone, planes, first, last };
-            if !leaf(pk, &at) || (ANY && pk.live == 0) {
+            if !leaf.visit(pk, &at) || (ANY && pk.live == 0) {
                 break;
             }
         } else {

@@ -102,7 +102,7 @@ impl<T> Dbvt<T> {
             &view.nodes[..],
             pk,
             prefetch,
-            |pk, at| {
+            |pk: &mut crate::wide::packet::Packet, at: &crate::wide::packet::PacketLeaf| {
                 let data = self.slots[at.index as usize].data.as_ref().expect("leaf proxies are live");
                 leaf(pk, at, data)
             },

@@ -58,7 +58,9 @@ use super::layout::Blocks;
 use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
-use crate::wide::packet::{PACKET, Packet, PacketLeaf, lowered_tmax, packet_walk, raised_tmax, raised_tmax8};
+use crate::wide::packet::{
+    PACKET, Packet, PacketLeaf, PacketVisitor, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
+};
 use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first, dispatch};
 use regroup::{LeafSharing, Regroup};
 
@@ -350,54 +352,17 @@ impl MeshBvh {
             let len = if c.is_leaf() { size_of::<TriPack>() } else { size_of::<crate::wide::Node8>() };
             crate::hint::prefetch_record(blocks.block_ptr(c.index()), len);
         };
-        packet_walk::<L, ANY, FUSED, ALONE, _>(blocks, pk, prefetch, |pk, leaf| {
-            if leaf.subtree {
-                return self.walk_subtree::<L, ANY, FUSED>(pk, leaf, rays, idx, watertight, best, &mut ties);
-            }
-            // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the cull
-            // test never passes one).
-            let p = unsafe { blocks.pack_unchecked(leaf.index) };
-            let mut hit = false;
-            for g in leaf.groups() {
-                let mut m = leaf.entering::<FUSED, true>(pk, g);
-                shared.groups += u32::from(m != 0);
-                shared.rays += m.count_ones();
-                if m.count_ones() > LANES_FROM && !watertight {
-                    // Möller–Trumbore with the group's rays across the lanes: four tests of eight
-                    // rays, against one of four triangles per ray that enters.
-                    let (o, d, tmin, tmax) = pk.group_rays::<L>(g);
-                    let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, if ANY { tmax } else { raised_tmax8(tmax) });
-                    m &= rh.mask;
-                    let (t, u, v, tmax) = (rh.t, rh.u, rh.v, tmax.to_array());
-                    while m != 0 {
-                        let l = m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        let lane = rh.lane[l] as usize;
-                        let h = PackHit { pack: leaf.index, lane, t: t[l], u: u[l], v: v[l] };
-                        hit |= record::<ANY>(pk, best, &mut ties, g * 8 + l, p.prim[lane], h, tmax[l]);
-                    }
-                    continue;
-                }
-                while m != 0 {
-                    let r = g * 8 + m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let tmax = pk.tmax_of(r);
-                    let (o, d, tmin) = pk.ray_parts(r);
-                    let tr = TriRay::new(o, d, tmin, watertight);
-                    let test_tmax = triangle_tmax::<ANY>(tmax);
-                    let h =
-                        if watertight { tr.intersect_watertight(p, test_tmax) } else { tr.intersect_mt(p, test_tmax) };
-                    if let Some(mut h) = h {
-                        h.pack = leaf.index;
-                        hit |= record::<ANY>(pk, best, &mut ties, r, p.prim[h.lane], h, tmax);
-                    }
-                }
-            }
-            if hit {
-                pk.clipped();
-            }
-            true
-        });
+        let mut leaves = PacketPacks::<L, ANY, FUSED> {
+            bvh: self,
+            rays,
+            idx,
+            watertight,
+            best,
+            ties: &mut ties,
+            shared: &mut shared,
+            lanes: std::marker::PhantomData,
+        };
+        packet_walk::<L, ANY, FUSED, ALONE, _>(blocks, pk, prefetch, &mut leaves);
         (ties, shared)
     }
 
@@ -507,6 +472,73 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
     #[inline(always)]
     fn prefetch(&self, child: ChildRef) {
         self.blocks.prefetch_child(child);
+    }
+}
+
+/// The mesh's leaves for [`packet_walk`] (`MeshBvh::trace_packet`): each leaf is a triangle
+/// pack, tested against the packet's rays that enter it, or a subtree its few rays walk alone.
+struct PacketPacks<'a, L, const ANY: bool, const FUSED: bool> {
+    bvh: &'a MeshBvh,
+    rays: &'a [Ray],
+    idx: &'a [usize],
+    watertight: bool,
+    best: &'a mut Best,
+    ties: &'a mut u64,
+    shared: &'a mut LeafSharing,
+    lanes: std::marker::PhantomData<L>,
+}
+
+impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut PacketPacks<'_, L, ANY, FUSED> {
+    #[inline(always)]
+    fn visit(&mut self, pk: &mut Packet, leaf: &PacketLeaf<L>) -> bool {
+        let PacketPacks { bvh, rays, idx, watertight, ref mut best, ref mut ties, ref mut shared, .. } = **self;
+        let (best, ties, shared) = (&mut **best, &mut **ties, &mut **shared);
+        let blocks = &bvh.blocks;
+        if leaf.subtree {
+            return bvh.walk_subtree::<L, ANY, FUSED>(pk, leaf, rays, idx, watertight, best, ties);
+        }
+        // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's (the cull
+        // test never passes one).
+        let p = unsafe { blocks.pack_unchecked(leaf.index) };
+        let mut hit = false;
+        for g in leaf.groups() {
+            let mut m = leaf.entering::<FUSED, true>(pk, g);
+            shared.groups += u32::from(m != 0);
+            shared.rays += m.count_ones();
+            if m.count_ones() > LANES_FROM && !watertight {
+                // Möller–Trumbore with the group's rays across the lanes: four tests of eight
+                // rays, against one of four triangles per ray that enters.
+                let (o, d, tmin, tmax) = pk.group_rays::<L>(g);
+                let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, if ANY { tmax } else { raised_tmax8(tmax) });
+                m &= rh.mask;
+                let (t, u, v, tmax) = (rh.t, rh.u, rh.v, tmax.to_array());
+                while m != 0 {
+                    let l = m.trailing_zeros() as usize;
+                    m &= m - 1;
+                    let lane = rh.lane[l] as usize;
+                    let h = PackHit { pack: leaf.index, lane, t: t[l], u: u[l], v: v[l] };
+                    hit |= record::<ANY>(pk, best, ties, g * 8 + l, p.prim[lane], h, tmax[l]);
+                }
+                continue;
+            }
+            while m != 0 {
+                let r = g * 8 + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let tmax = pk.tmax_of(r);
+                let (o, d, tmin) = pk.ray_parts(r);
+                let tr = TriRay::new(o, d, tmin, watertight);
+                let test_tmax = triangle_tmax::<ANY>(tmax);
+                let h = if watertight { tr.intersect_watertight(p, test_tmax) } else { tr.intersect_mt(p, test_tmax) };
+                if let Some(mut h) = h {
+                    h.pack = leaf.index;
+                    hit |= record::<ANY>(pk, best, ties, r, p.prim[h.lane], h, tmax);
+                }
+            }
+        }
+        if hit {
+            pk.clipped();
+        }
+        true
     }
 }
 
