@@ -119,9 +119,12 @@ impl Lanes8 for wide::f32x8 {
         wide::f32x8::to_array(self)
     }
 
+    /// `wide`'s fused form only where the build has `fma` (x86); elsewhere a multiply and a
+    /// subtraction, so that the rounding matches [`Lanes8::FMA`] on every target (`wide` fuses
+    /// on aarch64, where the `fma` feature name does not exist and the exact node test is used).
     #[inline(always)]
     fn mul_sub(self, m: Self, s: Self) -> Self {
-        wide::f32x8::mul_sub(self, m, s)
+        if Self::FMA { wide::f32x8::mul_sub(self, m, s) } else { self * m - s }
     }
 
     #[inline(always)]
