@@ -12,10 +12,9 @@
 //!
 //! Height is not balanced explicitly. An earlier version forced AVL rotations (Box2D v2's
 //! `Balance`) when child heights differed by more than one; those swap spatially unrelated
-//! subtrees, and the peer benchmark measured trees 3–12× worse in SAH cost than a bulk build at
-//! 100k proxies, and queries up to 20× slower than parry's. With SAH rotations alone, the SAH cost
-//! stays within about 1.5× of a bulk build and the height bounds of `tests/dbvt_height.rs` hold
-//! (100k boxes inserted in sorted order: height about 25).
+//! subtrees, which ruins the tree's SAH cost and its queries. With SAH rotations alone the cost
+//! stays near a bulk build's, and the height bounds of `tests/dbvt_height.rs` hold
+//! (`docs/performance.md`, "The dynamic tree's choices, measured").
 
 use glam::Vec3A;
 
@@ -25,10 +24,10 @@ use super::{Dbvt, ProxyId};
 use crate::math::Aabb;
 
 /// How many levels above the removed leaf's grandparent [`Dbvt::reinsertion_start`] climbs
-/// before it gives up and searches from the root. Measured on the peer program's reinsertion
-/// frames at 100k proxies (callgrind's cache model, L2 read misses per 50 frames; SAH cost
-/// after them): the grandparent only 5.83M, 178.9; 1 level 5.19M, 186.4; 3 levels 4.93M,
-/// 187.2; 8 levels 4.87M, 184.0; always from the root 5.97M, 176.3.
+/// before it gives up and searches from the root: a start near the leaf keeps the search in
+/// cache, one too near misses better places higher up and lets the tree's cost drift. Eight
+/// levels had the fewest cache misses for a cost near the root search's (`docs/performance.md`,
+/// "The dynamic tree's choices, measured").
 const REINSERT_CLIMB: usize = 8;
 
 /// Where an insertion's sibling search starts: a subtree, its box, and where it hangs.
@@ -104,10 +103,10 @@ impl<T> Dbvt<T> {
     /// and slot that hold it ([`NULL`] and 0 for the root).
     ///
     /// Both children of every node on the path are prefetched as it is examined: the descent is a
-    /// chain of dependent loads (perf: a third of an insertion's time on the first load of each
-    /// node at 100k proxies), and the child not taken is the one the rotations on the way back
-    /// up read. Returning the slot spares reading a leaf sibling's proxy record, a cache miss
-    /// in creation order (13% of the time).
+    /// chain of dependent loads, on which a large tree's insertion mostly waits, and the child
+    /// not taken is the one the rotations on the way back up read. Returning the slot spares
+    /// reading a leaf sibling's proxy record, a cache miss when proxies were created out of
+    /// spatial order.
     ///
     /// The search covers the subtree of `start`. Below a start other than the root, whose box
     /// contains `d`, no ancestor of the start grows, so the costs are those of the whole tree
@@ -119,8 +118,7 @@ impl<T> Dbvt<T> {
         // The best placement so far: the sibling's reference, and where it hangs as
         // `node << 1 | slot` (`u64::MAX` for the root; 64 bits, so that no node index can
         // collide with it). Kept in plain integers and updated by
-        // selects, not branches: which child wins is a coin toss the predictor loses (callgrind's
-        // branch simulation: 17 mispredictions per insertion at 10k proxies, parry 11).
+        // selects, not branches: which child wins is a coin toss the predictor loses.
         let mut best_child = root.raw();
         let mut best_at = u64::MAX;
         let mut best_cost = root_union;

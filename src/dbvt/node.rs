@@ -134,8 +134,8 @@ impl Node {
 /// test reads each side in two loads: the x and y planes of both children as one `f32x4` (`xy`
 /// lanes below: `x x y y`) and the z planes as another (`z` lanes: `z z z z`). The ray's
 /// per-axis values are laid out the same way, and the sign of each axis picks the near side of
-/// its lanes with one blend per register, where a load per plane and axis chosen by the sign
-/// took three times the instructions (measured with callgrind on the scene's picks).
+/// its lanes with one blend per register, rather than a load per plane and axis chosen by the
+/// sign, which the sign's data dependence makes a long chain of scalar work.
 pub(crate) struct RayLanes {
     origin_xy: f32x4,
     origin_z: f32x4,

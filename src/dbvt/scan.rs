@@ -21,9 +21,8 @@ impl<T> Dbvt<T> {
     /// Hands to `policy` exactly the proxies [`Dbvt::frustum`] would (those whose fat box is not
     /// certainly outside the frustum, as [`Frustum::may_contain`]), by testing every proxy's box
     /// rather than walking the tree, in slot index order. Faster than the walk when a large part
-    /// of the tree is in view and its arena is out of order or out of cache (10k proxies, two
-    /// thirds in view: 41 against 145 µs on a tree built by insertion, 41 against 52 µs on a
-    /// bulk-built one; `cargo bench --bench dbvt -- frustum`), slower when little is in view.
+    /// of the tree is in view and its arena is out of order or out of cache, slower when little
+    /// is in view (`docs/performance.md`, "The dynamic tree's choices, measured").
     /// `QueryStats::nodes_visited` is 0.
     ///
     /// Refuses a non-finite frustum, and, as [`Dbvt::frustum`] does, a tree whose
@@ -96,9 +95,9 @@ impl<T> Dbvt<T> {
 /// The lanes of eight boxes not certainly outside the frustum: for each plane, the signed
 /// distance of each box's p-vertex (`FrustumLanes::p_vertex_distance`), so that the answer is
 /// [`Frustum::may_contain`]'s bit for bit. Each box's corners are loaded whole and
-/// transposed, four boxes at a time, into x, y and z lanes (gathering the lanes one float at a
-/// time took more instructions than the plane tests; testing four boxes per `f32x4` instead of
-/// eight per `f32x8` repeated the per-plane work; callgrind on the scene's frustum query).
+/// transposed, four boxes at a time, into x, y and z lanes: gathering the lanes one float at a
+/// time costs more than the plane tests, and four boxes per `f32x4` instead of eight per
+/// `f32x8` would repeat the per-plane work.
 #[inline(always)]
 fn in_view(planes: &FrustumLanes<f32x8>, boxes: [Aabb; 8]) -> u32 {
     let corner = |v: Vec3A| f32x4::new(v.extend(0.0).to_array());
