@@ -129,14 +129,14 @@ impl Lanes8 for wide::f32x8 {
 
     #[inline(always)]
     fn int_max(self, other: Self) -> Self {
-        let (a, b): (wide::i32x8, wide::i32x8) = (bytemuck_cast(self), bytemuck_cast(other));
-        bytemuck_cast(a.max(b))
+        let (a, b): (wide::i32x8, wide::i32x8) = (reinterpret(self), reinterpret(other));
+        reinterpret(a.max(b))
     }
 
     #[inline(always)]
     fn int_min(self, other: Self) -> Self {
-        let (a, b): (wide::i32x8, wide::i32x8) = (bytemuck_cast(self), bytemuck_cast(other));
-        bytemuck_cast(a.min(b))
+        let (a, b): (wide::i32x8, wide::i32x8) = (reinterpret(self), reinterpret(other));
+        reinterpret(a.min(b))
     }
 
     #[inline(always)]
@@ -169,7 +169,7 @@ impl Lanes8 for wide::f32x8 {
 
 /// A reinterpretation between two of `wide`'s 32-byte vector types.
 #[inline(always)]
-fn bytemuck_cast<A: Copy, B: Copy>(a: A) -> B {
+fn reinterpret<A: Copy, B: Copy>(a: A) -> B {
     const { assert!(std::mem::size_of::<A>() == 32 && std::mem::size_of::<B>() == 32) };
     // SAFETY: both are 32 bytes of plain lanes, every bit pattern valid (checked sizes).
     unsafe { std::mem::transmute_copy(&a) }

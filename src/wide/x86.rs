@@ -3,13 +3,11 @@
 //! * [`Sse8`]: two SSE registers, the x86-64 baseline every x86-64 CPU has. It has no fused
 //!   multiply-add, so rays take the exact node test at this level.
 //! * [`Avx8`]: one 256-bit register. Its operations are AVX, AVX2 and FMA instructions, valid
-//!   only inside [`run_avx2`] and [`run_avx512`], which enable them; [`dispatch_at`] calls those
-//!   only on a CPU that has them.
+//!   only inside [`run_avx2`] and [`run_avx512`], which enable them; `super::lanes`' dispatch
+//!   calls those only on a CPU that has them.
 //!
 //! The AVX-512 level runs the same `Avx8` kernels with AVX-512's instructions enabled as well,
 //! which the compiler uses for the comparisons (mask registers) and some selects.
-//!
-//! [`dispatch_at`]: super::lanes::dispatch_at
 
 use std::arch::x86_64::*;
 use std::ops::{Add, Div, Mul, Sub};
