@@ -1,0 +1,300 @@
+//! One peer library tracing one ray file, alone in its process: the other half of
+//! `benches/peers/frontier.sh`, which runs this program and the `slabtree trace` command in turn,
+//! one process at a time, so that no library finds its caches warmed or emptied by another.
+//!
+//! ```text
+//! frontier trace LIB MESH RAYS [--any] [--passes N]
+//! frontier camera SCENES_DIR SCENE SIZE OUT
+//! ```
+//!
+//! `trace` builds LIB's BVH over MESH, traces every ray of RAYS once to warm up, then N more
+//! times (default 7), and prints `best B Mrays/s, median M Mrays/s` and the number of hits (or
+//! occluded rays with `--any`). Each pass starts from the raw ray records, so every library's ray
+//! set-up is timed, and writes its answers into a vector made before the passes, as
+//! `slabtree trace` does. LIB is one of:
+//! * `embree`: Embree 3 (the system `libembree3`), default scene flags and build quality,
+//!   `rtcIntersect1` / `rtcOccluded1` one ray at a time. Each run of 256 rays gets a coherent or
+//!   an incoherent context as `RayCoherence::of_rays` judges the run (outside the timed passes),
+//!   the hint slabtree's batches take themselves;
+//! * `embree-robust`: the same with `RTC_SCENE_FLAG_ROBUST` (watertight triangles);
+//! * `tinybvh`: tinybvh's `BVH8_CPU` from its binned `Build`, `Intersect` / `IsOccluded` one ray at
+//!   a time (vendored header, built for this CPU by `build.rs`).
+//!
+//! `camera` writes the camera rays of SCENE (`bunny`, `dragon` or `sponza`) at SIZE × SIZE pixels,
+//! as the shared scenes' README defines its 256 × 256 `primary` rays: `frontier.sh` first checks
+//! that SIZE 256 reproduces that file bit for bit.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cgmath::Vector3;
+use embree::{CommittedScene, Device, IntersectContext, RayHit, Scene, SceneFlags, sys};
+use glam::DVec3;
+use slabtree::TriMesh;
+
+mod embree_geometry;
+
+/// One ray record: origin, tmin, direction, tmax.
+type RawRay = [f32; 8];
+/// Rays judged together for Embree's coherence hint.
+const HINT_RUN: usize = 256;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("trace") => trace(&args[1..]),
+        Some("camera") => camera(&args[1..]),
+        _ => Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT"
+            .to_string()),
+    };
+    if let Err(e) = result {
+        eprintln!("frontier: {e}");
+        std::process::exit(2);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tracing.
+
+fn trace(args: &[String]) -> Result<(), String> {
+    let [lib, mesh, rays, rest @ ..] = args else {
+        return Err("trace needs LIB MESH RAYS".into());
+    };
+    let mut any = false;
+    let mut passes = 7;
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--any" => any = true,
+            "--passes" => passes = it.next().and_then(|p| p.parse().ok()).ok_or("--passes needs a number")?,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
+    let rays = read_rays(Path::new(rays))?;
+    let (count, times) = match lib.as_str() {
+        "embree" | "embree-robust" => {
+            let device = Device::new();
+            let flags = if lib == "embree" { SceneFlags::NONE } else { SceneFlags::ROBUST };
+            let mut scene = Scene::new(&device);
+            // SAFETY: the handle is the live scene just created; the flags are valid RTCSceneFlags.
+            unsafe { sys::rtcSetSceneFlags(scene.handle(), flags) };
+            scene.attach_geometry(embree_geometry::triangle_geometry(&device, &mesh));
+            let committed = scene.commit();
+            let coherent = judge_runs(&rays);
+            if any {
+                let mut out = vec![false; rays.len()];
+                timed(passes, || embree_occluded(&committed, &rays, &coherent, &mut out))
+            } else {
+                let mut out = vec![(f32::INFINITY, u32::MAX); rays.len()];
+                timed(passes, || embree_intersect(&committed, &rays, &coherent, &mut out))
+            }
+        }
+        "tinybvh" => {
+            let peer = TinyBvh::build(&mesh);
+            if any {
+                let mut out = vec![0u8; rays.len()];
+                timed(passes, || peer.occluded(&rays, &mut out))
+            } else {
+                let mut out = vec![[0f32; 4]; rays.len()];
+                timed(passes, || peer.intersect(&rays, &mut out))
+            }
+        }
+        other => return Err(format!("unknown library {other} (embree, embree-robust or tinybvh)")),
+    };
+    let mrays = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
+    println!(
+        "{lib}: best {:.2} Mrays/s, median {:.2} Mrays/s ({passes} passes after a warm-up); {count} of {} rays {}",
+        mrays(times[0]),
+        mrays(times[times.len() / 2]),
+        rays.len(),
+        if any { "occluded" } else { "hit" }
+    );
+    Ok(())
+}
+
+/// Runs `pass` once to warm up, then `passes` timed times; the warm-up's count and the sorted
+/// times.
+fn timed(passes: usize, mut pass: impl FnMut() -> usize) -> (usize, Vec<Duration>) {
+    let count = pass();
+    let mut times: Vec<Duration> = (0..passes.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            black_box(pass());
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    (count, times)
+}
+
+fn read_rays(path: &Path) -> Result<Vec<RawRay>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() % 32 != 0 {
+        return Err(format!("{}: not a whole number of 32-byte rays", path.display()));
+    }
+    Ok(bytes
+        .chunks_exact(32)
+        .map(|r| std::array::from_fn(|i| f32::from_le_bytes(r[4 * i..4 * i + 4].try_into().expect("4 bytes"))))
+        .collect())
+}
+
+/// Each run of [`HINT_RUN`] rays judged coherent or not, as slabtree's batches judge them.
+fn judge_runs(rays: &[RawRay]) -> Vec<bool> {
+    rays.chunks(HINT_RUN)
+        .map(|run| {
+            let run: Vec<slabtree::Ray> = run
+                .iter()
+                .map(|r| {
+                    slabtree::Ray::new(glam::Vec3A::new(r[0], r[1], r[2]), glam::Vec3A::new(r[4], r[5], r[6]))
+                        .with_range(r[3], r[7])
+                })
+                .collect();
+            slabtree::RayCoherence::of_rays(&run) == slabtree::RayCoherence::Coherent
+        })
+        .collect()
+}
+
+fn embree_ray(r: &RawRay) -> embree::Ray {
+    embree::Ray::segment(Vector3::new(r[0], r[1], r[2]), Vector3::new(r[4], r[5], r[6]), r[3], r[7])
+}
+
+fn context(coherent: bool) -> IntersectContext {
+    if coherent { IntersectContext::coherent() } else { IntersectContext::incoherent() }
+}
+
+fn embree_intersect(scene: &CommittedScene, rays: &[RawRay], coherent: &[bool], out: &mut [(f32, u32)]) -> usize {
+    let mut hits = 0;
+    for ((run, out), &c) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)).zip(coherent) {
+        let mut ctx = context(c);
+        for (r, o) in run.iter().zip(out) {
+            let mut rh = RayHit::new(embree_ray(r));
+            scene.intersect(&mut ctx, &mut rh);
+            let hit = rh.hit.hit();
+            *o = if hit { (rh.ray.tfar, rh.hit.primID) } else { (f32::INFINITY, u32::MAX) };
+            black_box((rh.hit.u, rh.hit.v));
+            hits += usize::from(hit);
+        }
+    }
+    hits
+}
+
+fn embree_occluded(scene: &CommittedScene, rays: &[RawRay], coherent: &[bool], out: &mut [bool]) -> usize {
+    let mut occluded = 0;
+    for ((run, out), &c) in rays.chunks(HINT_RUN).zip(out.chunks_mut(HINT_RUN)).zip(coherent) {
+        let mut ctx = context(c);
+        for (r, o) in run.iter().zip(out) {
+            let mut ray = embree_ray(r);
+            scene.occluded(&mut ctx, &mut ray);
+            // rtcOccluded1 sets tfar to -inf on a hit.
+            *o = ray.tfar == f32::NEG_INFINITY;
+            occluded += usize::from(*o);
+        }
+    }
+    occluded
+}
+
+unsafe extern "C" {
+    fn tinybvh_build(xyz: *const f32, triangles: u32) -> *mut std::ffi::c_void;
+    fn tinybvh_free(peer: *mut std::ffi::c_void);
+    fn tinybvh_intersect(peer: *const std::ffi::c_void, rays: *const f32, n: usize, out: *mut f32) -> usize;
+    fn tinybvh_occluded(peer: *const std::ffi::c_void, rays: *const f32, n: usize, out: *mut u8) -> usize;
+}
+
+/// A tinybvh `BVH8_CPU` and the vertices it was built from (`src/tinybvh_shim.cpp`).
+struct TinyBvh(*mut std::ffi::c_void);
+
+impl TinyBvh {
+    fn build(mesh: &TriMesh) -> TinyBvh {
+        let p = mesh.positions();
+        let xyz: Vec<f32> = mesh.triangles().iter().flat_map(|t| t.iter().flat_map(|&i| p[i as usize].to_array())).collect();
+        let triangles = u32::try_from(mesh.triangles().len()).expect("fewer than 2^32 triangles");
+        // SAFETY: `xyz` holds 9 floats per triangle; the shim copies them before returning.
+        TinyBvh(unsafe { tinybvh_build(xyz.as_ptr(), triangles) })
+    }
+
+    fn intersect(&self, rays: &[RawRay], out: &mut [[f32; 4]]) -> usize {
+        assert_eq!(rays.len(), out.len());
+        // SAFETY: the peer is live; `rays` holds 8 floats per ray and `out` 4 per ray.
+        unsafe { tinybvh_intersect(self.0, rays.as_ptr().cast(), rays.len(), out.as_mut_ptr().cast()) }
+    }
+
+    fn occluded(&self, rays: &[RawRay], out: &mut [u8]) -> usize {
+        assert_eq!(rays.len(), out.len());
+        // SAFETY: the peer is live; `rays` holds 8 floats per ray and `out` one byte per ray.
+        unsafe { tinybvh_occluded(self.0, rays.as_ptr().cast(), rays.len(), out.as_mut_ptr()) }
+    }
+}
+
+impl Drop for TinyBvh {
+    fn drop(&mut self) {
+        // SAFETY: built by `tinybvh_build` and freed once.
+        unsafe { tinybvh_free(self.0) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Camera rays.
+
+/// A scene's pinhole camera as the shared scenes' README defines it.
+struct Camera {
+    eye: DVec3,
+    look_at: DVec3,
+    up: DVec3,
+    vfov_degrees: f64,
+}
+
+/// The README's cameras: for the single objects the look-at point is the bounding box's centre
+/// `c` and the eye `c + k·D·normalize(w)`, from the f32 vertex positions (all of them, referenced
+/// or not); Sponza's camera is given as numbers.
+fn scene_camera(scene: &str, mesh: &TriMesh) -> Result<Camera, String> {
+    let (lo, hi) = mesh.positions().iter().fold((DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)), |(lo, hi), p| {
+        let p = p.as_dvec3();
+        (lo.min(p), hi.max(p))
+    });
+    let c = (lo + hi) / 2.0;
+    let d = (hi - lo).length();
+    let object = |w: DVec3, k: f64| Camera { eye: c + k * d * w.normalize(), look_at: c, up: DVec3::Y, vfov_degrees: 40.0 };
+    match scene {
+        "bunny" => Ok(object(DVec3::new(-0.5, 0.25, 1.0), 1.25)),
+        "dragon" => Ok(object(DVec3::new(0.3, 0.25, 1.0), 1.1)),
+        "sponza" => Ok(Camera {
+            eye: DVec3::new(110.0, 15.0, 0.0),
+            look_at: DVec3::new(-120.0, 35.0, 0.0),
+            up: DVec3::Y,
+            vfov_degrees: 70.0,
+        }),
+        other => Err(format!("no camera for scene {other} (bunny, dragon or sponza)")),
+    }
+}
+
+fn camera(args: &[String]) -> Result<(), String> {
+    let [dir, scene, size, out] = args else {
+        return Err("camera needs SCENES_DIR SCENE SIZE OUT".into());
+    };
+    let file = match scene.as_str() {
+        "dragon" => "dragon.ply",
+        s => &format!("{s}.obj"),
+    };
+    let mesh = slabtree::load_mesh(Path::new(dir).join(file)).map_err(|e| e.to_string())?;
+    let size: usize = size.parse().map_err(|_| "SIZE must be a number")?;
+    let cam = scene_camera(scene, &mesh)?;
+    let f = (cam.look_at - cam.eye).normalize();
+    let r = f.cross(cam.up).normalize();
+    let u = r.cross(f);
+    let tan = (cam.vfov_degrees.to_radians() / 2.0).tan();
+    let eye = cam.eye.as_vec3();
+    let mut bytes = Vec::with_capacity(size * size * 32);
+    for j in 0..size {
+        for i in 0..size {
+            let sx = (2.0 * (i as f64 + 0.5) / size as f64 - 1.0) * tan;
+            let sy = (1.0 - 2.0 * (j as f64 + 0.5) / size as f64) * tan;
+            let dir = (f + sx * r + sy * u).normalize().as_vec3();
+            for x in [eye.x, eye.y, eye.z, 0.0, dir.x, dir.y, dir.z, f32::INFINITY] {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+    }
+    std::fs::write(out, bytes).map_err(|e| format!("{out}: {e}"))
+}
