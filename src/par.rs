@@ -12,7 +12,7 @@ pub(crate) fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnc
 }
 
 /// `f` of every element of `items`, in order, in tasks of `min_len` elements (the last may be
-/// shorter), each free to be stolen (see [`map_chunks_into`]).
+/// shorter), each free to be stolen (see [`map_checked_chunks_into`]).
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
@@ -27,7 +27,7 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) 
 }
 
 /// `f(i)` for every `i` in `0..n`, in order, in tasks of `min_len` indices (the last may be
-/// shorter), each free to be stolen (see [`map_chunks_into`]).
+/// shorter), each free to be stolen (see [`map_checked_chunks_into`]).
 pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
     {
@@ -57,23 +57,76 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
 /// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk,
 /// into `out`, which is cleared first and keeps its room: each output chunk is set to `fill` on
 /// its own task before `f` sees it, so nothing of the output is written on the calling thread,
-/// and the kernel's zeroing of fresh room and the first writes to it are shared out too. (A
-/// batch of the bunny's 65k camera rays allocated and filled its 2 MB of answers on the calling
-/// thread in 0.28 ms, after checking its rays there in 0.20 ms: an eighth of its two-thread time;
-/// `docs/performance.md`, "Batches: nothing serial".)
-pub(crate) fn map_chunks_into<T: Sync, R: Clone + Send + Sync>(
+/// and the kernel's zeroing of fresh room and the first writes to it are shared out too
+/// (`docs/performance.md`, "Batches: nothing serial").
+///
+/// Only chunks that `check` accepts are given to `f`, each checked on its own task just before
+/// `f` sees it, while its elements are in cache: a check of the whole input first would read all
+/// of it from memory once more (`docs/performance.md`, "Batches: rays checked as they are
+/// traced"). When `check` refuses a
+/// chunk, the error of the lowest refused chunk is returned, with `rebase(error, index of the
+/// chunk's first element)` applied, and `out` is left empty; the chunks after a refused one may
+/// or may not have been traced.
+pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
     input: &[T],
     chunk: usize,
     fill: R,
     out: &mut Vec<R>,
+    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
+    rebase: impl Fn(E, usize) -> E,
     f: impl Fn(&[T], &mut [R]) + Sync + Send,
-) {
+) -> Result<(), E> {
+    checked_chunks_into(true, input, chunk, fill, out, check, rebase, f)
+}
+
+/// [`map_checked_chunks_into`] on the calling thread, chunk after chunk.
+pub(crate) fn for_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
+    input: &[T],
+    chunk: usize,
+    fill: R,
+    out: &mut Vec<R>,
+    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
+    rebase: impl Fn(E, usize) -> E,
+    f: impl Fn(&[T], &mut [R]) + Sync + Send,
+) -> Result<(), E> {
+    checked_chunks_into(false, input, chunk, fill, out, check, rebase, f)
+}
+
+/// The chunks of [`map_checked_chunks_into`] on rayon's threads when `parallel` (and the feature
+/// is on), else on the calling thread in order.
+#[allow(clippy::too_many_arguments)]
+fn checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
+    parallel: bool,
+    input: &[T],
+    chunk: usize,
+    fill: R,
+    out: &mut Vec<R>,
+    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
+    rebase: impl Fn(E, usize) -> E,
+    f: impl Fn(&[T], &mut [R]) + Sync + Send,
+) -> Result<(), E> {
     use std::mem::MaybeUninit;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     let n = input.len();
     out.clear();
     out.reserve(n);
     let room: &mut [MaybeUninit<R>] = &mut out.spare_capacity_mut()[..n];
-    let run = |i: &[T], o: &mut [MaybeUninit<R>]| {
+    // The lowest refused chunk and its error; `first_refused` lets later chunks skip their work.
+    let first_refused = AtomicUsize::new(usize::MAX);
+    let refused: Mutex<Option<(usize, E)>> = Mutex::new(None);
+    let run = |k: usize, i: &[T], o: &mut [MaybeUninit<R>]| {
+        if first_refused.load(Ordering::Relaxed) < k {
+            return;
+        }
+        if let Err(e) = check(i) {
+            first_refused.fetch_min(k, Ordering::Relaxed);
+            let mut lowest = refused.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if lowest.as_ref().is_none_or(|&(j, _)| k < j) {
+                *lowest = Some((k, e));
+            }
+            return;
+        }
         for slot in o.iter_mut() {
             slot.write(fill.clone());
         }
@@ -83,45 +136,70 @@ pub(crate) fn map_chunks_into<T: Sync, R: Clone + Send + Sync>(
         f(i, o);
     };
     #[cfg(feature = "parallel")]
-    {
+    if parallel {
         use rayon::prelude::*;
         // One task per chunk, each free to be stolen: rayon's adaptive split alone cut the chunks
         // into four pieces for two threads, and a thread that finished its half early found
-        // nothing left to take from the other's last piece (Sponza's camera rays, whose top half
-        // costs 1.35x the bottom, ran 1.7x as fast on two threads as on one; tasks of one chunk:
-        // `docs/performance.md`, "Two threads: a task per chunk").
-        input.par_chunks(chunk).zip(room.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| run(i, o));
+        // nothing left to take from the other's last piece (`docs/performance.md`, "Two threads:
+        // a task per chunk").
+        input
+            .par_chunks(chunk)
+            .zip(room.par_chunks_mut(chunk))
+            .enumerate()
+            .with_max_len(1)
+            .for_each(|(k, (i, o))| run(k, i, o));
     }
     #[cfg(not(feature = "parallel"))]
-    for (i, o) in input.chunks(chunk).zip(room.chunks_mut(chunk)) {
-        run(i, o);
+    let _ = parallel;
+    if !cfg!(feature = "parallel") || !parallel {
+        for (k, (i, o)) in input.chunks(chunk).zip(room.chunks_mut(chunk)).enumerate() {
+            run(k, i, o);
+        }
     }
-    // SAFETY: the first `n` elements of the room were each written by their chunk's task (the
-    // chunks cover `0..n`), and `n` is within the capacity reserved above. (Had `f` panicked,
-    // the length would still be 0, and the written elements would leak, not drop twice.)
+    if let Some((k, e)) = refused.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        return Err(rebase(e, k * chunk));
+    }
+    // SAFETY: no chunk was refused, so every chunk's task wrote all of its elements (the chunks
+    // cover `0..n`), and `n` is within the capacity reserved above. (Had `f` panicked, the length
+    // would still be 0, and the written elements would leak, not drop twice.)
     unsafe { out.set_len(n) };
+    Ok(())
 }
 
-/// `check` over `items` in chunks of `chunk` elements on rayon's threads; the first chunk's error
-/// (the lowest index), with `rebase(error, index of the chunk's first element)` applied.
-pub(crate) fn first_error<T: Sync, E: Send>(
-    items: &[T],
-    chunk: usize,
-    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
-    rebase: impl Fn(E, usize) -> E,
-) -> Result<(), E> {
-    #[cfg(feature = "parallel")]
-    {
-        use rayon::prelude::*;
-        let bad = items.par_chunks(chunk).enumerate().find_first(|(_, c)| check(c).is_err());
-        match bad {
-            Some((k, c)) => check(c).map_err(|e| rebase(e, k * chunk)),
+#[cfg(all(test, feature = "parallel"))]
+mod tests {
+    use super::{for_checked_chunks_into, map_checked_chunks_into};
+
+    /// Refuses a chunk holding a negative number, naming its index; a chunk holding -1 takes its
+    /// time first, so that on two threads the later refused chunk is found first.
+    fn check(chunk: &[i32]) -> Result<(), usize> {
+        match chunk.iter().position(|&x| x < 0) {
+            Some(i) => {
+                if chunk[i] == -1 {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(i)
+            }
             None => Ok(()),
         }
     }
-    #[cfg(not(feature = "parallel"))]
-    {
-        let _ = (chunk, &rebase);
-        check(items)
+
+    #[test]
+    fn the_lowest_refused_chunk_is_named_and_the_output_left_empty() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let mut input = vec![1; 8];
+        input[1] = -1;
+        input[6] = -2;
+        let mut out = vec![7; 3];
+        let double = |i: &[i32], o: &mut [i32]| i.iter().zip(o).for_each(|(x, o)| *o = 2 * x);
+        let got = pool.install(|| map_checked_chunks_into(&input, 4, 0, &mut out, check, |e, base| e + base, double));
+        assert_eq!(got, Err(1));
+        assert!(out.is_empty());
+        assert_eq!(for_checked_chunks_into(&input, 4, 0, &mut out, check, |e, base| e + base, double), Err(1));
+        assert!(out.is_empty());
+        // Accepted everywhere: every chunk is mapped.
+        let good: Vec<i32> = (0..10).collect();
+        assert_eq!(pool.install(|| map_checked_chunks_into(&good, 4, 0, &mut out, check, |e, _| e, double)), Ok(()));
+        assert_eq!(out, (0..10).map(|x| 2 * x).collect::<Vec<_>>());
     }
 }

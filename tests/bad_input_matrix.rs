@@ -122,7 +122,7 @@ fn bad_rays() -> Vec<Ray> {
 
 /// Row: NaN or infinite rays, NaN ranges, `tmin > tmax`: every query of the tree, the mesh and
 /// the scene refuses them with the ray's own typed error; a batch or packet names the first bad
-/// ray and traces none.
+/// ray and returns no answers.
 #[test]
 fn nan_infinite_rays_and_bad_ranges() {
     let (t, _) = tree();
@@ -147,7 +147,8 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(bvh.intersect_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(bvh.occluded_batch(&batch), Err(BatchError { index: 2, error: e }));
             same(scene.intersect_batch(&batch, Scene::ALL), Err(BatchError { index: 2, error: e }));
-            // The `_into` forms refuse it too, and leave the caller's answers as they were.
+            // The `_into` forms refuse it too, and leave no answers (a batch checks its rays run
+            // by run as it traces them, so earlier runs' answers are dropped).
             let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
                 (vec![None; 3], vec![true; 3], vec![None; 3], vec![true; 3]);
             same(bvh.intersect_batch_into(&batch, &mut hits), Err(BatchError { index: 2, error: e }));
@@ -157,7 +158,11 @@ fn nan_infinite_rays_and_bad_ranges() {
                 Err(BatchError { index: 2, error: e }),
             );
             same(scene.occluded_batch_into(&batch, Scene::ALL, &mut scene_occ), Err(BatchError { index: 2, error: e }));
-            assert!(hits == [None; 3] && occ == [true; 3] && scene_hits == [None; 3] && scene_occ == [true; 3]);
+            assert!(hits.is_empty() && occ.is_empty() && scene_hits.is_empty() && scene_occ.is_empty());
+            let (mut hits, mut occ) = (vec![None; 3], vec![true; 3]);
+            same(bvh.intersect_each(&batch, &mut hits), Err(BatchError { index: 2, error: e }));
+            same(bvh.occluded_each(&batch, &mut occ), Err(BatchError { index: 2, error: e }));
+            assert!(hits.is_empty() && occ.is_empty());
             // Streams refuse the whole stream, naming the first bad ray, and write nothing.
             let mut stream = [good; 80];
             stream[55] = r;
@@ -181,6 +186,8 @@ fn nan_infinite_rays_and_bad_ranges() {
             }
             same(bvh.intersect_batch(&big), Err(BatchError { index: first, error: e }));
             same(bvh.occluded_batch(&big), Err(BatchError { index: first, error: e }));
+            same(bvh.intersect_each(&big, &mut Vec::new()), Err(BatchError { index: first, error: e }));
+            same(scene.intersect_batch(&big, Scene::ALL), Err(BatchError { index: first, error: e }));
             same(scene.occluded_batch(&big, Scene::ALL), Err(BatchError { index: first, error: e }));
         }
         // The same batch without the bad ray is traced.

@@ -94,13 +94,22 @@ impl fmt::Display for InputError {
 impl std::error::Error for InputError {}
 
 /// A batch or packet query refused because one of its rays is invalid: the first such ray's index
-/// and why. No ray of the batch was traced.
+/// and why. The query returns no answers (a batch checks its rays run by run as it traces them,
+/// so some may have been traced; a packet or stream checks them all first).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BatchError {
     /// Index of the first invalid ray.
     pub index: usize,
     /// What is wrong with it.
     pub error: InputError,
+}
+
+impl BatchError {
+    /// The same error for a slice that starts `base` rays into the caller's: for batches checked
+    /// run by run.
+    pub(crate) fn rebased(self, base: usize) -> BatchError {
+        BatchError { index: self.index + base, ..self }
+    }
 }
 
 impl fmt::Display for BatchError {

@@ -122,11 +122,3 @@ impl TriMesh {
         Ok(())
     }
 }
-
-/// [`validate_rays`](crate::math::validate_rays) on rayon's threads (feature `parallel`), in
-/// chunks: the same answer, the first invalid ray. For the mesh's and the scene's batches, whose
-/// work is otherwise all spread over the threads.
-pub(crate) fn validate_rays_parallel(rays: &[crate::math::Ray]) -> Result<(), crate::math::BatchError> {
-    use crate::math::{BatchError, validate_rays};
-    crate::par::first_error(rays, 4096, validate_rays, |e, base| BatchError { index: e.index + base, ..e })
-}

@@ -10,12 +10,11 @@
 use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
-use super::bvh::{Hit, MeshBvh, STACK, TraversalStats, TriangleTest};
+use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK, TraversalStats, TriangleTest};
 use super::layout::Blocks;
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
-use super::validate_rays_parallel;
 use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
 use crate::wide::{
     ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first, dispatch,
@@ -84,7 +83,8 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
-    /// whole batch, before tracing any ray, when one is invalid, naming the first. Through a BVH
+    /// whole batch when a ray is invalid, naming the first, and returns no answers (the rays are
+    /// checked run by run as they are traced, so some may have been traced). Through a BVH
     /// larger than the last-level cache, each thread traces several rays at once (see
     /// [`MeshBvh::intersect_each`]).
     pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
@@ -96,7 +96,7 @@ impl MeshBvh {
     /// [`MeshBvh::intersect_batch`] into `hits`, which is cleared first and keeps its room, so
     /// that a caller tracing batch after batch (a renderer's frames) allocates nothing once it
     /// has room: the answers are written in place on rayon's threads. When a ray is invalid, the
-    /// error names the first, and `hits` is left as it was.
+    /// error names the first, and `hits` is left empty.
     ///
     /// ```
     /// use glam::Vec3;
@@ -113,9 +113,9 @@ impl MeshBvh {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn intersect_batch_into(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        validate_rays_parallel(rays)?;
-        crate::par::map_chunks_into(rays, 256, None, hits, |r, o| self.intersect_valid_rays(r, o));
-        Ok(())
+        crate::par::map_checked_chunks_into(rays, HINT_RUN, None, hits, validate_rays, BatchError::rebased, |r, o| {
+            self.intersect_valid_rays(r, o)
+        })
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
@@ -124,7 +124,7 @@ impl MeshBvh {
     /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once,
     /// each prefetching its next node while the others are tested, so that the memory latency of
     /// one ray's walk hides behind the others' work (the answers are the same, bit for bit).
-    /// Refuses the whole slice, before tracing any ray, when one is invalid, naming the first.
+    /// Refuses the whole slice when a ray is invalid, naming the first, and leaves `hits` empty.
     /// Once `hits` has room it allocates nothing but, through a large BVH, the state of the rays
     /// in flight (about 70 KB per call).
     ///
@@ -141,11 +141,9 @@ impl MeshBvh {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn intersect_each(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        hits.clear();
-        hits.resize(rays.len(), None);
-        self.intersect_valid_rays(rays, hits);
-        Ok(())
+        crate::par::for_checked_chunks_into(rays, HINT_RUN, None, hits, validate_rays, BatchError::rebased, |r, o| {
+            self.intersect_valid_rays(r, o)
+        })
     }
 
     /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
@@ -172,23 +170,33 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::occluded_batch`] into `occluded`, which is cleared first and keeps its room, as
-    /// [`MeshBvh::intersect_batch_into`] does; left as it was when a ray is invalid.
+    /// [`MeshBvh::intersect_batch_into`] does; left empty when a ray is invalid.
     pub fn occluded_batch_into(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        validate_rays_parallel(rays)?;
-        crate::par::map_chunks_into(rays, 256, false, occluded, |r, o| self.occluded_valid_rays(r, o));
-        Ok(())
+        crate::par::map_checked_chunks_into(
+            rays,
+            HINT_RUN,
+            false,
+            occluded,
+            validate_rays,
+            BatchError::rebased,
+            |r, o| self.occluded_valid_rays(r, o),
+        )
     }
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
     /// first), with several rays in flight through a large BVH for the runs of rays judged
-    /// incoherent, as [`MeshBvh::intersect_each`] does. Refuses the whole slice, before tracing any ray, when one is invalid, naming the
-    /// first.
+    /// incoherent, as [`MeshBvh::intersect_each`] does. Refuses the whole slice when a ray is
+    /// invalid, naming the first, and leaves `occluded` empty.
     pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        occluded.clear();
-        occluded.resize(rays.len(), false);
-        self.occluded_valid_rays(rays, occluded);
-        Ok(())
+        crate::par::for_checked_chunks_into(
+            rays,
+            HINT_RUN,
+            false,
+            occluded,
+            validate_rays,
+            BatchError::rebased,
+            |r, o| self.occluded_valid_rays(r, o),
+        )
     }
 
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see

@@ -8,8 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence};
-use crate::mesh::validate_rays_parallel;
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -136,7 +135,8 @@ impl Scene {
     }
 
     /// [`Scene::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
-    /// whole batch, before tracing any ray, when one is invalid, naming the first.
+    /// whole batch when a ray is invalid, naming the first, and returns no answers (the rays
+    /// are checked run by run as they are traced).
     pub fn intersect_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<Option<SceneHit>>, BatchError> {
         let mut hits = Vec::new();
         self.intersect_batch_into(rays, mask, &mut hits)?;
@@ -144,8 +144,8 @@ impl Scene {
     }
 
     /// [`Scene::intersect_batch`] into `hits`, which is cleared first and keeps its room (a
-    /// caller tracing a batch per frame allocates nothing once it has room); left as it was
-    /// when a ray is invalid.
+    /// caller tracing a batch per frame allocates nothing once it has room); left empty when a
+    /// ray is invalid.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -178,13 +178,13 @@ impl Scene {
     }
 
     /// [`Scene::occluded_batch`] into `occluded`, which is cleared first and keeps its room;
-    /// left as it was when a ray is invalid.
+    /// left empty when a ray is invalid.
     pub fn occluded_batch_into(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
         self.batch_into(rays, false, occluded, |r| self.occluded_counted(r, mask, 0))
     }
 
-    /// `each` of every ray into `out` (cleared first, its room kept), on rayon's threads, once
-    /// every ray is checked; `out` is left as it was when one is invalid.
+    /// `each` of every ray into `out` (cleared first, its room kept), on rayon's threads, each
+    /// run of rays checked as it is traced; `out` is left empty when a ray is invalid.
     fn batch_into<R: Clone + Send + Sync>(
         &self,
         rays: &[Ray],
@@ -192,11 +192,11 @@ impl Scene {
         out: &mut Vec<R>,
         each: impl Fn(&Ray) -> R + Sync + Send,
     ) -> Result<(), BatchError> {
-        validate_rays_parallel(rays)?;
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        crate::par::map_chunks_into(rays, 64, fill, out, |r, o| r.iter().zip(o).for_each(|(r, o)| *o = each(r)));
-        Ok(())
+        crate::par::map_checked_chunks_into(rays, 64, fill, out, validate_rays, BatchError::rebased, |r, o| {
+            r.iter().zip(o).for_each(|(r, o)| *o = each(r))
+        })
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly
