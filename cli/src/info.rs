@@ -27,7 +27,12 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("leaves:             {} (up to 4 triangles each)", count(s.leaves));
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
-    println!("SIMD kernels:       {} (chosen at run time from the CPU)", slabtree::simd_level());
+    let how = if std::env::var_os("SLABTREE_SIMD").is_some() {
+        "asked for by SLABTREE_SIMD"
+    } else {
+        "chosen at run time from the CPU"
+    };
+    println!("SIMD kernels:       {} ({how})", slabtree::simd_level());
     println!("other kernels:      {} (fixed when slabtree was compiled)", slabtree::compiled_simd_level());
     let phases = |s: &MeshStats| {
         let p = s.build_phases;

@@ -151,7 +151,6 @@ pub fn timed<T>(passes: u32, label: &str, mut pass: impl FnMut() -> T) -> (T, Pa
     (first, Passes { best: times[0], median, count: passes })
 }
 
-/// `threads` as `1 thread` or `2 threads`.
 /// Refuses a `SLABTREE_SIMD` that names no level (the library would ignore it, and the figures
 /// printed would not be the level asked for).
 pub fn check_simd_override() -> Result<(), crate::error::CliError> {
@@ -168,6 +167,7 @@ pub fn simd() -> String {
     slabtree::simd_level().to_string()
 }
 
+/// `threads` as `1 thread` or `2 threads`.
 pub fn threads(n: usize) -> String {
     if n == 1 { "1 thread".into() } else { format!("{n} threads") }
 }

@@ -49,14 +49,20 @@ impl fmt::Display for SimdLevel {
     }
 }
 
-/// The SIMD level slabtree's dispatched kernels run at in this process: the best level the CPU
-/// has, chosen once from CPUID when first asked (on x86-64: [`SimdLevel::Avx512`],
-/// [`SimdLevel::Avx2`] or [`SimdLevel::Sse2`]; on aarch64 [`SimdLevel::Neon`]), whatever
-/// `-C target-cpu` the crate was built with.
+/// The SIMD level slabtree's dispatched kernels run at in this process, chosen once from CPUID
+/// when first asked, whatever `-C target-cpu` the crate was built with: on x86-64
+/// [`SimdLevel::Avx2`] when the CPU has AVX2 and FMA, else [`SimdLevel::Sse2`]; on aarch64
+/// [`SimdLevel::Neon`].
 ///
-/// The environment variable `SLABTREE_SIMD` (`sse2`, `avx2`, `avx512`, `neon`, `scalar`) lowers
-/// it, for tests and comparisons; it never raises it above what the CPU has, and a value that
-/// names no level is ignored (see [`SimdLevel::from_name`]).
+/// [`SimdLevel::Avx512`] is never chosen on its own: its kernels are the AVX2 kernels with
+/// AVX-512's encodings allowed, and across the measured ray sets they were no faster, and on some
+/// slower, on the AVX-512 hosts tried (`docs/performance.md`, "AVX-512 is not chosen by
+/// default"). `SLABTREE_SIMD=avx512` chooses it on a CPU that has it.
+///
+/// The environment variable `SLABTREE_SIMD` (`sse2`, `avx2`, `avx512`, `neon`, `scalar`) chooses
+/// the level instead, for tests and comparisons; it never goes above what the CPU has (a higher
+/// level gives the CPU's best), and a value that names no level is ignored (see
+/// [`SimdLevel::from_name`]).
 ///
 /// Which kernels follow it: the mesh BVH's ray walks (closest and any hit, either triangle test,
 /// alone, in batches and in streams), its swept boxes and shape casts, and the dynamic tree's
@@ -141,13 +147,19 @@ const UNSET: u8 = u8::MAX;
 /// at once both choose, and choose the same.
 static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 
-/// The CPU's best level, lowered by `SLABTREE_SIMD`.
+/// The level `SLABTREE_SIMD` asks for, at most the CPU's best, or else [`default_level`].
 fn chosen_level() -> SimdLevel {
     let cpu = cpu_level();
     match std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name) {
         Some(asked) => asked.min(cpu),
-        None => cpu,
+        None => default_level(cpu),
     }
+}
+
+/// The level chosen on a CPU whose best is `cpu` when `SLABTREE_SIMD` asks for none: the best
+/// but AVX-512, which only `SLABTREE_SIMD=avx512` chooses (see [`simd_level`]).
+pub(crate) fn default_level(cpu: SimdLevel) -> SimdLevel {
+    cpu.min(SimdLevel::Avx2)
 }
 
 /// The best level this CPU runs (CPUID on x86-64). Cached by `std`'s feature detection.
@@ -213,8 +225,8 @@ mod tests {
     use super::*;
 
     /// The run-time level claims no instruction the CPU lacks (CPUID, through
-    /// `is_x86_feature_detected!`, is the oracle), is the CPU's best unless `SLABTREE_SIMD` lowers
-    /// it, and the compiled level no more than the build enables.
+    /// `is_x86_feature_detected!`, is the oracle), is the CPU's best but AVX-512 unless
+    /// `SLABTREE_SIMD` asks for another, and the compiled level no more than the build enables.
     #[test]
     fn levels_match_the_cpu_and_the_build() {
         let level = simd_level();
@@ -222,7 +234,10 @@ mod tests {
         assert_eq!(SimdLevel::from_name(level.name()), Some(level));
         assert!(level <= cpu_level());
         let asked = std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name);
-        assert_eq!(level, asked.map_or(cpu_level(), |a| a.min(cpu_level())));
+        assert_eq!(level, asked.map_or(default_level(cpu_level()), |a| a.min(cpu_level())));
+        assert!(asked.is_some() || level != SimdLevel::Avx512);
+        assert_eq!(default_level(SimdLevel::Avx512), SimdLevel::Avx2);
+        assert_eq!(default_level(SimdLevel::Sse2), SimdLevel::Sse2);
         #[cfg(target_arch = "x86_64")]
         {
             let compiled = compiled_simd_level();
