@@ -17,7 +17,8 @@ use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_trian
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
 use crate::wide::{
-    ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first, dispatch,
+    ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first,
+    dispatch,
 };
 
 impl MeshBvh {
@@ -150,15 +151,29 @@ impl MeshBvh {
     /// `interleave::by_runs`).
     fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
-            Some(hint) => {
-                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
-                    // Written in place, not returned (see `intersect_valid_into`); the batch's
-                    // rays were checked before it started.
-                    self.intersect_valid_into(r, hint, o);
-                }
-            }
+            Some(hint) => self.intersect_valid_run(&rays[span.clone()], hint, &mut out[span]),
             None => self.intersect_interleaved(&rays[span.clone()], &mut out[span]),
         });
+    }
+
+    /// The closest hits of a run of valid rays, one after another, each written in place (see
+    /// [`MeshBvh::intersect_valid_into`]), with the SIMD level's entry point chosen once for the
+    /// run ([`EntryPoint`]): each ray is then one call (`docs/performance.md`, "Batches: one dispatch
+    /// per run").
+    fn intersect_valid_run(&self, rays: &[Ray], hint: RayCoherence, out: &mut [Option<Hit>]) {
+        fn each<const W: bool, const E: bool>(bvh: &MeshBvh, rays: &[Ray], out: &mut [Option<Hit>]) {
+            let entry = EntryPoint::<TraceInto<'_, W, E>>::chosen();
+            for (ray, slot) in rays.iter().zip(out) {
+                entry.run(TraceInto { bvh, ray, slot });
+            }
+        }
+        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore if early => each::<false, true>(self, rays, out),
+            TriangleTest::MollerTrumbore => each::<false, false>(self, rays, out),
+            TriangleTest::Watertight if early => each::<true, true>(self, rays, out),
+            TriangleTest::Watertight => each::<true, false>(self, rays, out),
+        }
     }
 
     /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
@@ -202,6 +217,10 @@ impl MeshBvh {
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
+        // One ray at a time through `occluded_valid`, each dispatched on its own: an
+        // `EntryPoint` chosen once per run, as the closest hits take, executed fewer instructions
+        // but ran the bunny's shadow rays slower (`docs/performance.md`, "Batches: one dispatch
+        // per run").
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {

@@ -194,6 +194,55 @@ pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
     unsafe { dispatch_unchecked(simd_level(), kernel) }
 }
 
+/// The entry point of kernels of type `W` at the SIMD level [`simd_level`] reports, chosen once
+/// for a caller that runs many such kernels in a row (a batch's run of rays, one kernel per ray):
+/// each [`EntryPoint::run`] is then one call, with nothing chosen. Running the whole run as one
+/// kernel, a loop inside the entry point, let the compiler keep loop-invariant values in vector
+/// registers that the walk's own per-ray values then lost to the stack (`docs/performance.md`,
+/// "Batches: one dispatch per run").
+pub(crate) struct EntryPoint<W: WithLanes>(unsafe fn(W) -> W::Output);
+
+impl<W: WithLanes> EntryPoint<W> {
+    /// The entry point of the level [`simd_level`] reports.
+    #[inline]
+    pub(crate) fn chosen() -> EntryPoint<W> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match simd_level() {
+                SimdLevel::Avx512 => EntryPoint(super::x86::run_avx512::<W>),
+                SimdLevel::Avx2 => EntryPoint(super::x86::run_avx2::<W>),
+                _ => EntryPoint(run_baseline::<W>),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            EntryPoint(run_baseline::<W>)
+        }
+    }
+
+    /// Runs `kernel` through the entry point.
+    #[inline(always)]
+    pub(crate) fn run(&self, kernel: W) -> W::Output {
+        // SAFETY: the entry point is the one of a level `simd_level` chose, never above the
+        // CPU's (`EntryPoint::chosen` is the only constructor).
+        unsafe { (self.0)(kernel) }
+    }
+}
+
+/// `kernel` on the lanes the build targets when no entry point is chosen: the x86-64 baseline's
+/// [`super::x86::Sse8`], elsewhere `wide`'s lanes as compiled (the `_` arm of `dispatch`).
+#[inline(never)]
+fn run_baseline<W: WithLanes>(kernel: W) -> W::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        kernel.run::<super::x86::Sse8>()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        kernel.run::<wide::f32x8>()
+    }
+}
+
 /// Runs `kernel` at `level`, or at the CPU's best level if that is lower (tests run every level
 /// the CPU has this way).
 #[cfg(test)]

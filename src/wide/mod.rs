@@ -29,7 +29,7 @@ mod traverse;
 mod x86;
 
 pub(crate) use crate::child::ChildRef;
-pub(crate) use lanes::{Lanes8, WithLanes, dispatch};
+pub(crate) use lanes::{EntryPoint, Lanes8, WithLanes, dispatch};
 pub use level::{SimdLevel, compiled_simd_level, simd_level};
 pub(crate) use node::{Node8, NodeStore};
 pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
