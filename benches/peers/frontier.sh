@@ -5,7 +5,13 @@
 #
 #   benches/peers/frontier.sh                        # scenes from $SLABTREE_SCENES, else ../shared/scenes
 #   benches/peers/frontier.sh /path/to/scenes        # another scenes folder (meshes + rays/)
-#   benches/peers/frontier.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza
+#   benches/peers/frontier.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza, field
+#
+# `field` is the command's built-in scene (about 1.4M triangles: objects on a ground plane around a
+# torus knot), exported to OBJ by `slabtree export`, with two generated sets: 65,536 random rays
+# (the README's `random` kind, from `frontier random`) and camera rays at FRONTIER_SIZE square
+# (`frontier camera-any`: the bunny's view of the scene's box). It is in the default list, after
+# the shared scenes; there are no Embree hits for it, so only the counts are compared.
 #
 # Sets per scene: the four shared ray files (256 x 256 primary, random, diffuse; shadow as
 # occlusion) and camera rays at FRONTIER_SIZE x FRONTIER_SIZE (default 1024), which
@@ -25,7 +31,7 @@ cd "$root"
 scenes="${SLABTREE_SCENES:-$root/../shared/scenes}"
 if [ $# -gt 0 ]; then scenes="$1"; shift; fi
 names=("$@")
-if [ ${#names[@]} -eq 0 ]; then names=(bunny dragon sponza); fi
+if [ ${#names[@]} -eq 0 ]; then names=(bunny dragon sponza field); fi
 rounds="${FRONTIER_ROUNDS:-3}"
 passes="${FRONTIER_PASSES:-7}"
 size="${FRONTIER_SIZE:-1024}"
@@ -77,17 +83,26 @@ run_one() {
 
 libs=(slabtree embree tinybvh slabtree-wt embree-robust)
 for name in "${names[@]}"; do
-    mesh="$scenes/$name.obj"
-    if [ "$name" = dragon ]; then mesh="$scenes/dragon.ply"; fi
-    "$peer" camera "$scenes" "$name" 256 "$work/$name.camera256.rays"
-    if ! cmp -s "$work/$name.camera256.rays" "$scenes/rays/$name.primary.rays"; then
-        echo "frontier.sh: the camera rays generated for $name differ from $scenes/rays/$name.primary.rays" >&2
-        exit 1
+    if [ "$name" = field ]; then
+        mesh="$work/field.obj"
+        "$slab" export field --out "$mesh" >/dev/null
+        "$peer" random "$mesh" 65536 "$work/field.random.rays"
+        "$peer" camera-any "$mesh" "$size" "$work/field.camera$size.rays"
+        sets=(random "camera$size")
+    else
+        mesh="$scenes/$name.obj"
+        if [ "$name" = dragon ]; then mesh="$scenes/dragon.ply"; fi
+        "$peer" camera "$scenes" "$name" 256 "$work/$name.camera256.rays"
+        if ! cmp -s "$work/$name.camera256.rays" "$scenes/rays/$name.primary.rays"; then
+            echo "frontier.sh: the camera rays generated for $name differ from $scenes/rays/$name.primary.rays" >&2
+            exit 1
+        fi
+        "$peer" camera "$scenes" "$name" "$size" "$work/$name.camera$size.rays"
+        sets=(primary random diffuse shadow "camera$size")
     fi
-    "$peer" camera "$scenes" "$name" "$size" "$work/$name.camera$size.rays"
-    for set in primary random diffuse shadow "camera$size"; do
+    for set in "${sets[@]}"; do
         rays="$scenes/rays/$name.$set.rays"
-        if [ "$set" = "camera$size" ]; then rays="$work/$name.$set.rays"; fi
+        if [ "$name" = field ] || [ "$set" = "camera$size" ]; then rays="$work/$name.$set.rays"; fi
         any=""
         if [ "$set" = shadow ]; then any=1; fi
         results="$work/results"

@@ -5,6 +5,8 @@
 //! ```text
 //! frontier trace LIB MESH RAYS [--any] [--passes N]
 //! frontier camera SCENES_DIR SCENE SIZE OUT
+//! frontier camera-any MESH SIZE OUT
+//! frontier random MESH COUNT OUT
 //! ```
 //!
 //! `trace` builds LIB's BVH over MESH, traces every ray of RAYS once to warm up, then N more
@@ -22,7 +24,10 @@
 //!
 //! `camera` writes the camera rays of SCENE (`bunny`, `dragon` or `sponza`) at SIZE × SIZE pixels,
 //! as the shared scenes' README defines its 256 × 256 `primary` rays: `frontier.sh` first checks
-//! that SIZE 256 reproduces that file bit for bit.
+//! that SIZE 256 reproduces that file bit for bit. `camera-any` does the same for any mesh, with the
+//! bunny's view (`w = (−0.5, 0.25, 1)`, `k = 1.25`, 40°) of its bounding box; `random` writes COUNT
+//! rays as the README defines its `random` kind (an origin on the sphere of radius `D` about the
+//! box's centre, towards a uniform point of the box), from this program's own generator.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -45,7 +50,10 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("trace") => trace(&args[1..]),
         Some("camera") => camera(&args[1..]),
-        _ => Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT"
+        Some("camera-any") => camera_any(&args[1..]),
+        Some("random") => random(&args[1..]),
+        _ => Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT \
+                  | frontier camera-any MESH SIZE OUT | frontier random MESH COUNT OUT"
             .to_string()),
     };
     if let Err(e) = result {
@@ -245,17 +253,26 @@ struct Camera {
     vfov_degrees: f64,
 }
 
-/// The README's cameras: for the single objects the look-at point is the bounding box's centre
-/// `c` and the eye `c + k·D·normalize(w)`, from the f32 vertex positions (all of them, referenced
-/// or not); Sponza's camera is given as numbers.
-fn scene_camera(scene: &str, mesh: &TriMesh) -> Result<Camera, String> {
-    let (lo, hi) = mesh.positions().iter().fold((DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)), |(lo, hi), p| {
+/// The bounding box of the mesh's f32 vertex positions (all of them, referenced or not), in f64.
+fn bounds(mesh: &TriMesh) -> (DVec3, DVec3) {
+    mesh.positions().iter().fold((DVec3::splat(f64::INFINITY), DVec3::splat(f64::NEG_INFINITY)), |(lo, hi), p| {
         let p = p.as_dvec3();
         (lo.min(p), hi.max(p))
-    });
+    })
+}
+
+/// A camera looking at the centre `c` of the mesh's box from `c + k·D·normalize(w)`, 40°.
+fn object_camera(mesh: &TriMesh, w: DVec3, k: f64) -> Camera {
+    let (lo, hi) = bounds(mesh);
     let c = (lo + hi) / 2.0;
     let d = (hi - lo).length();
-    let object = |w: DVec3, k: f64| Camera { eye: c + k * d * w.normalize(), look_at: c, up: DVec3::Y, vfov_degrees: 40.0 };
+    Camera { eye: c + k * d * w.normalize(), look_at: c, up: DVec3::Y, vfov_degrees: 40.0 }
+}
+
+/// The README's cameras: for the single objects the look-at point is the bounding box's centre
+/// `c` and the eye `c + k·D·normalize(w)`; Sponza's camera is given as numbers.
+fn scene_camera(scene: &str, mesh: &TriMesh) -> Result<Camera, String> {
+    let object = |w: DVec3, k: f64| object_camera(mesh, w, k);
     match scene {
         "bunny" => Ok(object(DVec3::new(-0.5, 0.25, 1.0), 1.25)),
         "dragon" => Ok(object(DVec3::new(0.3, 0.25, 1.0), 1.1)),
@@ -279,7 +296,20 @@ fn camera(args: &[String]) -> Result<(), String> {
     };
     let mesh = slabtree::load_mesh(Path::new(dir).join(file)).map_err(|e| e.to_string())?;
     let size: usize = size.parse().map_err(|_| "SIZE must be a number")?;
-    let cam = scene_camera(scene, &mesh)?;
+    write_camera(&scene_camera(scene, &mesh)?, size, out)
+}
+
+fn camera_any(args: &[String]) -> Result<(), String> {
+    let [mesh, size, out] = args else {
+        return Err("camera-any needs MESH SIZE OUT".into());
+    };
+    let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
+    let size: usize = size.parse().map_err(|_| "SIZE must be a number")?;
+    write_camera(&object_camera(&mesh, DVec3::new(-0.5, 0.25, 1.0), 1.25), size, out)
+}
+
+/// The camera's SIZE × SIZE rays in scan-line order, computed in f64 and stored as f32.
+fn write_camera(cam: &Camera, size: usize, out: &str) -> Result<(), String> {
     let f = (cam.look_at - cam.eye).normalize();
     let r = f.cross(cam.up).normalize();
     let u = r.cross(f);
@@ -294,6 +324,43 @@ fn camera(args: &[String]) -> Result<(), String> {
             for x in [eye.x, eye.y, eye.z, 0.0, dir.x, dir.y, dir.z, f32::INFINITY] {
                 bytes.extend_from_slice(&x.to_le_bytes());
             }
+        }
+    }
+    std::fs::write(out, bytes).map_err(|e| format!("{out}: {e}"))
+}
+
+fn random(args: &[String]) -> Result<(), String> {
+    let [mesh, count, out] = args else {
+        return Err("random needs MESH COUNT OUT".into());
+    };
+    let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
+    let count: usize = count.parse().map_err(|_| "COUNT must be a number")?;
+    let (lo, hi) = bounds(&mesh);
+    let (c, d) = ((lo + hi) / 2.0, (hi - lo).length());
+    // SplitMix64: a fixed sequence, so that every process and every run traces the same rays.
+    let mut state = 0x5eed_u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut bytes = Vec::with_capacity(count * 32);
+    for _ in 0..count {
+        // A uniform direction (Marsaglia's rejection in the cube), then a uniform point of the box.
+        let n = loop {
+            let v = DVec3::new(2.0 * next() - 1.0, 2.0 * next() - 1.0, 2.0 * next() - 1.0);
+            let l = v.length_squared();
+            if l > 1e-12 && l <= 1.0 {
+                break v / l.sqrt();
+            }
+        };
+        let o = c + d * n;
+        let p = lo + DVec3::new(next(), next(), next()) * (hi - lo);
+        let (o, dir) = (o.as_vec3(), (p - o).normalize().as_vec3());
+        for x in [o.x, o.y, o.z, 0.0, dir.x, dir.y, dir.z, f32::INFINITY] {
+            bytes.extend_from_slice(&x.to_le_bytes());
         }
     }
     std::fs::write(out, bytes).map_err(|e| format!("{out}: {e}"))
