@@ -52,9 +52,11 @@ fn main() {
         Some("camera") => camera(&args[1..]),
         Some("camera-any") => camera_any(&args[1..]),
         Some("random") => random(&args[1..]),
-        _ => Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT \
+        _ => {
+            Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT \
                   | frontier camera-any MESH SIZE OUT | frontier random MESH COUNT OUT"
-            .to_string()),
+                .to_string())
+        }
     };
     if let Err(e) = result {
         eprintln!("frontier: {e}");
@@ -216,7 +218,8 @@ struct TinyBvh(*mut std::ffi::c_void);
 impl TinyBvh {
     fn build(mesh: &TriMesh) -> TinyBvh {
         let p = mesh.positions();
-        let xyz: Vec<f32> = mesh.triangles().iter().flat_map(|t| t.iter().flat_map(|&i| p[i as usize].to_array())).collect();
+        let xyz: Vec<f32> =
+            mesh.triangles().iter().flat_map(|t| t.iter().flat_map(|&i| p[i as usize].to_array())).collect();
         let triangles = u32::try_from(mesh.triangles().len()).expect("fewer than 2^32 triangles");
         // SAFETY: `xyz` holds 9 floats per triangle; the shim copies them before returning.
         TinyBvh(unsafe { tinybvh_build(xyz.as_ptr(), triangles) })
