@@ -54,48 +54,21 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
     }
 }
 
-/// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk,
-/// into `out`, which is cleared first and keeps its room: each output chunk is set to `fill` on
-/// its own task before `f` sees it, so nothing of the output is written on the calling thread,
-/// and the kernel's zeroing of fresh room and the first writes to it are shared out too
-/// (`docs/performance.md`, "Batches: nothing serial").
+/// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk
+/// on rayon's threads when `parallel` (and the feature is on), else chunk after chunk on the
+/// calling thread, into `out`, which is cleared first and keeps its room: each output chunk is set
+/// to `fill` on its own task before `f` sees it, so nothing of the output is written on the
+/// calling thread, and the kernel's zeroing of fresh room and the first writes to it are shared
+/// out too (`docs/performance.md`, "Batches: nothing serial").
 ///
 /// Only chunks that `check` accepts are given to `f`, each checked on its own task just before
 /// `f` sees it, while its elements are in cache: a check of the whole input first would read all
 /// of it from memory once more (`docs/performance.md`, "Batches: rays checked as they are
-/// traced"). When `check` refuses a
-/// chunk, the error of the lowest refused chunk is returned, with `rebase(error, index of the
-/// chunk's first element)` applied, and `out` is left empty; the chunks after a refused one may
-/// or may not have been traced.
-pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
-    input: &[T],
-    chunk: usize,
-    fill: R,
-    out: &mut Vec<R>,
-    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
-    rebase: impl Fn(E, usize) -> E,
-    f: impl Fn(&[T], &mut [R]) + Sync + Send,
-) -> Result<(), E> {
-    checked_chunks_into(true, input, chunk, fill, out, check, rebase, f)
-}
-
-/// [`map_checked_chunks_into`] on the calling thread, chunk after chunk.
-pub(crate) fn for_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
-    input: &[T],
-    chunk: usize,
-    fill: R,
-    out: &mut Vec<R>,
-    check: impl Fn(&[T]) -> Result<(), E> + Sync + Send,
-    rebase: impl Fn(E, usize) -> E,
-    f: impl Fn(&[T], &mut [R]) + Sync + Send,
-) -> Result<(), E> {
-    checked_chunks_into(false, input, chunk, fill, out, check, rebase, f)
-}
-
-/// The chunks of [`map_checked_chunks_into`] on rayon's threads when `parallel` (and the feature
-/// is on), else on the calling thread in order.
+/// traced"). When `check` refuses a chunk, the error of the lowest refused chunk is returned,
+/// with `rebase(error, index of the chunk's first element)` applied, and `out` is left empty;
+/// the chunks after a refused one may or may not have been traced.
 #[allow(clippy::too_many_arguments)]
-fn checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
+pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
     parallel: bool,
     input: &[T],
     chunk: usize,
@@ -168,7 +141,7 @@ fn checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
 
 #[cfg(all(test, feature = "parallel"))]
 mod tests {
-    use super::{for_checked_chunks_into, map_checked_chunks_into};
+    use super::map_checked_chunks_into;
 
     /// Refuses a chunk holding a negative number, naming its index; a chunk holding -1 takes its
     /// time first, so that on two threads the later refused chunk is found first.
@@ -192,14 +165,18 @@ mod tests {
         input[6] = -2;
         let mut out = vec![7; 3];
         let double = |i: &[i32], o: &mut [i32]| i.iter().zip(o).for_each(|(x, o)| *o = 2 * x);
-        let got = pool.install(|| map_checked_chunks_into(&input, 4, 0, &mut out, check, |e, base| e + base, double));
+        let got =
+            pool.install(|| map_checked_chunks_into(true, &input, 4, 0, &mut out, check, |e, base| e + base, double));
         assert_eq!(got, Err(1));
         assert!(out.is_empty());
-        assert_eq!(for_checked_chunks_into(&input, 4, 0, &mut out, check, |e, base| e + base, double), Err(1));
+        assert_eq!(map_checked_chunks_into(false, &input, 4, 0, &mut out, check, |e, base| e + base, double), Err(1));
         assert!(out.is_empty());
         // Accepted everywhere: every chunk is mapped.
         let good: Vec<i32> = (0..10).collect();
-        assert_eq!(pool.install(|| map_checked_chunks_into(&good, 4, 0, &mut out, check, |e, _| e, double)), Ok(()));
+        assert_eq!(
+            pool.install(|| map_checked_chunks_into(true, &good, 4, 0, &mut out, check, |e, _| e, double)),
+            Ok(())
+        );
         assert_eq!(out, (0..10).map(|x| 2 * x).collect::<Vec<_>>());
     }
 }

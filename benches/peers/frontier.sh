@@ -38,13 +38,8 @@ size="${FRONTIER_SIZE:-1024}"
 work="$root/target/frontier"
 mkdir -p "$work"
 
-if [ -z "${EMBREE_DIR:-}" ] && ! dpkg-query -W -f='${Status}' libembree-dev 2>/dev/null | grep -q "install ok installed"; then
-    echo "frontier.sh: installing libembree-dev (Embree 3) with apt-get" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libembree-dev
-fi
+# shellcheck source=embree.sh
+source "$root/benches/peers/embree.sh"
 
 # The command as `cargo install slabtree-cli` builds it: no target-cpu, whatever the repository's
 # .cargo/config.toml says (RUSTFLAGS takes precedence over it).

@@ -20,13 +20,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
-if [ -z "${EMBREE_DIR:-}" ] && ! dpkg-query -W -f='${Status}' libembree-dev 2>/dev/null | grep -q "install ok installed"; then
-    echo "mesh.sh: installing libembree-dev (Embree 3) with apt-get" >&2
-    sudo=""
-    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libembree-dev
-fi
+# shellcheck source=embree.sh
+source "$root/benches/peers/embree.sh"
 
 cargo run --release --manifest-path benches/peers/Cargo.toml --bin mesh_vs_embree -- "$@"
 

@@ -15,7 +15,7 @@ use super::layout::Blocks;
 use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
-use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence, validate_rays};
+use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence};
 use crate::wide::{
     ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first,
     dispatch,
@@ -114,9 +114,7 @@ impl MeshBvh {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn intersect_batch_into(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        crate::par::map_checked_chunks_into(rays, HINT_RUN, None, hits, validate_rays, BatchError::rebased, |r, o| {
-            self.intersect_valid_rays(r, o)
-        })
+        super::trace_runs_into(true, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
     }
 
     /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
@@ -142,9 +140,7 @@ impl MeshBvh {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn intersect_each(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        crate::par::for_checked_chunks_into(rays, HINT_RUN, None, hits, validate_rays, BatchError::rebased, |r, o| {
-            self.intersect_valid_rays(r, o)
-        })
+        super::trace_runs_into(false, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
     }
 
     /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
@@ -187,15 +183,7 @@ impl MeshBvh {
     /// [`MeshBvh::occluded_batch`] into `occluded`, which is cleared first and keeps its room, as
     /// [`MeshBvh::intersect_batch_into`] does; left empty when a ray is invalid.
     pub fn occluded_batch_into(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        crate::par::map_checked_chunks_into(
-            rays,
-            HINT_RUN,
-            false,
-            occluded,
-            validate_rays,
-            BatchError::rebased,
-            |r, o| self.occluded_valid_rays(r, o),
-        )
+        super::trace_runs_into(true, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
     }
 
     /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
@@ -203,15 +191,7 @@ impl MeshBvh {
     /// incoherent, as [`MeshBvh::intersect_each`] does. Refuses the whole slice when a ray is
     /// invalid, naming the first, and leaves `occluded` empty.
     pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        crate::par::for_checked_chunks_into(
-            rays,
-            HINT_RUN,
-            false,
-            occluded,
-            validate_rays,
-            BatchError::rebased,
-            |r, o| self.occluded_valid_rays(r, o),
-        )
+        super::trace_runs_into(false, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
     }
 
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see

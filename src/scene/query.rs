@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence, validate_rays};
+use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -194,9 +194,7 @@ impl Scene {
     ) -> Result<(), BatchError> {
         // The whole batch counts towards the wide copy at once, not one contended add per ray.
         self.wide_view(rays.len() as u64);
-        crate::par::map_checked_chunks_into(rays, 64, fill, out, validate_rays, BatchError::rebased, |r, o| {
-            r.iter().zip(o).for_each(|(r, o)| *o = each(r))
-        })
+        crate::mesh::trace_runs_into(true, rays, 64, fill, out, |r, o| r.iter().zip(o).for_each(|(r, o)| *o = each(r)))
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly
