@@ -266,12 +266,11 @@ impl<T> Dbvt<T> {
     /// marks are gathered into one bit mask without a branch, and only the marked nodes are
     /// visited, highest first. A parent marked on the way is a lower index (pre-order): inside
     /// the block its bit is set in the mask; below it the mark waits in the node for its own
-    /// block. The plain sweep's branch on each node's mark mispredicted on about a third of the
-    /// nodes when 10% of the proxies had moved (callgrind's branch model, 10k scene frame loop:
-    /// 2.6k of the refit's 4.7k mispredictions per frame), and the gathered sweep made that
-    /// loop's update 10% faster. Beyond L2 it made the update slower (the 100k scene loop, 8%):
-    /// the sweep waits on memory there, and the gather's 64 loads must all arrive before any
-    /// node is refitted (`docs/performance.md`).
+    /// block. Why: when a fraction of the proxies has moved, the plain sweep's branch on each
+    /// node's mark is unpredictable, and the gather has no such branch. Why only within L2:
+    /// beyond it the sweep waits on memory, and the gather's 64 loads must all arrive before any
+    /// node is refitted, where the plain sweep overlaps its misses with the work
+    /// (`docs/performance.md`, "The refit").
     fn refit_sweep_gathered(&mut self, changed: &mut impl FnMut(u32, &Node)) {
         let mut end = self.nodes.len();
         while end > 0 {

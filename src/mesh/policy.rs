@@ -67,8 +67,9 @@ impl<F: FnMut(&HitCandidate) -> HitControl> HitPolicy for F {
 /// How a [`RayLeaf`] decides at a pack's hits: every hit offered to a caller's [`HitPolicy`]
 /// ([`Offer`]), or the pack's nearest taken at once ([`Nearest`], the fixed queries). Known at
 /// compile time, so the fixed queries' leaf test is the nearest-lane one with nothing of the
-/// policy loop left in it (that loop, with a policy that accepts everything, cost 2-3% more
-/// instructions per closest-hit bunny ray, callgrind).
+/// policy loop left in it: the loop, even with a policy that accepts everything, costs the fixed
+/// queries instructions at every pack (`docs/performance.md`, "Hit policies, proximity queries and
+/// shape casts").
 pub(super) trait Decide {
     /// Whether only the pack's nearest hit matters, taken without asking.
     const NEAREST: bool;

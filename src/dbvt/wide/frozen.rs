@@ -20,8 +20,8 @@ use crate::math::{Frustum, Ray};
 /// third of the dependent node loads of the binary tree (Wald, Benthin and Boulos 2008; Embree's
 /// BVH8). The same proxies reach the policy as through [`Dbvt::ray_cast`] and [`Dbvt::frustum`],
 /// in another order; closest-hit policies get the same answers. Making the copy costs one pass
-/// over the tree; at 100k proxies, 100k rays through a copy made for them took 112 ms against
-/// 169 ms through the binary tree (`benches/peers/run.sh`, copy included).
+/// over the tree, so it pays when many rays follow before the tree changes again
+/// (`docs/performance.md`, "The dynamic tree's choices, measured").
 ///
 /// ```
 /// use slabtree::{Aabb, Dbvt, QueryWorkspace, Ray, WideStorage};

@@ -1,17 +1,17 @@
 //! An 8-wide, read-only copy of the tree for ray casts and frustum culling (Wald, Benthin and Boulos, "Getting Rid of
 //! Packets", 2008; Embree's BVH8), collapsed from the binary tree in one pass.
 //!
-//! A binary ray cast pays one dependent node load and one hard-to-predict branch per level: about
-//! 27 levels to reach 1.6 instances per cursor ray in a 1000-instance scene, which made the instance
-//! tree, not the meshes, 80% of a pick (measured with callgrind). Eight children per node cut the
-//! levels to a third and test them with one set of `f32x8` operations, as the mesh BVH does. The
+//! A binary ray cast pays one dependent node load and one hard-to-predict branch per level, and a
+//! cursor ray walks many levels to reach its few instances, so the instance tree, not the meshes,
+//! dominated a pick (`docs/performance.md`, "The dynamic tree's choices, measured"). Eight
+//! children per node cut the levels to a third and test them with one set of `f32x8` operations, as the mesh BVH does. The
 //! copy is only worth its O(n) collapse when enough rays follow before the next change, so the
 //! [`crate::Scene`] builds it lazily (see `Scene::wide_view`).
 //!
 //! Each wide node takes the binary subtree three levels below a binary node: its up to 8
-//! descendants at that depth, or shallower leaves. (Opening the child of largest area first, as
-//! `mesh::collapse` does, made slightly better nodes but cost 4x as much, and the collapse is
-//! paid again after every change.) Leaf lanes hold proxy indices, with the same fat boxes as the
+//! descendants at that depth, or shallower leaves. (Not the child of largest area first, as
+//! `mesh::collapse` opens them: its slightly better nodes did not repay a collapse several times
+//! as costly, which is paid again after every change.) Leaf lanes hold proxy indices, with the same fat boxes as the
 //! binary tree, so a ray reaches exactly the proxies it reaches there, only in another order.
 //!
 //! Each lane also records the binary node slot its box came from. While the tree's links are
@@ -59,9 +59,9 @@ const NONE: u32 = u32::MAX;
 impl<T> Dbvt<T> {
     /// Makes the 8-wide copy of the tree as it is now, from `old`, a copy of an earlier moment
     /// (or `None`). When the tree's links have not changed since `old` was made, only its boxes
-    /// are copied again (1.9 us at 1000 proxies against 11 us for a collapse; see the module
-    /// docs); otherwise the tree is collapsed anew into `old`'s storage (a fresh 64 KB per frame
-    /// at 1000 instances cost page faults). Fails while refits are pending, as queries do.
+    /// are copied again, a gather much cheaper than a collapse (see the module docs); otherwise
+    /// the tree is collapsed anew into `old`'s storage, since fresh storage each frame would be
+    /// faulted in again. Fails while refits are pending, as queries do.
     pub(crate) fn wide_view(&self, old: Option<WideView>) -> Result<WideView, DbvtError> {
         self.check_refitted()?;
         match old {
@@ -79,8 +79,8 @@ impl<T> Dbvt<T> {
     /// up to date until those moves): `view` then comes out a copy of the refitted tree, with no
     /// second pass over it, and `true` is returned. Otherwise (no view, another topology, or an
     /// arena that must be laid out again first) the refit runs alone and `false` says `view` is
-    /// stale. Measured at 10k instances with 10% moving per frame: the separate refit of the
-    /// copy, a gather from the binary boxes, cost 50 us per frame.
+    /// stale. Why: a separate refit of the copy, a gather from the binary boxes, would be a
+    /// second pass over every moved box each frame (`docs/performance.md`).
     pub(crate) fn refit_mirrored(&mut self, view: Option<&mut WideView>) -> bool {
         let Some(view) = view.filter(|v| v.topology == self.topology && self.ordered) else {
             if self.refit_pending {
@@ -138,10 +138,9 @@ impl<T> Dbvt<T> {
         nodes.clear();
         sources.clear();
         lane_of.clear();
-        // Room for the usual count at once (0.41 wide nodes per proxy at 1k instances, up to
-        // one per internal node): grown by doubling instead, the first collapse into fresh
-        // storage copied and faulted in each larger block, 100 us against 33 us at 1k, which
-        // made the first frame of the picking loop its slowest by far.
+        // Room for the usual count at once (under one wide node per two proxies in practice, up
+        // to one per internal node): grown by doubling instead, the first collapse into fresh
+        // storage would copy and fault in each larger block.
         let expected = self.proxy_count as usize / 2 + 1;
         nodes.reserve(expected);
         sources.reserve(expected);
@@ -213,7 +212,7 @@ impl<T> Dbvt<T> {
 /// by plane, without making an `Aabb`: this is the whole of both refits of the copy.
 #[inline(always)]
 fn copy_slot(dst: &mut Node8, lane: usize, planes: &[[[f32; 2]; 3]; 2], s: usize) {
-    #[allow(clippy::needless_range_loop)] // the iterator form ran 2x the instructions
+    #[allow(clippy::needless_range_loop)] // indices: the iterator form did not compile to plain copies
     for side in 0..2 {
         for a in 0..3 {
             dst.bounds[side][a][lane] = planes[side][a][s];
