@@ -108,6 +108,7 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
         let o = unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) };
         f(i, o);
     };
+    let parallel = parallel && cfg!(feature = "parallel");
     #[cfg(feature = "parallel")]
     if parallel {
         use rayon::prelude::*;
@@ -122,9 +123,7 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
             .with_max_len(1)
             .for_each(|(k, (i, o))| run(k, i, o));
     }
-    #[cfg(not(feature = "parallel"))]
-    let _ = parallel;
-    if !cfg!(feature = "parallel") || !parallel {
+    if !parallel {
         for (k, (i, o)) in input.chunks(chunk).zip(room.chunks_mut(chunk)).enumerate() {
             run(k, i, o);
         }

@@ -220,8 +220,9 @@ pub(super) const STACK: usize = 1024;
 /// extra loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
 pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
-/// Rays of a batch judged coherent or not together ([`RayCoherence::of_rays`](crate::RayCoherence::of_rays)): a few scan lines
-/// of a camera's image.
+/// Rays of a batch judged coherent or not together
+/// ([`RayCoherence::of_rays`](crate::RayCoherence::of_rays)): a few scan lines of a camera's
+/// image.
 pub(super) const HINT_RUN: usize = 256;
 
 impl MeshBvh {

@@ -124,8 +124,9 @@ impl TriMesh {
 }
 
 /// `trace(run, answers)` over `rays` in runs of `run` rays, into `out` (cleared first, its room
-/// kept), on rayon's threads when `parallel`, each run checked ([`validate_rays`](crate::math::validate_rays))
-/// just before it is traced: the batches of the mesh and the scene. On an invalid ray, the error
+/// kept), on rayon's threads when `parallel`, each run checked
+/// ([`validate_rays`](crate::math::validate_rays)) just before it is traced: the batches of the
+/// mesh and the scene. On an invalid ray, the error
 /// names the first and `out` is left empty (see `crate::par::map_checked_chunks_into`).
 pub(crate) fn trace_runs_into<R: Clone + Send + Sync>(
     parallel: bool,

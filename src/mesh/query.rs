@@ -232,12 +232,12 @@ impl MeshBvh {
     }
 
     /// The closest hit of a valid ray written to `slot`, with its own copy of the traversal: for
-    /// batches, whose rays are checked once for the whole batch, and for the streams'. Returned
-    /// by value and then stored, the answer was reloaded with wider loads than the stores that
-    /// wrote it, a stall on store forwarding that cost incoherent streams a tenth of their time
-    /// (perf, Sponza's random rays) and batches about 4% (the bunny's camera rays); built and
-    /// stored here, it is not reloaded.
-    /// The walk and the hit's finish both run at the SIMD level chosen, in one kernel.
+    /// the streams' rays traced alone (a batch's runs choose their entry point once instead,
+    /// [`MeshBvh::intersect_valid_run`], with the same kernel). Returned by value and then
+    /// stored, the answer was reloaded with wider loads than the stores that wrote it, a stall on
+    /// store forwarding (`docs/performance.md`, "Batches write each hit in place"); built and
+    /// stored here, it is not reloaded. The walk and the hit's finish both run at the SIMD level
+    /// chosen, in one kernel.
     #[inline(never)]
     fn intersect_valid_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
         debug_assert!(ray.validate().is_ok(), "{ray:?}");

@@ -158,7 +158,7 @@ fn chosen_level() -> SimdLevel {
 
 /// The level chosen on a CPU whose best is `cpu` when `SLABTREE_SIMD` asks for none: the best
 /// but AVX-512, which only `SLABTREE_SIMD=avx512` chooses (see [`simd_level`]).
-pub(crate) fn default_level(cpu: SimdLevel) -> SimdLevel {
+fn default_level(cpu: SimdLevel) -> SimdLevel {
     cpu.min(SimdLevel::Avx2)
 }
 

@@ -4,15 +4,15 @@
 //! A binary ray cast pays one dependent node load and one hard-to-predict branch per level, and a
 //! cursor ray walks many levels to reach its few instances, so the instance tree, not the meshes,
 //! dominated a pick (`docs/performance.md`, "The dynamic tree's choices, measured"). Eight
-//! children per node cut the levels to a third and test them with one set of `f32x8` operations, as the mesh BVH does. The
-//! copy is only worth its O(n) collapse when enough rays follow before the next change, so the
-//! [`crate::Scene`] builds it lazily (see `Scene::wide_view`).
+//! children per node cut the levels to a third and test them with one set of `f32x8` operations,
+//! as the mesh BVH does. The copy is only worth its O(n) collapse when enough rays follow before
+//! the next change, so the [`crate::Scene`] builds it lazily (see `Scene::wide_view`).
 //!
 //! Each wide node takes the binary subtree three levels below a binary node: its up to 8
 //! descendants at that depth, or shallower leaves. (Not the child of largest area first, as
 //! `mesh::collapse` opens them: its slightly better nodes did not repay a collapse several times
-//! as costly, which is paid again after every change.) Leaf lanes hold proxy indices, with the same fat boxes as the
-//! binary tree, so a ray reaches exactly the proxies it reaches there, only in another order.
+//! as costly, which is paid again after every change.) Leaf lanes hold proxy indices, with the
+//! same fat boxes as the binary tree, so a ray reaches exactly the proxies it reaches there, only in another order.
 //!
 //! Each lane also records the binary node slot its box came from. While the tree's links are
 //! unchanged (its `topology` counter, which only insertion, removal, rotation, relayout,
