@@ -22,54 +22,13 @@ use std::time::Duration;
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use glam::Vec3A;
 use slabtree::{Aabb, Dbvt, DbvtConfig, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
+use slabtree_testkit::rng::Rng;
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 /// Queries per benchmark iteration (ray casts and box casts).
 const QUERIES: usize = 1_000;
 /// Fraction of the proxies moved in one frame.
 const MOVED_FRACTION: f64 = 0.1;
-
-/// SplitMix64: tiny, fast and good enough for scene generation.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
-    }
-
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * self.unit()
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
-
-    fn in_cube(&mut self, half: f32) -> Vec3A {
-        Vec3A::new(self.range(-half, half), self.range(-half, half), self.range(-half, half))
-    }
-
-    /// Uniform on the unit sphere.
-    fn direction(&mut self) -> Vec3A {
-        let z = self.range(-1.0, 1.0);
-        let phi = self.range(0.0, std::f32::consts::TAU);
-        let r = (1.0 - z * z).max(0.0).sqrt();
-        Vec3A::new(r * phi.cos(), r * phi.sin(), z)
-    }
-}
 
 /// Half the side of the cube holding the box centres.
 fn scene_half(n: usize) -> f32 {
@@ -78,7 +37,7 @@ fn scene_half(n: usize) -> f32 {
 
 /// The tight boxes of the scene.
 fn scene(n: usize, seed: u64) -> Vec<Aabb> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng(seed);
     let half = scene_half(n);
     (0..n)
         .map(|_| {
@@ -91,12 +50,12 @@ fn scene(n: usize, seed: u64) -> Vec<Aabb> {
 
 /// Rays from a sphere around the scene towards uniform points inside it, with unit directions.
 fn rays(n: usize, count: usize, seed: u64) -> Vec<Ray> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng(seed);
     let half = scene_half(n);
     let radius = half * 3f32.sqrt() + 2.0;
     (0..count)
         .map(|_| {
-            let origin = rng.direction() * radius;
+            let origin = rng.on_sphere() * radius;
             let target = rng.in_cube(half);
             Ray::new(origin, (target - origin).normalize())
         })
@@ -105,7 +64,7 @@ fn rays(n: usize, count: usize, seed: u64) -> Vec<Ray> {
 
 /// One frame of motion: `(proxy, new tight box, displacement)` for 10% of the proxies, distinct.
 fn frame(boxes: &[Aabb], ids: &[ProxyId], seed: u64) -> Vec<(ProxyId, Aabb, Vec3A)> {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng(seed);
     let mut order: Vec<usize> = (0..boxes.len()).collect();
     let moved = ((boxes.len() as f64) * MOVED_FRACTION).round() as usize;
     (0..moved)
@@ -114,7 +73,7 @@ fn frame(boxes: &[Aabb], ids: &[ProxyId], seed: u64) -> Vec<(ProxyId, Aabb, Vec3
             let j = k + rng.below(order.len() - k);
             order.swap(k, j);
             let i = order[k];
-            let d = rng.direction() * rng.range(0.05, 0.5);
+            let d = rng.on_sphere() * rng.range(0.05, 0.5);
             let b = boxes[i];
             (ids[i], Aabb::new(b.min + d, b.max + d), d)
         })

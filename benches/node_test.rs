@@ -3,7 +3,8 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3A;
-use slabtree::{Aabb, Dbvt, LeafControl, NodeTest, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
+use slabtree::dbvt::NodeTest;
+use slabtree::{Aabb, Dbvt, LeafControl, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2};
 use slabtree_testkit::rng::Rng;
 
 fn scene(n: usize) -> (Dbvt<Aabb>, Vec<Ray>, Vec<Aabb>) {

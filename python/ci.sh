@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's checks (run by .ci/run): in a fresh virtual environment, build the wheel,
 # install it as a user would, and run
-#   * the package's doctests and tests (tests/: brute force, embreex on random meshes, bad input);
+#   * the package's doctests and tests (tests/: brute force, embreex on random meshes, bad input,
+#     pickling and a batch split over two Dask worker processes);
 #   * the shared scenes' ray sets against Embree's hits (tests_shared/, needs SLABTREE_SCENES);
 #   * trimesh's own ray tests (test_ray.py, test_ray_upstream.py from trimesh's source
 #     distribution) with slabtree's intersector in place of trimesh's (tests/trimesh_suite/);
@@ -21,7 +22,7 @@ if ! python3 -m venv "$work/venv" 2>/dev/null; then
 fi
 py=$work/venv/bin/python
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "maturin>=1.5,<2" numpy pytest trimesh embreex manifold3d
+"$py" -m pip install -q "maturin>=1.5,<2" numpy pytest trimesh embreex manifold3d "dask[distributed]"
 
 echo "--- fmt and clippy (python/)"
 cargo fmt --check
@@ -55,13 +56,19 @@ cp "$here"/tests/trimesh_suite/*.py "$work/trimesh_suite/"
 "$py" -m pytest -q -p no:cacheprovider -rs "$work/trimesh_suite"
 
 echo "--- the README's Python section, as written"
-"$py" - "$root/README.md" <<'PY'
+# From a file, not stdin, and behind a main guard: the Dask block's worker processes are spawned,
+# and a spawned process imports the parent's main script by its path (without running the guard).
+cat > "$work/readme_python.py" <<'PY'
 import re, sys
-text = open(sys.argv[1]).read()
-section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
-blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-assert blocks, "no python block in the README's Python section"
-for block in blocks:
-    exec(compile(block, "README.md (Python section)", "exec"), {})
-print(f"{len(blocks)} block(s) ran")
+
+if __name__ == "__main__":
+    text = open(sys.argv[1]).read()
+    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert blocks, "no python block in the README's Python section"
+    scope = {}  # the blocks continue one another, as in one session
+    for block in blocks:
+        exec(compile(block, "README.md (Python section)", "exec"), scope)
+    print(f"{len(blocks)} block(s) ran")
 PY
+"$py" "$work/readme_python.py" "$root/README.md"

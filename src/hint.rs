@@ -18,8 +18,8 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
 /// boundary (an 8-wide node of 224 bytes spans 4 lines, a triangle pack of 160 bytes 3): its lines
 /// at offsets 0, 64 and 128, and 192 when the record reaches past it. Prefetching only lines 0 and
 /// 2, counting on an adjacent-line prefetcher for the others, left rays waiting on the other lines
-/// of the nodes and packs they had pushed: prefetching all of them gained 3–4% on average over the
-/// shared ray sets, and up to 10% on the dragon's random rays (`docs/performance.md`).
+/// of the nodes and packs they had pushed, which prefetching all of them saves
+/// (`docs/performance.md`).
 #[inline(always)]
 pub(crate) fn prefetch_record<T>(ptr: *const T, len: usize) {
     debug_assert!(len <= 256);

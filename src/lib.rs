@@ -45,11 +45,8 @@ pub mod mesh;
 mod pages;
 mod par;
 pub mod scene;
-#[cfg(test)]
-mod test_rng;
 mod wide;
 
-pub use dbvt::NodeTest;
 pub use dbvt::{
     Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyId, QueryStats,
     QueryWorkspace, RayBatchPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt,
@@ -58,8 +55,8 @@ pub use dbvt::{
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, ray_aabb2};
 pub use mesh::{
-    BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, LARGE_BVH_BYTES, MeshBvh,
-    MeshError, MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TraversalStats, TriMesh, TriangleTest,
+    BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError, MeshStats,
+    SavedBvhError, ShapeCastHit, SweepHit, TriMesh, TriangleTest,
 };
 pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,

@@ -5,9 +5,8 @@
 //! 8 MB of 4 KB pages). Embree asks Linux for transparent huge pages on its BVH memory
 //! (`madvise(MADV_HUGEPAGE)` in `common/sys/alloc.cpp`), which matters where THP is set to
 //! `madvise`, the default of many distributions. [`PagedSlice`] does the same for the mesh BVH's
-//! nodes and triangle packs: measured on the dragon (64 MB), random rays +18% and shadow rays
-//! +13% with THP on; on the bunny (4 MB, which the L2 TLB does map) still about 5% against
-//! Embree on its random and shadow rays (`docs/performance.md`).
+//! nodes and triangle packs, which pays most for BVHs larger than the TLB maps, and something
+//! even for smaller ones (`docs/performance.md`).
 //!
 //! The advice is given before the memory is first written, so the kernel can back it with huge
 //! pages as it faults in. Elsewhere than Linux, or for arrays under [`HUGE_MIN`], this is a plain

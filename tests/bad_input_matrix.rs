@@ -591,7 +591,7 @@ mod tree_operations {
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
         assert_eq!(tree.intersect(&ray, &mut ws).unwrap(), None);
         assert_eq!(tree.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
-        assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).unwrap().leaves_visited, 0);
+        assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).unwrap().leaves, 0);
         tree.rebuild();
         tree.refit();
         assert_eq!(tree.optimize_incremental(10), 0);

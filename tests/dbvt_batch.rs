@@ -50,13 +50,13 @@ fn every_ray_sees_what_it_sees_alone() {
         for (i, ray) in rays.iter().enumerate() {
             let mut p = record(&mut alone[i..=i]);
             let s = tree.ray_cast(ray, &mut ws, &mut |leaf: RayLeaf<'_, u32>| p(0, leaf)).unwrap();
-            stats_alone.0 += s.nodes_visited;
-            stats_alone.1 += s.leaves_visited;
+            stats_alone.0 += s.nodes;
+            stats_alone.1 += s.leaves;
         }
         let mut batch = vec![Vec::new(); rays.len()];
         let s = tree.ray_cast_each(&rays, &mut ws, &mut record(&mut batch)).unwrap();
         assert_eq!(batch, alone, "{n} boxes, {m} rays");
-        assert_eq!((s.nodes_visited, s.leaves_visited), stats_alone, "{n} boxes, {m} rays");
+        assert_eq!((s.nodes, s.leaves), stats_alone, "{n} boxes, {m} rays");
         if n >= 2000 {
             assert!(alone.iter().any(|c| c.len() == 3), "some ray must stop");
         }

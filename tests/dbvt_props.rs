@@ -7,7 +7,8 @@ use slabtree_testkit as common;
 use common::*;
 use glam::{Vec3, Vec3A};
 use proptest::prelude::*;
-use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, NodeTest, QueryWorkspace, Ray, RayCastHit, WideStorage};
+use slabtree::dbvt::NodeTest;
+use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, QueryWorkspace, Ray, RayCastHit, WideStorage};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -391,7 +392,7 @@ proptest! {
                     trace.push((l.id.index(), l.t.to_bits()));
                     slabtree::RayControl::Continue
                 }).unwrap();
-                trace.push((stats.nodes_visited, stats.leaves_visited));
+                trace.push((stats.nodes, stats.leaves));
             }
             tree.self_pairs(&mut ws, |a, _, b, _| { trace.push((a.index(), b.index())); slabtree::PairControl::Continue }).unwrap();
             (trace, tree.stats().height, tree.stats().sah_cost.to_bits())

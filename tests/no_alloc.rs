@@ -199,7 +199,7 @@ fn streams_through_a_large_bvh_allocate_nothing_once_warm() {
         .collect();
     let triangles = (0..n).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
     let bvh = MeshBvh::build(&TriMesh::new(positions, triangles).unwrap(), &BuildOptions::default());
-    assert!(bvh.bvh_bytes() >= slabtree::LARGE_BVH_BYTES, "{} bytes", bvh.bvh_bytes());
+    assert!(bvh.bvh_bytes() >= slabtree::mesh::LARGE_BVH_BYTES, "{} bytes", bvh.bvh_bytes());
     // Random rays: incoherent runs, which go in flight.
     let rays: Vec<Ray> = (0..2048)
         .map(|_| {

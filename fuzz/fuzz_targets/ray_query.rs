@@ -92,7 +92,13 @@ fn run(u: &mut Unstructured) -> Result<()> {
             if let Some(h) = hit {
                 assert!((h.triangle as usize) < mesh.len());
                 assert!(h.t >= ray.tmin && h.t <= ray.tmax, "t {} outside [{}, {}]", h.t, ray.tmin, ray.tmax);
-                assert!(h.u.is_finite() && h.v.is_finite(), "barycentrics {} {} of {h:?}, ray {ray:?}, triangle {:?}", h.u, h.v, mesh.triangle(h.triangle as usize));
+                assert!(
+                    h.u.is_finite() && h.v.is_finite(),
+                    "barycentrics {} {} of {h:?}, ray {ray:?}, triangle {:?}",
+                    h.u,
+                    h.v,
+                    mesh.triangle(h.triangle as usize)
+                );
             }
         }
         match tree.intersect(&ray, &mut ws) {

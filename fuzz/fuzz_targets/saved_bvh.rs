@@ -7,10 +7,10 @@
 //! walk, the references, the triangles.
 #![no_main]
 
+use glam::Vec3;
 use glam::Vec3A;
 use libfuzzer_sys::fuzz_target;
 use slabtree::mesh::saved_checksum;
-use glam::Vec3;
 use slabtree::{Hit, MeshBvh, Ray, TriangleTest};
 
 fuzz_target!(|data: &[u8]| {

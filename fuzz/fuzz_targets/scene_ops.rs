@@ -104,7 +104,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             8 => scene.rebuild(),
             _ => {}
         }
-        assert!(scene.tree().validate().is_ok(), "instance tree invalid after step {step}");
+        assert!(scene.validate().is_ok(), "instance tree invalid after step {step}");
         assert_eq!(scene.len(), live.len());
         assert!(live.iter().all(|&id| scene.contains(id)));
         // Queries with arbitrary floats.

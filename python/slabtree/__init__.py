@@ -271,6 +271,11 @@ class MeshBvh:
         checksum was forged answers as a BVH over its mesh."""
         return cls._wrap(_MeshBvh.from_bytes(bytes(data), bool(untrusted)))
 
+    def __reduce__(self):
+        # Pickled as its saved bytes (``to_bytes``), so that Dask, Ray or multiprocessing
+        # workers receive the BVH without building it again.
+        return (MeshBvh.from_bytes, (self.to_bytes(),))
+
     @property
     def watertight(self) -> bool:
         """Whether the watertight triangle test is used."""
@@ -318,6 +323,30 @@ class Dbvt:
 
     def __init__(self, boxes, margin: float = 0.0):
         self._native = _Dbvt(_boxes(boxes), float(margin))
+
+    def to_bytes(self) -> bytes:
+        """The tree as bytes: its margin and every id's stored box. ``Dbvt.from_bytes`` builds a
+        tree that stores the same boxes under the same ids, so every query answers the same (the
+        order of its answers may differ: the tree is built afresh). Pickling uses it.
+
+        >>> import pickle, slabtree
+        >>> tree = slabtree.Dbvt([[[0, 0, 0], [1, 1, 1]], [[0.5, 0.5, 0.5], [2, 2, 2]]], margin=0.1)
+        >>> tree.remove([0])
+        >>> copy = pickle.loads(pickle.dumps(tree))
+        >>> copy.ids.tolist(), bool((copy.boxes([1]) == tree.boxes([1])).all()), 0 in copy
+        ([1], True, False)
+        """
+        return self._native.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Dbvt":
+        """Reads ``to_bytes``'s output; anything else is a ValueError."""
+        self = cls.__new__(cls)
+        self._native = _Dbvt.from_bytes(bytes(data))
+        return self
+
+    def __reduce__(self):
+        return (Dbvt.from_bytes, (self.to_bytes(),))
 
     def insert(self, boxes) -> np.ndarray:
         """Adds ``(k, 2, 3)`` boxes; returns their new ids."""

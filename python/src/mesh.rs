@@ -6,7 +6,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
-use slabtree::{BuildOptions, LARGE_BVH_BYTES, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
+use slabtree::mesh::LARGE_BVH_BYTES;
+use slabtree::{BuildOptions, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 

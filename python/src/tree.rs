@@ -9,6 +9,7 @@ use numpy::{
 };
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use slabtree::{Aabb, Dbvt, DbvtConfig, DbvtError, LeafControl, PairControl, ProxyId, QueryWorkspace};
 
@@ -16,6 +17,11 @@ use crate::{F32s, I64s, bad_ray, first_refusal, unchecked_rays, with_threads};
 
 /// Rays per task of a batched ray cast.
 const RAY_CHUNK: usize = 1024;
+
+/// The first eight bytes of `Dbvt.to_bytes`, then the version of its layout (`to_bytes` says
+/// what follows).
+const MAGIC: &[u8; 8] = b"SLABDBVT";
+const VERSION: u32 = 1;
 
 /// A `DbvtError` as a Python exception, with the library's message.
 fn error(e: DbvtError) -> PyErr {
@@ -256,6 +262,85 @@ impl PyDbvt {
         pairs.sort_unstable();
         let n = pairs.len();
         pairs.into_iter().flatten().collect::<Vec<_>>().into_pyarray(py).reshape([n, 2])
+    }
+
+    /// The tree as bytes, for pickling and for other processes: the margin and every id's
+    /// stored box, little-endian (`MAGIC`, the version, the margin as `f32`, the number of ids
+    /// ever issued as `u64`, then per id a byte, 1 if it is in the tree, followed by its box as
+    /// six `f32`). `Dbvt.from_bytes` builds a tree that stores the same boxes under the same ids.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::with_capacity(24 + self.ids.len() * 25);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&self.tree.config().margin.to_le_bytes());
+        out.extend_from_slice(&(self.ids.len() as u64).to_le_bytes());
+        for p in &self.ids {
+            match p {
+                Some(p) => {
+                    let b = self.tree.fat_aabb(*p).map_err(error)?;
+                    out.push(1);
+                    for x in b.min.to_array().into_iter().chain(b.max.to_array()) {
+                        out.extend_from_slice(&x.to_le_bytes());
+                    }
+                }
+                None => out.push(0),
+            }
+        }
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Reads bytes written by `to_bytes`. Bytes that are not such a tree are a `ValueError`
+    /// saying where they stop making sense.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let bad = |what: String| PyValueError::new_err(format!("not a slabtree Dbvt: {what}"));
+        let mut at = 0usize;
+        let mut take = |n: usize, what: &str| -> PyResult<&[u8]> {
+            let end = at.checked_add(n).filter(|&e| e <= data.len());
+            let end =
+                end.ok_or_else(|| bad(format!("the bytes end inside {what} (at byte {at} of {})", data.len())))?;
+            let part = &data[at..end];
+            at = end;
+            Ok(part)
+        };
+        if take(8, "the magic")? != MAGIC {
+            return Err(bad("the first eight bytes are not SLABDBVT".into()));
+        }
+        let version = u32::from_le_bytes(take(4, "the version")?.try_into().unwrap());
+        if version != VERSION {
+            return Err(bad(format!("layout version {version}; this package reads version {VERSION}")));
+        }
+        let margin = f32::from_le_bytes(take(4, "the margin")?.try_into().unwrap());
+        if !(margin >= 0.0 && margin.is_finite()) {
+            return Err(bad(format!("margin {margin}")));
+        }
+        let count = u64::from_le_bytes(take(8, "the id count")?.try_into().unwrap());
+        let count =
+            usize::try_from(count).ok().filter(|&c| c <= data.len()).ok_or_else(|| bad(format!("{count} ids")))?;
+        let mut stored = Vec::new();
+        let mut present = Vec::with_capacity(count);
+        for id in 0..count {
+            match take(1, "an id's flag")?[0] {
+                0 => present.push(false),
+                1 => {
+                    let raw = take(24, "a box")?;
+                    let f = |i: usize| f32::from_le_bytes(raw[4 * i..4 * i + 4].try_into().unwrap());
+                    let b = Aabb::new(Vec3A::new(f(0), f(1), f(2)), Vec3A::new(f(3), f(4), f(5)));
+                    b.validate().map_err(|e| bad(format!("the box of id {id}: {e}")))?;
+                    stored.push((b, id as i64));
+                    present.push(true);
+                }
+                flag => return Err(bad(format!("id {id}'s flag is {flag}, not 0 or 1"))),
+            }
+        }
+        if at != data.len() {
+            return Err(bad(format!("{} bytes after the last id", data.len() - at)));
+        }
+        let config = DbvtConfig { margin, prediction: 0.0, ..DbvtConfig::default() };
+        let (tree, proxies) = py.detach(|| Dbvt::from_stored_boxes(stored, config)).map_err(error)?;
+        let mut proxies = proxies.into_iter();
+        let ids = present.into_iter().map(|p| if p { proxies.next() } else { None }).collect();
+        Ok(PyDbvt { tree, ids, ws: QueryWorkspace::new() })
     }
 
     /// Boxes in the tree.

@@ -5,8 +5,8 @@
 use glam::Vec4;
 use wide::{f32x4, i32x4};
 
-use super::binned_sah::BinnedSah;
 use super::item::{Bounds4, BuildItem, half_areas};
+use super::split::BinnedSah;
 
 /// Items binned per task when a large node's bins are filled on several threads: the bins are
 /// merged by `min`, `max` and integer sums, which are exact in any order, so the split is the

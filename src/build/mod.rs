@@ -9,8 +9,10 @@ mod morton;
 mod rotate;
 mod segments;
 mod small_split;
+mod split;
 
-pub use binned_sah::{BinnedSah, BuildNode};
+pub use binned_sah::BuildNode;
 pub use item::BuildItem;
 pub use morton::MortonGrid;
 pub use rotate::rotate_passes;
+pub use split::BinnedSah;

@@ -21,8 +21,8 @@ pub fn rotate_passes(nodes: &mut [BuildNode], passes: usize, parallel: bool) -> 
         return 0;
     }
     // Then the nodes above the subtrees, and the subtrees' own roots and their children, whose
-    // rotations the nodes above can enable (without these two levels, Sponza's SAH cost came out
-    // 2% higher than rotating the whole tree at once; with them, the same tree).
+    // rotations the nodes above can enable (without these two levels, the tree came out worse
+    // than rotating the whole tree at once; with them, the same tree).
     rotate_split(nodes, 0, passes, parallel, SPLIT_LEVELS) + rotate_range(nodes, 0, passes, SPLIT_LEVELS + 1)
 }
 

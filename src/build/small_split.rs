@@ -1,7 +1,7 @@
 //! Splits that do not bin: the exact SAH sweep of small nodes, and the object median that
 //! guards against coincident centroids and deep trees (see `super::binned_sah`).
 
-use super::binned_sah::{BinnedSah, Split, bounds_of, centroid_bounds};
+use super::split::{BinnedSah, Split, bounds_of, centroid_bounds};
 use wide::f32x4;
 
 use super::item::{Bounds4, BuildItem, half_areas};

@@ -112,16 +112,15 @@ impl<T> Dbvt<T> {
             return;
         };
         // Copy into the spare arena kept from the last relayout, so that a relayout every few
-        // frames touches no fresh pages (measured: page faults were a sixth of a 100k-proxy
-        // frame when each relayout allocated its arena).
+        // frames touches no fresh pages (page faults were a large part of a frame when each
+        // relayout allocated its arena; `docs/performance.md`).
         let live = self.nodes.len() - self.free_node_count as usize;
         let mut nodes = std::mem::take(&mut self.spare_nodes);
         nodes.clear();
         nodes.reserve(live);
         // Where each old node goes. The proxies' links to their parents are fixed afterwards in
         // one pass in proxy order: writing them as the walk met the leaves was a cache miss per
-        // proxy (measured at 100k proxies: 4.3-7.6 ms for the relayout that follows the
-        // optimiser's top rebuild, most of that round's cost).
+        // proxy, most of the cost of the relayout that follows the optimiser's top rebuild.
         let mut moved_to = std::mem::take(&mut self.relayout_map);
         moved_to.clear();
         moved_to.resize(self.nodes.len(), NULL);
@@ -214,7 +213,7 @@ impl<T> Dbvt<T> {
     /// one sequential sweep of the arena: every node not on the free list is in the tree
     /// ([`Dbvt::validate`] checks that). Each child's area counts once, internal children as
     /// traversal steps and leaves as intersection tests; the root adds 1. The optimiser's
-    /// refresh measures the tree's aging with it every few calls (about 20 us at 10k proxies).
+    /// refresh measures the tree's aging with it every few calls.
     pub(super) fn sah_cost(&self) -> f32 {
         let root_area = f64::from(self.root_bounds.half_area());
         if self.root.is_none() || root_area.is_nan() || root_area <= 0.0 {

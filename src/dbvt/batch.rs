@@ -25,12 +25,13 @@ use glam::Vec3A;
 
 use super::node::{ChildRef, RayLanes};
 use super::queries::{RayCastHit, RayControl, RayLeaf, closest_hit};
-use super::traverse::{QueryStats, QueryWorkspace, push_if};
+use super::traverse::{QueryWorkspace, push_if};
 use super::{Dbvt, DbvtError};
+use crate::math::QueryStats;
 use crate::math::{Ray, ray_aabb2, validate_rays};
 
 /// Rays walked in turn by [`Dbvt::ray_cast_each`]: enough for the others' tests to cover one
-/// ray's cache miss (measured: see the benchmark rows of `docs/performance.md`).
+/// ray's cache miss (`docs/performance.md`).
 pub(crate) const IN_FLIGHT: usize = 8;
 
 /// Decides, at each leaf a ray of a batch reaches, whether that ray continues, clips or stops;
@@ -62,8 +63,8 @@ impl<T> Dbvt<T> {
     /// answers are the single casts' answers. Returns the visit counts summed over the rays.
     ///
     /// For many rays at once, this is the binary tree's fast path: one ray's walk waits on a
-    /// cache miss at every level, and here the other rays' tests fill that wait (measured at 10k
-    /// and 100k proxies: 1.2–2.3× the rays cast one by one; `docs/performance.md`). The 8-wide
+    /// cache miss at every level, and here the other rays' tests fill that wait
+    /// (`docs/performance.md`). The 8-wide
     /// copy, [`Dbvt::wide`], is the other fast path, for a tree that stays unchanged long enough
     /// to pay for its collapse.
     ///
@@ -136,7 +137,7 @@ impl<T> Dbvt<T> {
                     continue;
                 }
                 if c.is_leaf() {
-                    stats.leaves_visited += 1;
+                    stats.leaves += 1;
                     let (id, data) = self.leaf(c.index());
                     let leaf = RayLeaf { id, data, t: key, tmax: f.tmax };
                     if !policy.visit(f.index, leaf).apply(&mut f.tmax) {
@@ -144,7 +145,7 @@ impl<T> Dbvt<T> {
                     }
                     continue;
                 }
-                stats.nodes_visited += 1;
+                stats.nodes += 1;
                 let node = &self.nodes[c.index() as usize];
                 self.prefetch(node.child[0]);
                 self.prefetch(node.child[1]);

@@ -46,10 +46,11 @@ pub use batch::RayBatchPolicy;
 pub use error::DbvtError;
 use node::{ChildRef, NULL, Node};
 
+pub use crate::math::QueryStats;
 pub use nearest::NearestProxy;
 pub use pairs::PairControl;
 pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
-pub use traverse::{NodeTest, QueryStats, QueryWorkspace};
+pub use traverse::{NodeTest, QueryWorkspace};
 pub use validate::{TreeStats, ValidationError};
 pub(crate) use wide::WideView;
 pub use wide::{WideDbvt, WideStorage};
@@ -94,7 +95,7 @@ pub struct DbvtConfig {
     pub parallel_threshold: usize,
     /// [`Dbvt::optimize_incremental`] rebuilds a tree of at most this many proxies whole with
     /// binned SAH, in one call once its saved-up budget covers every leaf: the best tree, at
-    /// about 0.5 µs per proxy landing in one call. Default 0: every tree up to `refresh_max` is
+    /// the cost of one long call. Default 0: every tree up to `refresh_max` is
     /// refreshed instead, which keeps frames shorter and their worst case smaller. Raise it for
     /// small trees that should stay at a binned build's quality.
     pub whole_rebuild_max: usize,
@@ -104,18 +105,17 @@ pub struct DbvtConfig {
     /// refresh have paid for it (an eighth of a leaf per proxy). A tree built by insertion is
     /// instead rebuilt with binned SAH at the first call if a Morton tree would have a lower
     /// SAH cost. A refresh restores what treelet
-    /// rebuilds cannot (which leaves share a subtree) and lands in one call, about 60 ns per
-    /// proxy, so the default of 131072 bounds it near 13 ms; larger trees are optimised in
-    /// treelets. 0 turns it off. The measurements behind the defaults are in
-    /// `docs/performance.md`.
+    /// rebuilds cannot (which leaves share a subtree) and lands in one call, so the default of
+    /// 131072 bounds that call's length; larger trees are optimised in treelets. 0 turns it off.
+    /// The measurements behind the defaults are in `docs/performance.md`.
     pub refresh_max: usize,
     /// How much the SAH cost may grow after a whole rebuild before a refresh (see
     /// `refresh_max`): 0.05 is 5%.
     pub refresh_growth: f32,
     /// Bulk builds ([`Dbvt::build`], [`Dbvt::rebuild`]) split each node along the axis where
     /// its boxes' centres spread most, as parry's builder does, instead of trying all three:
-    /// about 28% less work per proxy, for trees about 2% worse in SAH cost (10k random boxes:
-    /// 63.5 against 62.1, and 64.5 for parry's build). Default `true`; `false` builds the best
+    /// much less work per proxy, for trees slightly worse in SAH cost
+    /// (`docs/performance.md`). Default `true`; `false` builds the best
     /// tree. The optimiser's own rebuilds ([`Dbvt::optimize_incremental`]) always try all three
     /// axes: they exist for quality.
     pub fast_build: bool,
@@ -168,7 +168,7 @@ impl Proxy {
 }
 
 /// The hot half of a proxy, the only part a query reads at a leaf: kept apart so that leaf
-/// visits touch 8-16 bytes instead of a 64-byte record (measured on the peer benchmark).
+/// visits touch 8-16 bytes instead of a 64-byte record.
 #[derive(Clone, Debug)]
 struct Slot<T> {
     generation: u32,

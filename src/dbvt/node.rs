@@ -330,20 +330,20 @@ impl FrustumLanes<f32x4> {
 mod tests {
     use super::*;
 
-    use crate::test_rng::unit as next;
+    use slabtree_testkit::rng::Rng;
 
-    fn random_box(state: &mut u64) -> Aabb {
-        let scale = [1e-3f32, 1.0, 1e3][(next(state) * 3.0) as usize % 3];
-        let c = Vec3A::new(next(state) - 0.5, next(state) - 0.5, next(state) - 0.5) * 10.0 * scale;
-        let h = Vec3A::new(next(state), next(state), next(state)) * scale;
+    fn random_box(state: &mut Rng) -> Aabb {
+        let scale = [1e-3f32, 1.0, 1e3][(state.unit() * 3.0) as usize % 3];
+        let c = Vec3A::new(state.unit() - 0.5, state.unit() - 0.5, state.unit() - 0.5) * 10.0 * scale;
+        let h = Vec3A::new(state.unit(), state.unit(), state.unit()) * scale;
         // Some flat boxes: zero extent on one axis.
-        let h = if next(state) < 0.1 { h * Vec3A::new(1.0, 0.0, 1.0) } else { h };
+        let h = if state.unit() < 0.1 { h * Vec3A::new(1.0, 0.0, 1.0) } else { h };
         Aabb::from_center_half_extents(c, h)
     }
 
     #[test]
     fn children_overlap_as_the_scalar_test() {
-        let mut state = 11u64;
+        let mut state = Rng(11);
         let mut seen = [0usize; 2];
         for i in 0..20_000 {
             let mut node = Node::FREE;
@@ -370,7 +370,7 @@ mod tests {
 
     #[test]
     fn grown_areas_equal_the_scalar_union_bit_for_bit() {
-        let mut state = 7u64;
+        let mut state = Rng(7);
         for _ in 0..20_000 {
             let mut node = Node::FREE;
             let (a, b, d) = (random_box(&mut state), random_box(&mut state), random_box(&mut state));

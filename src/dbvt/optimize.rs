@@ -11,8 +11,8 @@
 //! `relayout` leave it), every subtree of `k` leaves is the `k - 1` consecutive nodes starting at
 //! its root. Rebuilding a subtree over the same leaves and writing it back in pre-order into the
 //! same range keeps the whole arena in pre-order, so `refit` stays one sequential sweep (a
-//! reinsertion scatters nodes, and the next refit then walks the tree: measured at 100k proxies,
-//! that walk was a fifth of a scene frame). The subtree's box, the union of the same leaves, does
+//! reinsertion scatters nodes, and the next refit then walks the tree, which at 100k proxies was
+//! a large part of a scene frame; `docs/performance.md`). The subtree's box, the union of the same leaves, does
 //! not change, so no ancestor needs a refit.
 //!
 //! A treelet rebuild cannot move a leaf out of its treelet, so every [`TOP_PERIOD`]-th round also
@@ -66,21 +66,19 @@ pub(super) struct OptimizerState {
     refresh_checks: u32,
 }
 
-/// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree. Measured on
-/// the scene frame loop: 8 rather than 4 left the same SAH cost after 1000 frames at 1k and 10k
-/// instances (34.9 against 34.2, 91.3 against 91.4) and a better one at 100k after 300 frames
-/// (211 against 219), at 0.99 ms of optimisation per frame at 100k against 1.35 ms (the top
-/// rebuild's relayout of the whole arena is most of a round there); 16 let the 1k tree decay
-/// (40.3).
+/// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree: often
+/// enough that the top keeps up with the treelets below it, rarely enough that its relayout of
+/// the whole arena (most of a round's cost at 100k proxies) stays a small part of the frames
+/// (`docs/performance.md`).
 pub(crate) const TOP_PERIOD: u32 = 8;
 
 /// A refresh (a whole [`Dbvt::rebuild_morton`]) costs about a ninth of a binned-SAH rebuild of
-/// as many leaves (0.62 against 5.6 ms at 10k proxies), rounded up to an eighth: it uses up
+/// as many leaves (`docs/performance.md`), rounded up to an eighth: it uses up
 /// `n / REFRESH_COST_DIVISOR` leaves of budget.
 const REFRESH_COST_DIVISOR: u64 = 8;
 
-/// The refresh checks the SAH cost (one sweep of the arena, about 20 us at 10k proxies) every
-/// this many calls of `optimize_incremental`.
+/// The refresh checks the SAH cost (one sweep of the arena) every this many calls of
+/// `optimize_incremental`, so that the check stays a small part of a call.
 const REFRESH_CHECK_PERIOD: u32 = 8;
 
 /// A subtree of a pre-ordered arena: its root node, its node count (`leaves - 1`) and the ordinal
@@ -112,7 +110,7 @@ impl<T> Dbvt<T> {
     ///   rebuild and the budgets since the last refresh have paid for it (`n / 8` leaves); a
     ///   tree that does not move is left alone, except that a tree built by insertion is
     ///   rebuilt with binned SAH at the first call if a Morton tree's SAH cost would be lower
-    ///   (one call of about 0.4 µs per proxy, charged to the following budgets);
+    ///   (one longer call, charged to the following budgets);
     /// - above, subtrees ("treelets") of up to `max(8, 4√n)` leaves are rebuilt in place with
     ///   binned SAH, round-robin in depth-first leaf order, and every eighth round also
     ///   rebuilds the top of the tree over its subtrees of at most a quarter of that size.
@@ -181,7 +179,7 @@ impl<T> Dbvt<T> {
             // Pseudo-leaves a quarter of a treelet: each treelet then spans several of them, so
             // leaves mix across the groups the top rebuild moves around. (With pseudo-leaves as
             // big as treelets, a leaf could never leave its group, and trees of moving proxies
-            // decayed: SAH cost 8x a rebuild's after 1000 frames.)
+            // decayed far below a rebuild's quality; `docs/performance.md`.)
             self.rebuild_top((size / 4).max(2));
         }
         // At most one pass over the leaves per round: a credit above `n` (it is capped at `2n`)
@@ -223,12 +221,11 @@ impl<T> Dbvt<T> {
         let n = self.proxy_count;
         if self.optimizer.rebuilt_sah == 0.0 {
             // Never rebuilt (built by insertion). An inserted tree can beat a Morton build
-            // (sorted, near-1D scenes) or lose to it by a fifth (10^5 random boxes: SAH cost
-            // 185 against 152, and 141 for a binned build; `benches/peers/run.sh`), so the first
-            // look sorts the proxies along the curve and costs the Morton tree without writing
-            // it. If the inserted tree loses, it is rebuilt once with binned SAH, the best
-            // tree, which later refreshes age from (self pairs on that tree: 2.9 ms against
-            // 4.1 ms on the Morton tree, 10^5 boxes). Otherwise aging counts from here. The
+            // (sorted, near-1D scenes) or lose to it clearly (random boxes;
+            // `docs/performance.md`), so the first look sorts the proxies along the curve and
+            // costs the Morton tree without writing it. If the inserted tree loses, it is
+            // rebuilt once with binned SAH, the best tree, which later refreshes age from.
+            // Otherwise aging counts from here. The
             // trial and the rebuild are charged to later budgets as refreshes are.
             self.sort_morton();
             let trial = self.sorted_morton_sah();
@@ -377,7 +374,7 @@ mod tests {
     use super::super::{Dbvt, DbvtConfig};
     use crate::math::Aabb;
 
-    use crate::test_rng::unit;
+    use slabtree_testkit::rng::units;
 
     fn inserted(boxes: &[Aabb]) -> Dbvt<usize> {
         let mut tree = Dbvt::with_config(DbvtConfig { margin: 0.0, prediction: 0.0, ..DbvtConfig::default() });
@@ -388,8 +385,7 @@ mod tests {
     }
 
     fn random_boxes(n: usize, seed: u64) -> Vec<Aabb> {
-        let mut s = seed;
-        let mut r = || unit(&mut s);
+        let mut r = units(seed);
         (0..n)
             .map(|_| {
                 let c = Vec3A::new(r(), r(), r()) * 40.0;

@@ -9,9 +9,10 @@
 //! children's boxes. The work follows the overlap structure rather than n².
 
 use super::node::{BoxLanes, ChildRef, Node};
-use super::traverse::{LeafQueue, QueryStats, QueryWorkspace};
+use super::traverse::{LeafQueue, QueryWorkspace};
 use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::Aabb;
+use crate::math::QueryStats;
 
 /// What a pair policy tells the traversal after a pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +64,7 @@ impl<T> Dbvt<T> {
             queue: no_pairs(),
         };
         while let Some((x, y)) = node_pairs.pop() {
-            walk.stats.nodes_visited += 1;
+            walk.stats.nodes += 1;
             let nx = &self.nodes[x.index() as usize];
             if x != y {
                 if !walk.open_both(nx, &self.nodes[y.index() as usize], node_pairs) {
@@ -127,7 +128,7 @@ impl<T> Dbvt<T> {
             }
             // Pairs of internal nodes, this tree's first.
             while let Some((x, y)) = node_pairs.pop() {
-                walk.stats.nodes_visited += 1;
+                walk.stats.nodes += 1;
                 let (nx, ny) = (&self.nodes[x.index() as usize], &other.nodes[y.index() as usize]);
                 if !walk.open_both(nx, ny, node_pairs) {
                     return Ok(stats);
@@ -195,7 +196,7 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
     /// Hands the pair of leaf `x` of `a` and leaf `y` of `b` to the callback. `false` to stop.
     #[inline]
     fn deliver(&mut self, x: ChildRef, y: ChildRef) -> bool {
-        self.stats.leaves_visited += 1;
+        self.stats.leaves += 1;
         let da = self.a.slots[x.index() as usize].data.as_ref().expect("live leaf");
         let db = self.b.slots[y.index() as usize].data.as_ref().expect("live leaf");
         (self.callback)(self.a.id_of(x.index()), da, self.b.id_of(y.index()), db) == PairControl::Continue
@@ -265,7 +266,7 @@ impl<A, B, F: FnMut(ProxyId, &A, ProxyId, &B) -> PairControl> PairWalk<'_, A, B,
         self.subtree.clear();
         let mut cur = root;
         loop {
-            self.stats.nodes_visited += 1;
+            self.stats.nodes += 1;
             let node = &tree.nodes[cur.index() as usize];
             let mut mask = lanes.test_pair(node);
             let mut next = None;

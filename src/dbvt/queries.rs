@@ -9,9 +9,10 @@ use glam::Vec3A;
 use wide::f32x4;
 
 use super::node::{BoxLanes, FrustumLanes, Node, RayLanes};
-use super::traverse::{NodeTest, QueryStats, QueryWorkspace, Visitor};
+use super::traverse::{NodeTest, QueryWorkspace, Visitor};
 use super::{Dbvt, DbvtError, ProxyId};
 use crate::math::InputError;
+use crate::math::QueryStats;
 use crate::math::{Aabb, Frustum, Ray, slab_interval};
 
 /// A leaf reached by a ray cast or a box cast.

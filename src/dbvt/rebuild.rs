@@ -32,6 +32,38 @@ impl<T> Dbvt<T> {
         items: impl IntoIterator<Item = (Aabb, T)>,
         config: DbvtConfig,
     ) -> Result<(Self, Vec<ProxyId>), DbvtError> {
+        Self::build_from(items, config, true)
+    }
+
+    /// A tree of boxes stored exactly as given, with `config` for later inserts and moves: each
+    /// box is taken as already grown by the margin, as [`Dbvt::fat_aabb`] reads it back from
+    /// another tree, where [`Dbvt::build_with_config`] would grow it once more. A tree saved as
+    /// its stored boxes thus comes back storing the same boxes, and answers every query the
+    /// same (its structure is a fresh bulk build's).
+    ///
+    /// ```
+    /// use slabtree::{Aabb, Dbvt, DbvtConfig};
+    /// use glam::Vec3A;
+    /// let config = DbvtConfig { margin: 0.5, ..Default::default() };
+    /// let (tree, ids) = Dbvt::build_with_config([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 'a')], config)?;
+    /// let saved = [(tree.fat_aabb(ids[0])?, 'a')];
+    /// let (copy, copied) = Dbvt::from_stored_boxes(saved, config)?;
+    /// assert_eq!(copy.fat_aabb(copied[0])?, tree.fat_aabb(ids[0])?);
+    /// # Ok::<(), slabtree::DbvtError>(())
+    /// ```
+    pub fn from_stored_boxes(
+        items: impl IntoIterator<Item = (Aabb, T)>,
+        config: DbvtConfig,
+    ) -> Result<(Self, Vec<ProxyId>), DbvtError> {
+        Self::build_from(items, config, false)
+    }
+
+    /// A bulk build of `items`, their boxes grown by the margin when `grow`.
+    fn build_from(
+        items: impl IntoIterator<Item = (Aabb, T)>,
+        config: DbvtConfig,
+        grow: bool,
+    ) -> Result<(Self, Vec<ProxyId>), DbvtError> {
         let mut tree = Dbvt::with_config(config);
         let items = items.into_iter();
         // Room for what the iterator promises, so the arrays grow by copying at most once.
@@ -41,7 +73,7 @@ impl<T> Dbvt<T> {
         tree.slots.reserve(expected);
         for (aabb, data) in items {
             aabb.validate()?;
-            let fat = tree.fatten(&aabb, glam::Vec3A::ZERO);
+            let fat = if grow { tree.fatten(&aabb, glam::Vec3A::ZERO) } else { aabb };
             let p = tree.alloc_proxy(fat, data)?;
             ids.push(tree.id_of(p));
         }
@@ -85,10 +117,9 @@ impl<T> Dbvt<T> {
     /// Rebuilds the whole tree along a Morton curve (a linear BVH: Lauterbach et al. 2009,
     /// Karras 2012): the proxies are sorted by the Morton code of their fat box's centre, and
     /// each range of codes is split where its highest differing bit changes, that is, at an
-    /// octree cell's midplane. It is about 9× faster than [`Dbvt::rebuild`] (0.62 against
-    /// 5.6 ms at 10k proxies, one thread) and its trees cost 4–25% more by the SAH (measured:
-    /// 4% on 10k boxes spread over a flat slab, 8% on 10k random boxes in a cube, 18% on the
-    /// bunny's triangles, 24% on Sponza's), which is why
+    /// octree cell's midplane. It is several times faster than [`Dbvt::rebuild`], and its
+    /// trees cost more by the SAH, from a little on even spreads to a quarter on meshes'
+    /// triangles (`docs/performance.md`), which is why
     /// [`Dbvt::optimize_incremental`] uses it to refresh trees of moving proxies often, and
     /// [`Dbvt::rebuild`] stays the choice for a tree that will not change. Ids stay valid;
     /// nodes come out in depth-first order.

@@ -13,8 +13,8 @@ use wide::{f32x4, f32x8};
 
 use super::node::FrustumLanes;
 use super::queries::{LeafControl, LeafPolicy};
-use super::traverse::QueryStats;
 use super::{Dbvt, DbvtError};
+use crate::math::QueryStats;
 use crate::math::{Aabb, Frustum};
 
 impl<T> Dbvt<T> {
@@ -23,7 +23,7 @@ impl<T> Dbvt<T> {
     /// rather than walking the tree, in slot index order. Faster than the walk when a large part
     /// of the tree is in view and its arena is out of order or out of cache, slower when little
     /// is in view (`docs/performance.md`, "The dynamic tree's choices, measured").
-    /// `QueryStats::nodes_visited` is 0.
+    /// `QueryStats::nodes` is 0.
     ///
     /// Refuses a non-finite frustum, and, as [`Dbvt::frustum`] does, a tree whose
     /// [`Dbvt::update_proxy`] changes await a refit.
@@ -82,7 +82,7 @@ impl<T> Dbvt<T> {
             keep &= keep - 1;
             // A free slot keeps its last box: skip it.
             if let Some(data) = self.slots[p as usize].data.as_ref() {
-                stats.leaves_visited += 1;
+                stats.leaves += 1;
                 if policy.visit(self.id_of(p), data) == LeafControl::Stop {
                     return false;
                 }

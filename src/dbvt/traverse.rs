@@ -8,17 +8,7 @@
 use super::Dbvt;
 use super::node::{ChildRef, Node};
 use crate::hint::prefetch;
-use crate::math::Aabb;
-
-/// Visit counts of one query, for profiling and tests (Box2D v3 returns these from every
-/// query).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueryStats {
-    /// Internal nodes whose children were tested (for pair queries: node pairs tested).
-    pub nodes_visited: u32,
-    /// Leaves handed to the policy (for pair queries: leaf pairs reported).
-    pub leaves_visited: u32,
-}
+use crate::math::{Aabb, QueryStats};
 
 /// Which node test the traversal uses. Both give identical results (the tests check this); the
 /// scalar one is the reference.
@@ -96,8 +86,8 @@ impl<T> Dbvt<T> {
     /// Unordered queries (overlap, frustum) hand leaves to the visitor [`LEAF_LOOKAHEAD`] leaves
     /// late: each leaf's proxy slot is prefetched when the leaf is reached and read only after
     /// the traversal has moved on. Proxy slots are in creation order, not tree order, so without
-    /// this every leaf visit of a large query is a cache miss (measured: two thirds of a 100k
-    /// instance frustum query waited on that one load).
+    /// this every leaf visit of a large query is a cache miss, which dominated large frustum
+    /// queries (`docs/performance.md`).
     pub(crate) fn traverse<V: Visitor<T>>(&self, stack: &mut Vec<(ChildRef, f32)>, v: &mut V) -> QueryStats {
         let mut stats = QueryStats::default();
         let Some(root) = self.root else { return stats };
@@ -142,13 +132,11 @@ impl<T> Dbvt<T> {
                 }
                 continue;
             }
-            stats.nodes_visited += 1;
+            stats.nodes += 1;
             let node = &self.nodes[c.index() as usize];
             // The next step is one of these two children, and which one is known only after
             // the test: start loading both now, so the test's work overlaps the load (the tree
-            // is larger than L2 from about 10k proxies). Measured on the 10k scene frame loop,
-            // 14 alternating runs each: picks 0.212 against 0.221 ms per frame (median), 0.158
-            // against 0.170 (best), over prefetching only the pushed child.
+            // is larger than L2 from about 10k proxies; `docs/performance.md`).
             self.prefetch(node.child[0]);
             self.prefetch(node.child[1]);
             let (mask, keys) = v.test_children(node, key);
@@ -178,8 +166,8 @@ impl<T> Dbvt<T> {
     /// `false`), in arena order. The arena must be in pre-order (`self.ordered`): `n`'s subtree is
     /// then the node range from `n` to the last node down its last internal children, which is
     /// read sequentially, with no stack and no tests. This is what makes a frustum query over a
-    /// large scene cheap where it is wholly inside: measured at 100k instances, the walk that
-    /// chased child links waited on a cache miss per node.
+    /// large scene cheap where it is wholly inside: a walk that chases child links waits on a
+    /// cache miss per node there.
     pub(super) fn for_each_leaf_below(&self, n: u32, mut visit: impl FnMut(u32) -> bool) -> bool {
         debug_assert!(self.ordered);
         let mut last = n;
@@ -204,7 +192,7 @@ impl<T> Dbvt<T> {
     /// Hands proxy `p` to the visitor; `false` stops the traversal.
     #[inline(always)]
     fn visit_leaf<V: Visitor<T>>(&self, v: &mut V, p: u32, key: f32, stats: &mut QueryStats) -> bool {
-        stats.leaves_visited += 1;
+        stats.leaves += 1;
         let (id, data) = self.leaf(p);
         v.visit_leaf(id, data, key)
     }

@@ -335,7 +335,7 @@ impl<T> Dbvt<T> {
 }
 
 /// The largest arena [`Dbvt::refit_sweep`] reads in gathered blocks: 1 MiB of 64-byte nodes,
-/// the L2 cache of the machines measured.
+/// about a current core's L2 cache, beyond which the gathered reads stop paying.
 const GATHERED_SWEEP_MAX_NODES: usize = 1 << 14;
 
 #[cfg(test)]
@@ -344,15 +344,14 @@ mod tests {
 
     use super::super::Dbvt;
     use crate::math::Aabb;
-    use crate::test_rng::unit;
+    use slabtree_testkit::rng::units;
 
     /// The two sweeps of `refit_sweep` leave the same arena, node for node, after the moves of a
     /// frame. The default tests' trees are below `GATHERED_SWEEP_MAX_NODES`, so without this the
     /// plain sweep would run only in larger trees (the height tests, the soak).
     #[test]
     fn the_gathered_and_the_plain_sweep_refit_alike() {
-        let mut s = 0x5EEDu64;
-        let mut r = move || unit(&mut s);
+        let mut r = units(0x5EED);
         let boxes: Vec<Aabb> = (0..3000)
             .map(|_| Aabb::from_center_half_extents(Vec3A::new(r(), r(), r()) * 60.0, Vec3A::splat(0.2 + r())))
             .collect();

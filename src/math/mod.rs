@@ -6,6 +6,7 @@ mod error;
 mod frustum;
 mod ray;
 mod slab;
+mod stats;
 
 pub use aabb::{Aabb, Aabb2};
 pub use coherence::RayCoherence;
@@ -14,3 +15,4 @@ pub use frustum::{Frustum, Plane};
 pub use ray::{Ray, Ray2, RayHit2, validate_rays};
 pub use slab::ray_aabb2;
 pub(crate) use slab::{FAR_PAD, KeepLanes, max_keep, min_keep, slab_interval};
+pub use stats::QueryStats;

@@ -45,14 +45,14 @@ pub struct BuildOptions {
     /// The triangle test used by every query on this mesh.
     pub triangle_test: TriangleTest,
     /// Centroid bins per axis for the binned SAH. Default 32, as Embree's builder: against 16,
-    /// Sponza's rays test 6–19% fewer triangle packs and visit up to 8% fewer nodes (the bunny
-    /// and the dragon are unchanged), for about 10% more build time.
+    /// an interior's rays test fewer triangle packs and visit fewer nodes, for a little more
+    /// build time (`docs/performance.md`).
     pub bins: usize,
     /// Meshes with more triangles than this build their subtrees in parallel on rayon.
     pub parallel_threshold: usize,
     /// Passes of tree rotations (Kensler 2008) over the binary tree before it is collapsed to 8
-    /// wide; 0 turns the optimisation off. Default 3: lowers the SAH cost of Sponza by 8% for no
-    /// measurable build time (the dragon is unchanged).
+    /// wide; 0 turns the optimisation off. Default 3: lowers an interior's SAH cost for no
+    /// noticeable build time (`docs/performance.md`).
     pub rotation_passes: usize,
 }
 
@@ -82,16 +82,6 @@ pub struct Hit {
     pub v: f32,
     /// Unit geometric normal, `normalize((v1 - v0) × (v2 - v0))`.
     pub normal: Vec3,
-}
-
-/// What one query on a [`MeshBvh`] visited: for cost heat maps and for comparing trees and
-/// kernels (the instructions of a query are about a fixed cost per node plus one per leaf).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TraversalStats {
-    /// 8-wide nodes whose eight child boxes were tested against the ray.
-    pub nodes: u32,
-    /// Leaves (triangle packs of up to 4) tested against the ray.
-    pub leaves: u32,
 }
 
 /// Size and quality of a [`MeshBvh`].
@@ -213,11 +203,10 @@ pub(super) const STACK: usize = 1024;
 /// BVHs of at least this many bytes (nodes and packs) are read mostly from memory rather than
 /// from cache, and traced accordingly: their batches keep several rays in flight
 /// ([`MeshBvh::intersect_each`]), and their walks start loading every child of a node before
-/// the node test picks among them. Both pay only there. Measured on a machine with a 32 MB
-/// last-level cache, one thread: the dragon's 50 MB BVH gains 1.25-2x from the batches and
-/// 5-10% from the early loads against Embree, while from cache the bunny's 4 MB and Sponza's
-/// 15 MB lose up to half their batch speed to the rays' switching, and Sponza 7-20% to the
-/// extra loads (`docs/performance.md`, "Batches of rays in flight" and "Early child loads").
+/// the node test picks among them. Both pay only there: BVHs read from cache lose to the rays'
+/// switching and to the extra loads (`docs/performance.md`, "Batches of rays in flight" and
+/// "Early child loads").
+#[doc(hidden)]
 pub const LARGE_BVH_BYTES: usize = 32 << 20;
 
 /// Rays of a batch judged coherent or not together
@@ -242,8 +231,8 @@ impl MeshBvh {
             longest_axis_only: false,
         };
         let parallel = mesh.len() > options.parallel_threshold;
-        // The BVH keeps its own copy of the mesh, which another thread makes meanwhile (a
-        // serial copy of Sponza's 5 MB was 1% of a two-thread build).
+        // The BVH keeps its own copy of the mesh, which another thread makes meanwhile rather
+        // than after the build.
         let ((build, c, build_phases), copy) = crate::par::join(
             || {
                 let mut build = builder.build(&mut items);

@@ -12,11 +12,12 @@ use glam::{Affine3A, DVec3, Vec3};
 use wide::f32x8;
 
 use super::bvh::STACK;
-use super::query::{LeafTest, PackVisitor};
+use super::leaf::LeafTest;
+use super::query::PackVisitor;
 use super::triangle::{NO_PRIM, TriPack};
 use super::{MeshBvh, TriMesh};
 use crate::math::InputError;
-use crate::wide::{ChildRef, FixedStack, Node8, NodeTest, closest_first};
+use crate::wide::{ChildBoxTest, ChildRef, FixedStack, Node8, closest_first};
 
 /// The point of a mesh nearest to a query point.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,7 +105,7 @@ pub(crate) fn closest_on_triangle64(p: DVec3, [a, b, c]: [DVec3; 3]) -> (DVec3, 
 /// beyond `tmax` are then exactly a best-first search whose bound shrinks at each better triangle.
 struct PointLanes([f32x8; 3]);
 
-impl NodeTest for PointLanes {
+impl ChildBoxTest for PointLanes {
     type Lanes = f32x8;
 
     #[inline(always)]
@@ -148,7 +149,7 @@ impl PlacedPointLanes {
     }
 }
 
-impl NodeTest for PlacedPointLanes {
+impl ChildBoxTest for PlacedPointLanes {
     type Lanes = f32x8;
 
     #[inline(always)]
@@ -243,7 +244,7 @@ impl MeshBvh {
     /// its nearest point is found.
     fn nearest_with(
         &self,
-        lanes: &impl NodeTest,
+        lanes: &impl ChildBoxTest,
         p: Vec3,
         max_distance: f32,
         place: impl Fn([Vec3; 3]) -> [Vec3; 3],

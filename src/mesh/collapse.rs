@@ -276,7 +276,7 @@ impl Lanes {
 ///
 /// Each lane's area, and whether it is internal, is read from its binary node once, when the lane
 /// is made: the binary nodes are scattered over memory, and reading them again at every step of
-/// the opening and every comparison of the sort below made Sponza's collapse 7% slower
+/// the opening and every comparison of the sort below made the collapse slower
 /// (`docs/performance.md`).
 fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     if children.len == 1
@@ -308,9 +308,9 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     // Largest box first. Embree's builder sorts a wide node's children likewise ("for faster
     // shadow ray traversal"; by triangle count there): an any-hit walk enters the first child hit
     // (`crate::wide::closest_first`), and the largest is the likeliest to hold an occluder. By
-    // area rather than count, since area is what a ray's chance of a hit follows: Sponza's shadow
-    // rays visit 13.2 nodes and 2.45 packs each, against 14.4 and 2.55 sorted by count and 17.8
-    // and 3.15 in split order (`examples/trace_rays`); the bunny and the dragon are within 2%.
+    // area rather than count, since area is what a ray's chance of a hit follows: an interior's
+    // shadow rays visit fewer nodes and packs this way than sorted by count or in split order
+    // (`docs/performance.md`).
     // Closest-hit walks order children by distance, so only their ties see this order. The sort
     // is stable: equal areas keep their order.
     lanes[..len].sort_by(|a, b| b.1.total_cmp(&a.1));

@@ -23,15 +23,13 @@ use std::mem::MaybeUninit;
 use super::bvh::TriangleTest;
 use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK};
 use super::layout::Blocks;
-use super::policy::{Nearest, RayLeaf};
-use super::query::LeafTest;
+use super::leaf::{LeafTest, Nearest, TriangleLeaf};
 use super::triangle::PackHit;
 use crate::math::{Ray, RayCoherence};
-use crate::wide::{ChildRef, Entry, FusedRay8, Lanes8, Node8, NodeTest, Ray8, WithLanes, dispatch};
+use crate::wide::{ChildBoxTest, ChildRef, Entry, FusedRay8, Lanes8, Node8, Ray8, WithLanes, dispatch};
 
-/// Rays in flight per thread. On the dragon's random rays, 2, 4, 6 and 8 lanes measured 1.16x,
-/// 1.47x, 1.85x and 1.70x the single rays (one run each; `docs/performance.md`); 8 gave the
-/// diffuse rays the most with 6.
+/// Rays in flight per thread: enough to cover a ray's wait on memory with the others' work,
+/// chosen on the dragon's random and diffuse rays (`docs/performance.md`).
 pub(super) const LANES: usize = 8;
 
 /// One ray's walk, resumable one visit at a time: the closest hit, or with `ANY` any hit, with
@@ -40,7 +38,7 @@ struct Walk<'s, const ANY: bool, const WATERTIGHT: bool, L> {
     /// The ray's index in the batch.
     ray: usize,
     node_test: RayNodeTest<L>,
-    leaf: RayLeaf<WATERTIGHT, Nearest>,
+    leaf: TriangleLeaf<WATERTIGHT, Nearest>,
     tmin: f32,
     tmax: f32,
     /// The node or pack to visit next (prefetched when it was chosen).
@@ -57,7 +55,7 @@ impl<'s, const ANY: bool, const WATERTIGHT: bool, L: Lanes8> Walk<'s, ANY, WATER
     /// A walk of ray `r` from the root, on `stack`.
     #[inline(always)]
     fn new(r: usize, ray: &Ray, stack: &'s mut Stack) -> Self {
-        let leaf = RayLeaf::new(ray, Nearest);
+        let leaf = TriangleLeaf::new(ray, Nearest);
         Walk {
             ray: r,
             node_test: RayNodeTest::new(ray),
@@ -74,7 +72,7 @@ impl<'s, const ANY: bool, const WATERTIGHT: bool, L: Lanes8> Walk<'s, ANY, WATER
     /// Starts this walk again, for ray `r` (the stack's old entries are never read again).
     #[inline(always)]
     fn restart(&mut self, r: usize, ray: &Ray) {
-        (self.ray, self.node_test, self.leaf) = (r, RayNodeTest::new(ray), RayLeaf::new(ray, Nearest));
+        (self.ray, self.node_test, self.leaf) = (r, RayNodeTest::new(ray), TriangleLeaf::new(ray, Nearest));
         let tmax = self.leaf.walk_tmax(ray.tmax);
         (self.tmin, self.tmax, self.cur, self.best, self.sp) = (ray.tmin, tmax, ChildRef::node(0), None, 0);
     }
@@ -334,16 +332,16 @@ mod tests {
 
     use super::{HINT_RUN, by_runs};
     use crate::math::RayCoherence;
-    use crate::test_rng::unit;
     use crate::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+    use slabtree_testkit::rng::Rng;
 
     /// A soup of `n` small random triangles in the unit cube.
-    fn soup(n: usize, seed: &mut u64) -> TriMesh {
+    fn soup(n: usize, seed: &mut Rng) -> TriMesh {
         let mut p = Vec::new();
         for _ in 0..n {
-            let c = Vec3::new(unit(seed), unit(seed), unit(seed));
+            let c = Vec3::new(seed.unit(), seed.unit(), seed.unit());
             for _ in 0..3 {
-                p.push(c + 0.1 * Vec3::new(unit(seed) - 0.5, unit(seed) - 0.5, unit(seed) - 0.5));
+                p.push(c + 0.1 * Vec3::new(seed.unit() - 0.5, seed.unit() - 0.5, seed.unit() - 0.5));
             }
         }
         let tris = (0..n as u32).map(|i| [3 * i, 3 * i + 1, 3 * i + 2]).collect();
@@ -352,17 +350,17 @@ mod tests {
 
     /// Rays from around the cube to points in it, with some that the fused node test refuses (a
     /// negative `tmin`, a zero direction component) and some that miss everything.
-    fn rays(n: usize, seed: &mut u64) -> Vec<Ray> {
+    fn rays(n: usize, seed: &mut Rng) -> Vec<Ray> {
         (0..n)
             .map(|i| {
-                let o = Vec3::new(unit(seed), unit(seed), unit(seed)) * 3.0 - Vec3::splat(1.0);
-                let to = Vec3::new(unit(seed), unit(seed), unit(seed));
+                let o = Vec3::new(seed.unit(), seed.unit(), seed.unit()) * 3.0 - Vec3::splat(1.0);
+                let to = Vec3::new(seed.unit(), seed.unit(), seed.unit());
                 let mut d = to - o;
                 match i % 7 {
                     0 => d.y = 0.0,
                     1 => return Ray::new(o, d).with_range(-1.0, f32::INFINITY),
                     2 => d = -d,
-                    3 => return Ray::new(o, d).with_range(0.0, 0.5 * unit(seed)),
+                    3 => return Ray::new(o, d).with_range(0.0, 0.5 * seed.unit()),
                     _ => {}
                 }
                 Ray::new(o, d)
@@ -375,7 +373,7 @@ mod tests {
     /// lanes) and a long one.
     #[test]
     fn interleaved_hits_are_the_single_ray_hits() {
-        let mut seed = 7;
+        let mut seed = Rng(7);
         let mesh = soup(3000, &mut seed);
         for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..BuildOptions::default() });
@@ -402,10 +400,10 @@ mod tests {
     /// one with its own hint.
     #[test]
     fn runs_go_in_flight_where_they_gain() {
-        let mut seed = 3;
+        let mut seed = Rng(3);
         // Runs: coherent, incoherent, incoherent, coherent, and a short incoherent tail.
         let coherent = |n: usize| (0..n).map(|i| Ray::new(Vec3A::ZERO, Vec3A::new(1.0, i as f32 * 1e-4, 0.0)));
-        let random = |n: usize, seed: &mut u64| rays(n, seed);
+        let random = |n: usize, seed: &mut Rng| rays(n, seed);
         let mut all: Vec<Ray> = coherent(HINT_RUN).collect();
         all.extend(random(2 * HINT_RUN, &mut seed));
         all.extend(coherent(HINT_RUN));

@@ -1,7 +1,7 @@
 //! The mesh BVH's memory: 8-wide nodes and triangle packs in one array of 32-byte blocks.
 //!
 //! A node takes 7 blocks (224 bytes) and a pack 5 (160 bytes). Wherever they start, a node spans
-//! 4 cache lines and a pack 3, as 64-byte-aligned records of 256 and 192 bytes would, in 15% less
+//! 4 cache lines and a pack 3, as 64-byte-aligned records of 256 and 192 bytes would, in less
 //! memory. Three more things follow, for a traversal that waits on memory more than it computes:
 //!
 //! * A child reference holds where its node or pack starts as a *position*: its byte offset from
@@ -10,8 +10,8 @@
 //!   node) is fixed for the whole walk: one x86 addressing mode, 8 being its largest scale
 //!   ([`NodeStore::row`]). The node test's loads thus take the reference straight from its own
 //!   load; a block index needed a shift and an add first, 2 cycles on the chain from one node's
-//!   test to the next node's loads, which a ray waits out at every node (bunny shadow rays 1.3%
-//!   faster, Sponza's 2.7%; `docs/performance.md`). A byte offset would need no scale, but would
+//!   test to the next node's loads, which a ray waits out at every node
+//!   (`docs/performance.md`). A byte offset would need no scale, but would
 //!   cap the array at 2 GB; positions cap it at 16 GB.
 //! * A child's address is the same sum whatever the child is, so the prefetch made as a child is
 //!   pushed costs no branch or conditional move (two separate arrays needed both addresses and a
@@ -204,7 +204,7 @@ impl Blocks {
 
     /// The node at position `at`, without a range check: for the traversal, which only
     /// follows references read from the nodes themselves (a range check on every node and pack
-    /// was 3 of a Sponza shadow ray's 85 instructions per visit).
+    /// was a noticeable part of a visit's instructions; `docs/performance.md`).
     ///
     /// # Safety
     /// `at` is a node reference of a node of this array. The collapse writes each reference with

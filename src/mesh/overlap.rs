@@ -17,7 +17,7 @@ use super::layout::Blocks;
 use super::triangle::NO_PRIM;
 use super::{MeshBvh, TriMesh};
 use crate::math::{Aabb, InputError};
-use crate::wide::{ChildRef, FixedStack, LeafVisitor, Node8, NodeTest, closest_first};
+use crate::wide::{ChildBoxTest, ChildRef, FixedStack, LeafVisitor, Node8, closest_first};
 
 /// Akenine-Möller's separating-axis test: whether triangle `[a, b, c]` and the box with centre
 /// `centre` and half-extents `half` share a point (touching counts).
@@ -120,7 +120,7 @@ struct BoxLanes {
     hi: [f32x8; 3],
 }
 
-impl NodeTest for BoxLanes {
+impl ChildBoxTest for BoxLanes {
     type Lanes = f32x8;
 
     #[inline(always)]

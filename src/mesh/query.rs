@@ -10,14 +10,15 @@
 use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
-use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK, TraversalStats, TriangleTest};
+use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
-use super::policy::{Decide, HitPolicy, Nearest, Offer, RayLeaf};
+use super::leaf::{Decide, HitPolicy, LeafTest, Nearest, Offer, TriangleLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
+use crate::math::QueryStats;
 use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence};
 use crate::wide::{
-    ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, NodeTest, Ray8, WithLanes, closest_first,
+    ChildBoxTest, ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first,
     dispatch,
 };
 
@@ -27,7 +28,9 @@ impl MeshBvh {
     /// [`Ray::validate`] gives, as by every query of the crate.
     #[inline]
     pub fn intersect(&self, ray: &Ray) -> Result<Option<Hit>, InputError> {
-        Ok(self.intersect_counting(ray)?.0)
+        ray.validate()?;
+        let (hit, _) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
+        Ok(hit.map(|(prim, h)| self.finish(prim, h, ray)))
     }
 
     /// `true` when any triangle is hit with `tmin <= t <= tmax` (any hit: no ordering, the first
@@ -35,7 +38,7 @@ impl MeshBvh {
     #[inline]
     pub fn occluded(&self, ray: &Ray) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.occluded_valid(ray, RayCoherence::Coherent))
+        Ok(self.trace_valid::<true>(ray, RayCoherence::Coherent).0.is_some())
     }
 
     /// [`MeshBvh::intersect`], told how alike this ray's direction is to the rays traced just
@@ -58,28 +61,30 @@ impl MeshBvh {
     #[inline]
     pub fn intersect_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<Option<Hit>, InputError> {
         ray.validate()?;
-        Ok(self.intersect_valid_hinted(ray, coherence).0)
+        let (hit, _) = self.trace_valid::<false>(ray, coherence);
+        Ok(hit.map(|(prim, h)| self.finish(prim, h, ray)))
     }
 
     /// [`MeshBvh::occluded`] with the hint of [`MeshBvh::intersect_hinted`].
     #[inline]
     pub fn occluded_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.occluded_valid(ray, coherence))
+        Ok(self.trace_valid::<true>(ray, coherence).0.is_some())
     }
 
     /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
     #[inline]
-    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, TraversalStats), InputError> {
+    pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, QueryStats), InputError> {
         ray.validate()?;
-        Ok(self.intersect_valid(ray))
+        let (hit, stats) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
+        Ok((hit.map(|(prim, h)| self.finish(prim, h, ray)), stats))
     }
 
     /// [`MeshBvh::occluded`], and the nodes and leaves the query visited.
     #[inline]
-    pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, TraversalStats), InputError> {
+    pub fn occluded_counting(&self, ray: &Ray) -> Result<(bool, QueryStats), InputError> {
         ray.validate()?;
-        let (hit, stats) = self.trace::<true>(ray);
+        let (hit, stats) = self.trace_valid::<true>(ray, RayCoherence::Coherent);
         Ok((hit.is_some(), stats))
     }
 
@@ -197,14 +202,14 @@ impl MeshBvh {
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
     fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
-        // One ray at a time through `occluded_valid`, each dispatched on its own: an
+        // One ray at a time through `trace_valid`, each dispatched on its own: an
         // `EntryPoint` chosen once per run, as the closest hits take, executed fewer instructions
         // but ran the bunny's shadow rays slower (`docs/performance.md`, "Batches: one dispatch
         // per run").
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
-                    *o = self.occluded_valid(r, hint);
+                    *o = self.trace_valid::<true>(r, hint).0.is_some();
                 }
             }
             None => self.occluded_interleaved(&rays[span.clone()], &mut out[span]),
@@ -218,7 +223,8 @@ impl MeshBvh {
         if ray.validate().is_err() {
             return None;
         }
-        self.intersect_valid(ray).0
+        let (hit, _) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
+        hit.map(|(prim, h)| self.finish(prim, h, ray))
     }
 
     /// [`MeshBvh::intersect_unchecked`] written to `slot`: for the ray streams' rays traced
@@ -252,48 +258,22 @@ impl MeshBvh {
 
     /// Any hit of a ray that may be invalid (then it hits nothing).
     pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
-        ray.validate().is_ok() && self.occluded_valid(ray, hint)
+        ray.validate().is_ok() && self.trace_valid::<true>(ray, hint).0.is_some()
     }
 
-    /// The closest hit of a valid ray, and what it visited. Inlined into the caller, with the
-    /// traversal out of line: the public hit is then built in the caller's registers. Returned
-    /// through two more calls, it was copied between stack slots with wider loads than the
-    /// stores that wrote it, and those loads waited on store forwarding: a sixth of a bunny
-    /// primary ray's time (`perf record -e cpu-clock`, the peer program).
-    #[inline]
-    pub(super) fn intersect_valid(&self, ray: &Ray) -> (Option<Hit>, TraversalStats) {
-        self.intersect_valid_hinted(ray, RayCoherence::Coherent)
-    }
-
-    /// [`MeshBvh::intersect_valid`] with a coherence hint.
-    #[inline]
-    fn intersect_valid_hinted(&self, ray: &Ray, hint: RayCoherence) -> (Option<Hit>, TraversalStats) {
-        let (hit, stats) = self.trace_hinted::<false>(ray, hint);
-        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
-    }
-
-    /// Any hit of a valid ray, with a coherence hint.
-    #[inline]
-    fn occluded_valid(&self, ray: &Ray, hint: RayCoherence) -> bool {
-        self.trace_hinted::<true>(ray, hint).0.is_some()
-    }
-
-    /// A valid ray's nearest (or, with `ANY`, first) pack hit, through one copy in the binary of
-    /// each triangle test's loop: separate functions, so that neither loop's register
-    /// allocation depends on the other's code (with both in one function, a change to the
-    /// watertight test moved Möller–Trumbore's shadow rays by 6 instructions, callgrind).
+    /// A valid ray's nearest (or, with `ANY`, first) pack hit, and what the walk visited: the
+    /// one step from every single-ray query to its kernel ([`MeshBvh::trace_test`]), which
+    /// chooses the triangle test's loop and, for a large BVH or an incoherent ray, the walk with
+    /// early child loads. Inlined into the caller, with the kernel out of line, so that the
+    /// caller finishes the public hit in its own registers: returned through two more calls, the
+    /// hit was copied between stack slots with wider loads than the stores that wrote it, and
+    /// those loads waited on store forwarding (`docs/performance.md`).
     #[inline(always)]
-    pub(super) fn trace<const ANY: bool>(&self, ray: &Ray) -> (Option<(u32, PackHit)>, TraversalStats) {
-        self.trace_hinted::<ANY>(ray, RayCoherence::Coherent)
-    }
-
-    /// [`MeshBvh::trace`], with the early child loads for a large BVH or an incoherent ray.
-    #[inline(always)]
-    pub(super) fn trace_hinted<const ANY: bool>(
+    pub(super) fn trace_valid<const ANY: bool>(
         &self,
         ray: &Ray,
         hint: RayCoherence,
-    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+    ) -> (Option<(u32, PackHit)>, QueryStats) {
         let early = self.is_large() || hint == RayCoherence::Incoherent;
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore if early => self.trace_test::<ANY, false, true>(ray),
@@ -303,26 +283,27 @@ impl MeshBvh {
         }
     }
 
-    /// [`MeshBvh::trace`] for one triangle test, with or without the early child loads of large
-    /// BVHs and incoherent rays (see [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) and
-    /// [`RayCoherence`]; a copy of its own, so that the coherent rays' walk through a small BVH is
-    /// the same code as without them: a run-time test per node cost them 4% more instructions,
-    /// callgrind).
+    /// [`MeshBvh::trace_valid`] for one triangle test, with or without the early child loads of
+    /// large BVHs and incoherent rays (see [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) and
+    /// [`RayCoherence`]). Each combination is a function of its own, out of line: the coherent
+    /// rays' walk through a small BVH is then the same code as without the early loads (a
+    /// run-time test per node cost instructions), and neither triangle test's loop has its
+    /// register allocation moved by the other's code (`docs/performance.md`).
     /// The walk runs at the SIMD level [`crate::simd_level`] chose (`crate::wide::dispatch`).
     #[inline(never)]
     fn trace_test<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool>(
         &self,
         ray: &Ray,
-    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+    ) -> (Option<(u32, PackHit)>, QueryStats) {
         dispatch(TraceNearest::<ANY, WATERTIGHT, EARLY> { bvh: self, ray })
     }
 
-    /// [`MeshBvh::trace`] with `policy` deciding at each hit (see `super::policy`).
+    /// [`MeshBvh::trace_valid`] with `policy` deciding at each hit (see `super::policy`).
     pub(crate) fn trace_with<const ANY: bool, P: HitPolicy>(
         &self,
         ray: &Ray,
         policy: &mut P,
-    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+    ) -> (Option<(u32, PackHit)>, QueryStats) {
         self.trace_deciding::<ANY, _>(ray, Offer(policy))
     }
 
@@ -330,11 +311,7 @@ impl MeshBvh {
     /// its own traversal loop, without a per-leaf branch or the other test's per-ray set-up.
     /// The walk runs at the SIMD level [`crate::simd_level`] chose.
     #[inline(always)]
-    fn trace_deciding<const ANY: bool, D: Decide>(
-        &self,
-        ray: &Ray,
-        decide: D,
-    ) -> (Option<(u32, PackHit)>, TraversalStats) {
+    fn trace_deciding<const ANY: bool, D: Decide>(&self, ray: &Ray, decide: D) -> (Option<(u32, PackHit)>, QueryStats) {
         dispatch(TraceDeciding::<ANY, D> { bvh: self, ray, decide })
     }
 
@@ -373,8 +350,8 @@ impl MeshBvh {
         // stands: that rounding is relative to the distance, and to the distance from the
         // origin to the triangle's corner when the hit is much nearer (1e-4 relative was the
         // most seen, on Sponza's diffuse rays). (A select, not a branch to a better fallback:
-        // code here that is not a select cost 25-45 instructions per bunny ray, callgrind, by
-        // the register allocation of the caller's loop.)
+        // code here that is not a select changes the register allocation of the caller's loop,
+        // which costs every ray; `docs/performance.md`.)
         let slack = 1e-3 * h.t.abs() + 1e-5 * (ao.abs().max_element() / d.abs().max_element()) as f32;
         let t = t as f32;
         let t = if (t - h.t).abs() <= slack { t } else { h.t };
@@ -459,14 +436,14 @@ impl MeshBvh {
         ray: &Ray,
         inflate: Vec3A,
         leaf: &mut L,
-    ) -> (Option<(u32, L::Hit)>, TraversalStats) {
+    ) -> (Option<(u32, L::Hit)>, QueryStats) {
         debug_assert!(ray.validate().is_ok(), "{ray:?}");
         // No separate test of the root box: the root node's lanes hold its children's boxes,
         // which the first node test checks anyway, lane for lane with the same arithmetic, so a
-        // ray that misses the root misses them all for the price of that one test. (The scalar
-        // root test cost 63 instructions of every ray, callgrind, bunny.)
+        // ray that misses the root misses them all for the price of that one test; a scalar root
+        // test first cost every ray instructions (`docs/performance.md`).
         if self.blocks.is_empty() {
-            return (None, TraversalStats::default());
+            return (None, QueryStats::default());
         }
         let (tmin, tmax) = (ray.tmin, leaf.walk_tmax(ray.tmax));
         let mut packs = PackVisitor::<ANY, L, EARLY> { blocks: &self.blocks, leaf, best: None, tested: 0 };
@@ -497,7 +474,7 @@ impl MeshBvh {
                 )
             }
         };
-        (packs.best, TraversalStats { nodes, leaves: packs.tested })
+        (packs.best, QueryStats { nodes, leaves: packs.tested })
     }
 }
 
@@ -543,13 +520,11 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
     #[inline(always)]
     fn prefetch_children(&self, node: &crate::wide::Node8) {
         if EARLY {
-            // Two lines of each: one left the rest of a node to arrive after the test, two
-            // gained 5-10% more on the dragon, the whole record lost again (alternated runs).
-            // An unused lane's reference names no record, and its loads are aimed outside the
-            // canonical address range. Aimed where the reference points, 16 GB past the array's
-            // start (unmapped), they cost the dragon's rays 4-7%; aimed at the root node, always
-            // in cache, as much; aimed outside the range, nothing measurable (alternated runs,
-            // `docs/performance.md`).
+            // Two lines of each: one left the rest of a node to arrive after the test, and the
+            // whole record cost more loads than it saved. An unused lane's reference names no
+            // record, and its loads are aimed outside the canonical address range, where they
+            // cost nothing: aimed where the reference points (past the array, unmapped) or at
+            // the always-cached root node, they slowed the rays (`docs/performance.md`).
             for c in node.child {
                 let at = if c.is_empty() { NOWHERE } else { self.blocks.block_ptr(c.index()) };
                 crate::hint::prefetch(at);
@@ -563,30 +538,6 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
 /// `prefetch_children`).
 const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 63);
 
-/// What the traversal does at a leaf: test a triangle pack against the current `tmax` and return
-/// the nearest hit's triangle, distance and payload.
-pub(super) trait LeafTest {
-    type Hit;
-    /// `index` is the pack's position in the BVH (`super::layout`); `ANY` says the walk ends at
-    /// the first hit.
-    fn test<const ANY: bool>(&mut self, index: u32, pack: &TriPack, tmax: f32) -> Option<(u32, f32, Self::Hit)>;
-
-    /// The bound the walk culls boxes with while the ray ends at `t` (its `tmax`, then each
-    /// closer hit's `t`): `t` itself, or a little more where the leaf test must see every hit
-    /// at `t` (`super::policy::RayLeaf`).
-    #[inline(always)]
-    fn walk_tmax(&self, t: f32) -> f32 {
-        t
-    }
-
-    /// Whether the hit just returned ends the query (a policy's stop); a closest-hit walk
-    /// otherwise goes on, clipped to it.
-    #[inline(always)]
-    fn stopped(&self) -> bool {
-        false
-    }
-}
-
 /// A swept shape against triangles, one at a time, by its exact test `hit(tri, limit)`, which
 /// gives the time of first contact and what else the query reports: the axis-aligned box's
 /// ([`MeshBvh::sweep_box`]), an instance's oriented box's ([`MeshBvh::sweep_obb`]), a sphere's or
@@ -594,7 +545,7 @@ pub(super) trait LeafTest {
 ///
 /// Of contacts at one `t` in different leaves (a box landing on a flat floor of many triangles),
 /// the lower triangle index is kept, whichever the walk meets first: the SIMD levels order
-/// children differently (`RayLeaf` keeps the same rule for rays). Every such leaf is reached at
+/// children differently (`TriangleLeaf` keeps the same rule for rays). Every such leaf is reached at
 /// every level: the swept box's node test is the exact one everywhere, lane for lane.
 struct SweepLeaf<'m, F> {
     mesh: &'m TriMesh,
@@ -641,7 +592,7 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
 /// regrouping.
 #[inline(always)]
 pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
-    // Up to the raised `tmax` the walks cull with (`super::policy::RayLeaf`): a hit at the ray's
+    // Up to the raised `tmax` the walks cull with (`super::leaf::TriangleLeaf`): a hit at the ray's
     // very end may lie in a box whose rounded entry distance is just past it.
     let tmax = crate::wide::packet::raised_tmax(ray.tmax);
     let mask = match FusedRay8::<wide::f32x8>::new(ray) {
@@ -661,11 +612,11 @@ pub(super) struct TraceNearest<'a, const ANY: bool, const WATERTIGHT: bool, cons
 impl<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> WithLanes
     for TraceNearest<'_, ANY, WATERTIGHT, EARLY>
 {
-    type Output = (Option<(u32, PackHit)>, TraversalStats);
+    type Output = (Option<(u32, PackHit)>, QueryStats);
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {
-        let leaf = &mut RayLeaf::<WATERTIGHT, _>::new(self.ray, Nearest);
+        let leaf = &mut TriangleLeaf::<WATERTIGHT, _>::new(self.ray, Nearest);
         self.bvh.traverse::<V, ANY, false, EARLY, _>(self.ray, Vec3A::ZERO, leaf)
     }
 }
@@ -678,7 +629,7 @@ struct TraceDeciding<'a, const ANY: bool, D> {
 }
 
 impl<const ANY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, D> {
-    type Output = (Option<(u32, PackHit)>, TraversalStats);
+    type Output = (Option<(u32, PackHit)>, QueryStats);
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {
@@ -687,12 +638,12 @@ impl<const ANY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, D> {
             TriangleTest::MollerTrumbore => bvh.traverse::<V, ANY, false, false, _>(
                 ray,
                 Vec3A::ZERO,
-                &mut RayLeaf::<false, _>::new(ray, self.decide),
+                &mut TriangleLeaf::<false, _>::new(ray, self.decide),
             ),
             TriangleTest::Watertight => bvh.traverse::<V, ANY, false, false, _>(
                 ray,
                 Vec3A::ZERO,
-                &mut RayLeaf::<true, _>::new(ray, self.decide),
+                &mut TriangleLeaf::<true, _>::new(ray, self.decide),
             ),
         }
     }
@@ -712,7 +663,7 @@ impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATE
     #[inline(always)]
     fn run<V: Lanes8>(self) {
         let (bvh, ray) = (self.bvh, self.ray);
-        let leaf = &mut RayLeaf::<WATERTIGHT, _>::new(ray, Nearest);
+        let leaf = &mut TriangleLeaf::<WATERTIGHT, _>::new(ray, Nearest);
         let (found, _) = bvh.traverse::<V, false, false, EARLY, _>(ray, Vec3A::ZERO, leaf);
         *self.slot = found.map(|(prim, h)| bvh.finish_inline(prim, h, ray));
     }
@@ -728,7 +679,7 @@ struct SweepWalk<'a, L> {
 }
 
 impl<L: LeafTest> WithLanes for SweepWalk<'_, L> {
-    type Output = (Option<(u32, L::Hit)>, TraversalStats);
+    type Output = (Option<(u32, L::Hit)>, QueryStats);
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {

@@ -47,11 +47,13 @@ use crate::child::{ChildRef, MAX_INDEX};
 use crate::math::Aabb;
 
 /// The first eight bytes of a saved BVH.
+#[doc(hidden)]
 pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
 
 /// The version this library writes. It also reads version 2, whose child references count
 /// 32-byte blocks where version 3's count 8-byte steps (`super::layout`): they are scaled as the
 /// tree is walked on reading.
+#[doc(hidden)]
 pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest version this library reads.
@@ -151,6 +153,7 @@ impl std::error::Error for SavedBvhError {
 /// multiply and a rotation as FxHash mixes: four independent chains keep the multiplier busy
 /// where one would wait out its latency at every word. The chunks' values, then the length, are
 /// mixed in the same way, and the result is finalised with SplitMix64's mixer.
+#[doc(hidden)]
 pub fn saved_checksum(bytes: &[u8]) -> u64 {
     const CHUNK: usize = 1 << 20;
     let chunks = crate::par::map_range(bytes.len().div_ceil(CHUNK) as u32, 1, |i| {
@@ -274,8 +277,8 @@ impl MeshBvh {
     /// [`MeshBvh::from_bytes`], and then every box and every triangle row is computed again from
     /// the file's mesh, as [`MeshBvh::refit`] computes them. A file whose checksum was forged
     /// then still answers every query exactly as a BVH over its mesh, never with a box that
-    /// misses its triangles. This costs about as much again as the fast read (measured in
-    /// `docs/performance.md`).
+    /// misses its triangles. This costs about as much again as the fast read
+    /// (`docs/performance.md`).
     ///
     /// ```
     /// use glam::Vec3;
@@ -398,8 +401,8 @@ fn walk_and_fill(
     // record reached, so records neither repeat nor overlap (an overlap would let a rewrite of
     // one record, below or by `MeshBvh::refit`, turn its bytes into another's). Both marks are
     // bit sets: the triangles of consecutive packs are scattered over the mesh, and a bit per
-    // triangle keeps the marks in cache where a byte per triangle did not (the walk took 14 of
-    // the dragon's 40 ms that way).
+    // triangle keeps the marks in cache where a byte per triangle did not
+    // (`docs/performance.md`).
     let mut seen = Bits::new(len as usize);
     let mut claim = |at: u32, size: usize| -> bool { (block_at(at)..block_at(at) + size).all(|b| seen.set(b)) };
     let mut listed = Bits::new(mesh.len());

@@ -34,7 +34,7 @@ pub(crate) struct TriPack {
 }
 
 // 160 bytes aligned to 32: three cache lines wherever it starts in the mesh BVH's block array
-// (a 64-aligned 192-byte pack also took three, for 20% more memory; see `super::layout`).
+// (a 64-aligned 192-byte pack also takes three, in more memory; see `super::layout`).
 const _: () = assert!(std::mem::size_of::<TriPack>() == 160);
 
 impl TriPack {
@@ -94,7 +94,7 @@ impl PackRows {
 /// The body of Möller–Trumbore on a pack ([`TriRay::intersect_mt`]), ending in `$then(mask, t,
 /// u, v)` over the hit lanes: one text for the nearest hit and for every hit. A macro, not a
 /// generic function taking `$then`: the generic one changed the register allocation of the
-/// closest-hit loop that inlines it, 7-11 more instructions per bunny ray (callgrind).
+/// closest-hit loop that inlines it, for more instructions per ray (`docs/performance.md`).
 macro_rules! moller_trumbore {
     ($ray:ident, $p:ident, $tmax:ident, $then:expr) => {{
         let [ox, oy, oz] = $ray.o;
@@ -465,9 +465,9 @@ impl LaneHits {
 }
 
 /// The lane with the smallest `t` among `mask` (the first on ties), as a hit of pack 0 (the
-/// caller sets the pack). The same choice as [`LaneHits::nearest_of`], written out again: calling
-/// one shared loop from both cost the closest-hit walk 8-11 instructions per bunny ray
-/// (callgrind), by the register allocation of the loop that inlines this.
+/// caller sets the pack). The same choice as [`LaneHits::nearest_of`], written out again: one
+/// shared loop for both changed the register allocation of the closest-hit loop that inlines
+/// this, for more instructions per ray (`docs/performance.md`).
 #[inline(always)]
 fn nearest(mask: f32x4, t: f32x4, u: f32x4, v: f32x4) -> Option<PackHit> {
     let bits = mask.to_bitmask();

@@ -58,13 +58,13 @@ pub use sweep::{SceneShapeCastHit, SceneSweepHit};
 /// and a copy of its filter mask, so that filtered and frustum queries never touch the table for
 /// instances they skip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InstanceSlot {
+pub(crate) struct InstanceSlot {
     /// Index into the scene's instance table.
-    pub index: u32,
+    pub(crate) index: u32,
     /// The generation of the slot (for building the instance's id without the table).
-    pub generation: u32,
+    pub(crate) generation: u32,
     /// The instance's filter mask.
-    pub mask: u32,
+    pub(crate) mask: u32,
 }
 
 /// A handle to an instance in a [`Scene`]: generational, so an id kept after its instance was
@@ -207,9 +207,8 @@ pub struct Scene {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RayTree {
     /// The 8-wide copy when the rays expected before it must be collapsed again repay making it,
-    /// else the binary dynamic tree. Rays run 1.5–1.6× faster on the copy, but it costs a
-    /// collapse (O(n), 17–20 ns per instance in the picking frame loop) after each change of
-    /// the tree's links. Batched moves ([`Scene::set_transforms`]) keep the links, and the
+    /// else the binary dynamic tree. Rays run faster on the copy, but it costs a collapse (O(n))
+    /// after each change of the tree's links (`docs/performance.md`). Batched moves ([`Scene::set_transforms`]) keep the links, and the
     /// refit writes their boxes into the copy as it goes, so the copy lives until the
     /// optimiser or an insertion next changes the links. The forecast is the rays per interval
     /// between changes (the larger of those cast since the last change and those cast in the
@@ -227,16 +226,11 @@ pub enum RayTree {
 
 /// [`RayTree::Auto`] makes the 8-wide copy once `rays * COLLAPSE_GAIN >= instances`, where
 /// `rays` is the forecast of rays until the links next change (see [`RayTree::Auto`]): about
-/// where the rays' savings repay a collapse, with some margin. Measured on the picking workload
-/// (10% of the instances moving per frame, the optimiser changing the links every 10 frames at
-/// 1k and every 4 at 10k, before the refresh of commit 0aae0a8): a collapse costs 17 us at 1k and
-/// 200 us at 10k in the frame loop (measured alone, with warm caches: 11 and 127 us), and a ray
-/// on the copy saves 0.26 us at 1k (0.44 against 0.70 us) and 0.55 us at 10k, so a collapse
-/// pays off after about n/15 rays at 1k and n/27 at 10k; at 10k the refit's writes into the
-/// copy (about 25 us per frame) tipped the balance to the binary tree, which this gain keeps.
+/// where the rays' savings repay a collapse, with some margin, on the picking workload; the
+/// collapse's and the rays' costs behind it are in `docs/performance.md`.
 const COLLAPSE_GAIN: usize = 12;
-/// As [`COLLAPSE_GAIN`] when the last copy can be refitted instead (3.2 us at 1k, 45 us at 10k:
-/// repaid after about n/62 rays at 1k and n/140 at 10k).
+/// As [`COLLAPSE_GAIN`] when the last copy can be refitted instead, which costs far less than a
+/// collapse.
 const REFIT_GAIN: usize = 100;
 
 impl Default for Scene {
@@ -417,9 +411,16 @@ impl Scene {
         self.count == 0
     }
 
-    /// The instance tree (world boxes), for statistics and validation.
-    pub fn tree(&self) -> &Dbvt<InstanceSlot> {
-        &self.tree
+    /// Checks the instance tree's invariants (the tree's [`Dbvt::validate`]: links, boxes
+    /// enclosing their children, the instance count): for tests and fuzzing, and after a
+    /// change you suspect.
+    pub fn validate(&self) -> Result<(), crate::dbvt::ValidationError> {
+        self.tree.validate()
+    }
+
+    /// The instance tree's shape: node count, height, SAH cost.
+    pub fn tree_stats(&self) -> crate::dbvt::TreeStats {
+        self.tree.stats()
     }
 
     /// The mask that every query mask shares a bit with: pass it to query every instance.
@@ -541,7 +542,7 @@ impl Scene {
     pub fn set_transforms(&mut self, moves: &[(InstanceId, Affine3A)]) -> Result<usize, SceneError> {
         // Both batches live in the scene between calls: fresh ones (2 MB of placements per
         // frame at 100k instances) were mapped and faulted in anew every frame, as glibc maps
-        // blocks this large (measured: 7% of the update at 10k).
+        // blocks this large.
         let mut tree_moves = std::mem::take(&mut self.move_scratch);
         let mut plan = std::mem::take(&mut self.place_scratch);
         tree_moves.clear();

@@ -203,9 +203,8 @@ impl Scene {
     /// The order is unspecified. When the previous frustum query found at least a quarter of
     /// the instances in view, this one tests every instance's box in a linear SIMD scan
     /// ([`crate::Dbvt::frustum_scan`]) instead of walking the tree, which is faster when much
-    /// of the scene is in view (0.086 against 0.125 ms in the picking frame loop at 10k
-    /// instances, 80% in view; a camera moves little between frames, so the last count is a
-    /// good forecast); the instances are the same either way.
+    /// of the scene is in view (a camera moves little between frames, so the last count is a
+    /// good forecast; `docs/performance.md`); the instances are the same either way.
     pub fn visible(&self, frustum: &Frustum, mask: u32) -> Result<impl Iterator<Item = InstanceId> + '_, SceneError> {
         let mut out = Vec::new();
         self.visible_into(frustum, mask, &mut out)?;
@@ -243,8 +242,7 @@ impl Scene {
             LeafControl::Continue
         };
         // When the last query found a quarter of the scene or more in view, a scan of every box
-        // beats a walk of the tree (the peer benchmark's frame loop at 10k instances, 80% in
-        // view: 0.086 against 0.125 ms, median of eight runs). Otherwise the 8-wide copy when
+        // beats a walk of the tree (`docs/performance.md`). Otherwise the 8-wide copy when
         // there is one (a frustum query counts as one ray towards making it), else the binary
         // tree. All three hand over the same instances, in different orders.
         let scan = self.last_in_view.load(Ordering::Relaxed) as usize * 4 >= self.tree.len();
@@ -256,7 +254,7 @@ impl Scene {
                 None => self.tree.frustum(frustum, ws, &mut policy),
             })
         }?;
-        self.last_in_view.store(stats.leaves_visited, Ordering::Relaxed);
+        self.last_in_view.store(stats.leaves, Ordering::Relaxed);
         Ok(())
     }
 

@@ -1,13 +1,6 @@
-//! [`Lanes8`]: the eight `f32` lanes the node tests compute in, one implementation per SIMD level,
-//! and [`dispatch`], which runs a kernel at the level [`simd_level`] chose.
-//!
-//! A kernel is written once, generic over `L: Lanes8`, with `#[inline(always)]` all the way down
-//! to the lane operations, and instantiated inside one entry point per level that enables that
-//! level's instructions (`#[target_feature]`, in `super::x86`): the compiler then emits AVX2 or
-//! AVX-512 code for the whole walk in a crate built for the x86-64 baseline, and the CPU picks
-//! the entry point at run time. This is the shape of Embree's `vfloat<N>` kernels compiled once
-//! per ISA, and of `pulp`'s `WithSimd`. The choice is made once per query (a load and a
-//! predictable branch), never per node.
+//! [`Lanes8`]: the eight `f32` lanes the node tests compute in, one implementation per SIMD
+//! level. A kernel is written once, generic over `L: Lanes8`, with `#[inline(always)]` all the
+//! way down to the lane operations; `super::dispatch` runs it at the level the CPU has.
 //!
 //! | level | `L` | fused multiply-add | child order |
 //! |---|---|---|---|
@@ -22,8 +15,8 @@
 
 use std::ops::{Add, Div, Mul, Sub};
 
-use super::traverse::Entry;
-use super::{Node8, SimdLevel, simd_level};
+use super::Node8;
+use super::node::Entry;
 use crate::math::KeepLanes;
 
 /// Eight `f32` lanes at one SIMD level, with what the 8-wide node tests and the traversal ask of
@@ -175,7 +168,7 @@ fn reinterpret<A: Copy, B: Copy>(a: A) -> B {
     unsafe { std::mem::transmute_copy(&a) }
 }
 
-/// A kernel to run at the level [`dispatch`] picks: `run` is instantiated once per level, inside
+/// A kernel to run at the level `super::dispatch` picks: `run` is instantiated once per level, inside
 /// that level's entry point, and must be `#[inline(always)]` (with everything it calls that
 /// touches lanes), or it is compiled for the baseline.
 pub(crate) trait WithLanes {
@@ -186,122 +179,13 @@ pub(crate) trait WithLanes {
     fn run<L: Lanes8>(self) -> Self::Output;
 }
 
-/// Runs `kernel` at the SIMD level [`simd_level`] reports: on x86-64, the baseline's lanes or an
-/// entry point compiled for AVX2 or AVX-512; elsewhere `wide`'s lanes as compiled.
-#[inline(always)]
-pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
-    // SAFETY: `simd_level` is never above the CPU's level.
-    unsafe { dispatch_unchecked(simd_level(), kernel) }
-}
-
-/// The entry point of kernels of type `W` at the SIMD level [`simd_level`] reports, chosen once
-/// for a caller that runs many such kernels in a row (a batch's run of rays, one kernel per ray):
-/// each [`EntryPoint::run`] is then one call, with nothing chosen. Running the whole run as one
-/// kernel, a loop inside the entry point, let the compiler keep loop-invariant values in vector
-/// registers that the walk's own per-ray values then lost to the stack (`docs/performance.md`,
-/// "Batches: one dispatch per run").
-pub(crate) struct EntryPoint<W: WithLanes>(unsafe fn(W) -> W::Output);
-
-impl<W: WithLanes> EntryPoint<W> {
-    /// The entry point of the level [`simd_level`] reports.
-    #[inline]
-    pub(crate) fn chosen() -> EntryPoint<W> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match simd_level() {
-                SimdLevel::Avx512 => EntryPoint(super::x86::run_avx512::<W>),
-                SimdLevel::Avx2 => EntryPoint(super::x86::run_avx2::<W>),
-                _ => EntryPoint(run_baseline::<W>),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            EntryPoint(run_baseline::<W>)
-        }
-    }
-
-    /// Runs `kernel` through the entry point.
-    #[inline(always)]
-    pub(crate) fn run(&self, kernel: W) -> W::Output {
-        // SAFETY: the entry point is the one of a level `simd_level` chose, never above the
-        // CPU's (`EntryPoint::chosen` is the only constructor).
-        unsafe { (self.0)(kernel) }
-    }
-}
-
-/// `kernel` on the lanes the build targets when no entry point is chosen: the x86-64 baseline's
-/// [`super::x86::Sse8`], elsewhere `wide`'s lanes as compiled (the `_` arm of `dispatch`).
-#[inline(never)]
-fn run_baseline<W: WithLanes>(kernel: W) -> W::Output {
-    #[cfg(target_arch = "x86_64")]
-    {
-        kernel.run::<super::x86::Sse8>()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        kernel.run::<wide::f32x8>()
-    }
-}
-
-/// Runs `kernel` at `level`, or at the CPU's best level if that is lower (tests run every level
-/// the CPU has this way).
-#[cfg(test)]
-pub(crate) fn dispatch_at<W: WithLanes>(level: SimdLevel, kernel: W) -> W::Output {
-    // SAFETY: the level is lowered to the CPU's.
-    unsafe { dispatch_unchecked(level.min(super::level::cpu_level()), kernel) }
-}
-
-/// Runs `kernel` at `level`.
-///
-/// # Safety
-/// The CPU has `level`'s instructions.
-#[inline(always)]
-unsafe fn dispatch_unchecked<W: WithLanes>(level: SimdLevel, kernel: W) -> W::Output {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match level {
-            // SAFETY: the caller's promise.
-            SimdLevel::Avx512 => unsafe { super::x86::run_avx512(kernel) },
-            // SAFETY: as above.
-            SimdLevel::Avx2 => unsafe { super::x86::run_avx2(kernel) },
-            _ => kernel.run::<super::x86::Sse8>(),
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = level;
-        kernel.run::<wide::f32x8>()
-    }
-}
-
-/// Runs the generic test function `$check::<L>()` at every level this CPU has (and on `wide`'s
-/// lanes as compiled), each inside its level's entry point.
-#[cfg(test)]
-macro_rules! at_every_level {
-    ($check:ident) => {{
-        struct Kernel;
-        impl $crate::wide::WithLanes for Kernel {
-            type Output = ();
-            #[inline(always)]
-            fn run<L: $crate::wide::Lanes8>(self) {
-                $check::<L>()
-            }
-        }
-        $check::<wide::f32x8>();
-        for level in $crate::wide::level::levels_on_this_cpu() {
-            $crate::wide::lanes::dispatch_at(level, Kernel);
-        }
-    }};
-}
-#[cfg(test)]
-pub(crate) use at_every_level;
-
 #[cfg(test)]
 mod tests {
     use slabtree_testkit::rng::Rng;
 
     use super::Lanes8;
     use crate::math::{max_keep, min_keep};
+    use crate::wide::dispatch::at_every_level;
 
     /// Every operation of every level's lanes against the scalar definition, on values that
     /// include the slab test's special cases (±0, ±inf, NaN, subnormals).

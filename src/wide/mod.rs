@@ -17,6 +17,7 @@
 //! hands each leaf it reaches to a [`LeafVisitor`], which decides what a leaf means (a triangle
 //! pack, a proxy) and whether the ray is clipped or stopped.
 
+pub(crate) mod dispatch;
 pub(crate) mod lanes;
 pub(crate) mod level;
 mod node;
@@ -29,8 +30,9 @@ mod traverse;
 mod x86;
 
 pub(crate) use crate::child::ChildRef;
-pub(crate) use lanes::{EntryPoint, Lanes8, WithLanes, dispatch};
+pub(crate) use dispatch::{EntryPoint, dispatch};
+pub(crate) use lanes::{Lanes8, WithLanes};
 pub use level::{SimdLevel, compiled_simd_level, simd_level};
-pub(crate) use node::{Node8, NodeStore};
-pub(crate) use ray::{FusedRay8, NodeTest, Ray8};
-pub(crate) use traverse::{Entry, FixedStack, LeafVisitor, closest_first};
+pub(crate) use node::{Entry, Node8, NodeStore};
+pub(crate) use ray::{ChildBoxTest, FusedRay8, Ray8};
+pub(crate) use traverse::{FixedStack, LeafVisitor, closest_first};

@@ -10,6 +10,12 @@ use glam::Vec3A;
 use crate::child::ChildRef;
 use crate::math::Aabb;
 
+/// A traversal entry: a child and its entry distance along the ray.
+pub(crate) type Entry = (ChildRef, f32);
+
+// An any-hit walk writes and reads an entry's child alone, at the entry's start.
+const _: () = assert!(std::mem::offset_of!(Entry, 0) == 0);
+
 /// One 8-wide node: child bounds as SoA planes and child references. 224 bytes, aligned to 32
 /// (an `f32x8` row never straddles a cache line; the node spans four lines wherever it starts).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -3,9 +3,8 @@
 //!
 //! A closest-first walk enters the nearest child hit and leaves the others on the stack, nearest
 //! on top. For two children one comparison does it (`traverse.rs`); for three or more, an
-//! insertion sort took a data-dependent branch per child, which the predictor cannot learn (3+
-//! children are hit at 17% of the bunny's node visits by random rays, at 29–34% of Sponza's by
-//! camera and diffuse rays). Here each child's entry distance and lane are packed into one `i32`
+//! insertion sort took a data-dependent branch per child, which the predictor cannot learn, and
+//! three or more children are hit at a good part of the node visits (`docs/performance.md`). Here each child's entry distance and lane are packed into one `i32`
 //! key, as Embree's AVX-512 kernels pack them (`bvh_traverser1.h`): the distance's bits (entry
 //! distances are at least +0 once clamped, and non-negative floats order as their bits do) with
 //! the lowest three replaced by the lane. Then, with no branch:
@@ -25,7 +24,7 @@
 use std::arch::x86_64::*;
 
 use super::Node8;
-use super::traverse::Entry;
+use super::node::Entry;
 
 // The stores below write an entry as its child's `u32` and then its distance.
 const _: () = assert!(std::mem::offset_of!(Entry, 0) == 0 && std::mem::offset_of!(Entry, 1) == 4);
@@ -91,9 +90,9 @@ pub(crate) unsafe fn nearest_and_rest(node: &Node8, near: __m256, hit: u32, out:
 
 /// Lanes 0 to 7, the low bits of the keys: of two children at the same distance the earlier
 /// lane is taken first. A mesh node's lanes hold its children largest first (`mesh/collapse.rs`),
-/// so the larger box is tried first; the insertion sort took the later one, and Sponza's
-/// axis-aligned boxes, many entered at one distance, ran 3–4% faster this way (alternated runs
-/// of the peer program, `docs/performance.md`).
+/// so the larger box is tried first; the insertion sort took the later one, and boxes entered
+/// at one distance (an interior's axis-aligned walls) ran faster this way
+/// (`docs/performance.md`).
 #[inline(always)]
 unsafe fn lane_numbers() -> __m256i {
     // SAFETY: AVX2 is enabled in the caller (`super::x86::Avx8`).

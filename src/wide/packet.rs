@@ -358,7 +358,7 @@ const STACK: usize = 1024;
 /// last), and where its box is (the parent node and lane), which a leaf's rays are tested
 /// against when it is taken.
 #[derive(Clone, Copy)]
-struct Entry {
+struct PacketEntry {
     child: ChildRef,
     parent: u32,
     lane: u8,
@@ -434,9 +434,9 @@ pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const A
     mut leaf: impl PacketVisitor<L>,
 ) -> u32 {
     let mut visits = 0;
-    let mut stack = FixedStack::<Entry, STACK>::new();
+    let mut stack = FixedStack::<PacketEntry, STACK>::new();
     let mut cur =
-        Entry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8, alone: false };
+        PacketEntry { child: ChildRef::node(0), parent: 0, lane: 0, first: 0, last: (pk.n - 1) as u8, alone: false };
     loop {
         let (first, last) = (cur.first as usize, cur.last as usize);
         if cur.child.is_leaf() || cur.alone {
@@ -460,13 +460,13 @@ pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const A
                 mask &= mask - 1;
                 let planes = pk.planes::<L>(node, l);
                 // Any hit too takes the raised `tmax`: the single ray's walk culls its boxes with it
-                // (`mesh::policy::RayLeaf`), so that a hit at the ray's very end is reached at
+                // (`mesh::leaf::TriangleLeaf`), so that a hit at the ray's very end is reached at
                 // every SIMD level, and the packet must reach what the single ray reaches.
                 let range = pk.entering::<L, FUSED, true>(&planes, first, last);
                 if let Some((lo, hi, count)) = range {
                     let (child, parent) = (node.child[l], cur.child.index());
                     let alone = count <= ALONE && !child.is_leaf();
-                    let e = Entry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8, alone };
+                    let e = PacketEntry { child, parent, lane: l as u8, first: lo as u8, last: hi as u8, alone };
                     // Far to near by insertion, so the nearest is taken first.
                     let mut j = n;
                     while !ANY && j > 0 && found[j - 1].1 < key[l] {

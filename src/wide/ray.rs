@@ -1,6 +1,6 @@
 //! The ray–node test of 8-wide nodes.
 //!
-//! Two forms of the slab test, each a [`NodeTest`]:
+//! Two forms of the slab test, each a [`ChildBoxTest`]:
 //!
 //! * **exact** ([`Ray8::new`]): `(plane - origin) * inv_dir`, the slab test of
 //!   `dbvt::node::RayLanes::test_pair` eight lanes at a time, in the same operation order as
@@ -29,7 +29,7 @@ use super::{Lanes8, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
 /// What the 8-wide traversal asks of a ray: which children of a node it enters, and where.
-pub(crate) trait NodeTest {
+pub(crate) trait ChildBoxTest {
     /// The lanes the test computes in (the SIMD level).
     type Lanes: Lanes8;
 
@@ -40,7 +40,7 @@ pub(crate) trait NodeTest {
     /// `INFLATE` grows the planes by a swept box (only [`Ray8`] supports it).
     fn test<const INFLATE: bool>(&self, node: &Node8, tmax: f32) -> (u32, Self::Lanes);
 
-    /// [`NodeTest::test`] of the node `index` names in `nodes`.
+    /// [`ChildBoxTest::test`] of the node `index` names in `nodes`.
     ///
     /// # Safety
     /// As for [`NodeStore::node`].
@@ -92,7 +92,7 @@ pub(crate) struct Ray8<L = wide::f32x8> {
 
 impl<L: Lanes8> Ray8<L> {
     /// The exact form. `inflate` is the half-extent of a swept box (zero for rays; only read by
-    /// [`NodeTest::test`]`::<true>`).
+    /// [`ChildBoxTest::test`]`::<true>`).
     #[inline(always)]
     pub(crate) fn new(ray: &Ray, inflate: Vec3A) -> Ray8<L> {
         let sign = ray.sign();
@@ -109,7 +109,7 @@ impl<L: Lanes8> Ray8<L> {
     }
 }
 
-impl<L: Lanes8> NodeTest for Ray8<L> {
+impl<L: Lanes8> ChildBoxTest for Ray8<L> {
     type Lanes = L;
 
     #[inline(always)]
@@ -244,7 +244,7 @@ impl<L: Lanes8> FusedRay8<L> {
     }
 }
 
-impl<L: Lanes8> NodeTest for FusedRay8<L> {
+impl<L: Lanes8> ChildBoxTest for FusedRay8<L> {
     type Lanes = L;
 
     #[inline(always)]
@@ -276,9 +276,8 @@ impl<L: Lanes8> NodeTest for FusedRay8<L> {
 /// maximum (minimum), and the comparison.
 ///
 /// The first two axes are combined by [`int_max`] and [`int_min`], as Embree's kernels combine
-/// all of them: a shorter dependency chain per node visit (six alternated runs of the peer
-/// program with and without it: the mean ratio over the 12 shared sets about 1% higher against
-/// Embree and 2% against Embree robust, `docs/performance.md`). The entry distance is never
+/// all of them: a shorter dependency chain per node visit (`docs/performance.md`). The entry
+/// distance is never
 /// later than the float form's, and earlier only when both of the first two axes enter behind
 /// the origin and the lowered `tmin` is below them, which lowers it by at most `Δ` past `tmin`
 /// (see `int_max`); the exit distance can only come out later than the float minimum when both
@@ -318,12 +317,12 @@ mod tests {
     use glam::Vec3A;
     use slabtree_testkit::rng::Rng;
 
-    use super::{FusedRay8, NodeTest, Ray8};
+    use super::{ChildBoxTest, FusedRay8, Ray8};
     use crate::child::ChildRef;
     use crate::math::{Aabb, Ray};
     use crate::wide::Lanes8;
     use crate::wide::Node8;
-    use crate::wide::lanes::at_every_level;
+    use crate::wide::dispatch::at_every_level;
 
     /// The exact slab test in f64 on the f32 inputs: where the ray enters the box within its
     /// range, or `None`.

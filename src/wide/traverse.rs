@@ -5,21 +5,15 @@
 //! far to near so the nearest is popped first, and a popped entry whose entry distance lies beyond
 //! the current `tmax` (a closer hit was found meanwhile) is dropped. Children that wait on the
 //! stack are prefetched as they are pushed: traversal is bound by the latency of node and leaf
-//! loads (measured on the mesh BVH: +15-35% on the dragon, 64 MB, neutral on Sponza).
+//! loads (`docs/performance.md`).
 //!
 //! The loop knows nothing of what a leaf holds: a [`LeafVisitor`] tests it (a triangle pack, a
 //! proxy and its policy), may lower `tmax`, and may end the traversal.
 
 use std::mem::MaybeUninit;
 
-use super::{Lanes8, Node8, NodeStore, NodeTest};
+use super::{ChildBoxTest, Entry, Lanes8, Node8, NodeStore};
 use crate::child::ChildRef;
-
-/// A traversal entry: a child and its entry distance along the ray.
-pub(crate) type Entry = (ChildRef, f32);
-
-// An any-hit walk writes and reads an entry's child alone, at the entry's start.
-const _: () = assert!(std::mem::offset_of!(Entry, 0) == 0);
 
 /// What the traversal does at a leaf.
 pub(crate) trait LeafVisitor {
@@ -120,8 +114,8 @@ impl EntryStack for Vec<Entry> {
 /// in lane order instead, which saves the sort, and without their entry distances: the walk ends
 /// at the first hit, so `tmax` never shrinks below an entry that passed the node test, and
 /// keeping the distances only cost a store and a reload per child (perf, Sponza shadow rays).
-/// Nor is a placeholder distance stored: the entry's child is written alone (bunny shadow rays
-/// 1.1% faster in two sets of alternated runs, `docs/performance.md`).
+/// Nor is a placeholder distance stored: the entry's child is written alone
+/// (`docs/performance.md`).
 /// Two children hit, the common case, take one comparison, as in Embree's BVH traversal.
 /// `INFLATE` grows every box by the swept box `ray` was made with ([`super::Ray8::new`]).
 #[inline(always)]
@@ -129,7 +123,7 @@ pub(crate) fn closest_first<
     const ANY: bool,
     const INFLATE: bool,
     N: NodeStore + ?Sized,
-    R: NodeTest,
+    R: ChildBoxTest,
     S: EntryStack,
     V: LeafVisitor,
 >(
@@ -164,8 +158,8 @@ pub(crate) fn closest_first<
             // The first lane is taken before the branch on whether any child is hit, and the
             // branch asks whether it is a lane: LLVM carries the mask into
             // that branch's block as its 8-bit value, and there zero-extends it again, a `movzx`
-            // on the chain from this node's test to the next node's loads (perf annotate; bunny
-            // shadow rays 1.5% faster without it, `docs/performance.md`).
+            // on the chain from this node's test to the next node's loads (perf annotate;
+            // `docs/performance.md`).
             let first = mask.trailing_zeros() as usize;
             if first < 8 {
                 let mut mask = mask & (mask - 1);

@@ -14,7 +14,7 @@ use std::ops::{Add, Div, Mul, Sub};
 
 use super::Node8;
 use super::lanes::{Lanes8, WithLanes};
-use super::traverse::Entry;
+use super::node::Entry;
 use crate::math::KeepLanes;
 
 /// Runs `kernel` on [`Avx8`] lanes with AVX2, FMA and the bit-manipulation instructions of

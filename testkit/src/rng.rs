@@ -48,6 +48,18 @@ impl Rng {
     pub fn unit3a(&mut self) -> Vec3A {
         Vec3A::new(self.unit(), self.unit(), self.unit())
     }
+    /// Each coordinate uniform in `[-half, half)`.
+    pub fn in_cube(&mut self, half: f32) -> Vec3A {
+        Vec3A::new(self.range(-half, half), self.range(-half, half), self.range(-half, half))
+    }
+    /// A unit direction uniform on the sphere (Archimedes: `z` uniform in `[-1, 1)`, the
+    /// azimuth uniform).
+    pub fn on_sphere(&mut self) -> Vec3A {
+        let z = self.range(-1.0, 1.0);
+        let phi = self.range(0.0, std::f32::consts::TAU);
+        let r = (1.0 - z * z).max(0.0).sqrt();
+        Vec3A::new(r * phi.cos(), r * phi.sin(), z)
+    }
     /// A unit direction (not uniform on the sphere: normalised from the cube).
     pub fn direction(&mut self) -> Vec3 {
         (self.unit3() * 2.0 - Vec3::ONE).normalize_or(Vec3::X)

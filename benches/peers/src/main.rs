@@ -53,6 +53,7 @@ use parry3d::query::Ray as PRay;
 use slabtree::{
     Aabb, Dbvt, DbvtConfig, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, ray_aabb2,
 };
+use slabtree_testkit::rng::Rng;
 
 /// Fat margin, on every side, in both libraries.
 const MARGIN: f32 = 0.1;
@@ -73,37 +74,6 @@ const MIN_FRAME_ROUNDS: usize = 3;
 /// load (the same self-pair row came out 0.87 and 2.44 in two runs).
 const MIN_TOTAL_MS: f64 = 200.0;
 const MAX_ROUNDS: usize = 100;
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
-    }
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * self.unit()
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
-    fn in_cube(&mut self, half: f32) -> Vec3A {
-        Vec3A::new(self.range(-half, half), self.range(-half, half), self.range(-half, half))
-    }
-    fn direction(&mut self) -> Vec3A {
-        let z = self.range(-1.0, 1.0);
-        let phi = self.range(0.0, std::f32::consts::TAU);
-        let r = (1.0 - z * z).max(0.0).sqrt();
-        Vec3A::new(r * phi.cos(), r * phi.sin(), z)
-    }
-}
 
 fn scene_half(n: usize) -> f32 {
     2.0 * (n as f32).cbrt()
@@ -135,7 +105,7 @@ fn frames(tight: &mut [Aabb], rng: &mut Rng) -> Vec<Frame> {
                     let j = k + rng.below(n - k);
                     order.swap(k, j);
                     let i = order[k];
-                    let d = rng.direction() * rng.range(0.05, 0.5);
+                    let d = rng.on_sphere() * rng.range(0.05, 0.5);
                     let b = Aabb::new(tight[i].min + d, tight[i].max + d);
                     tight[i] = b;
                     (i as u32, b, d)
@@ -151,7 +121,7 @@ fn rays(n: usize, rng: &mut Rng) -> Vec<(Ray, PRay)> {
     let radius = half * 3f32.sqrt() + 2.0;
     (0..RAYS)
         .map(|_| {
-            let o = rng.direction() * radius;
+            let o = rng.on_sphere() * radius;
             let d = (rng.in_cube(half) - o).normalize();
             (Ray::new(o, d), PRay::new(Vector::new(o.x, o.y, o.z), Vector::new(d.x, d.y, d.z)))
         })
@@ -294,8 +264,8 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
             None => tree.ray_cast(ray, &mut ws, &mut policy),
         }
         .expect("valid ray");
-        visits[0] += u64::from(stats.nodes_visited);
-        visits[1] += u64::from(stats.leaves_visited);
+        visits[0] += u64::from(stats.nodes);
+        visits[1] += u64::from(stats.leaves);
         if best.is_finite() {
             hits += 1;
             sum += f64::from(best);

@@ -9,8 +9,9 @@
 
 use super::WideView;
 use crate::dbvt::queries::{LeafPolicy, RayCastHit, RayPolicy, closest_hit};
-use crate::dbvt::traverse::{QueryStats, QueryWorkspace};
+use crate::dbvt::traverse::QueryWorkspace;
 use crate::dbvt::{Dbvt, DbvtError};
+use crate::math::QueryStats;
 use crate::math::{Frustum, Ray};
 
 /// An 8-wide, read-only copy of a [`Dbvt`], for trees that answer many rays or frustum queries

@@ -9,8 +9,8 @@ use super::WideView;
 use crate::dbvt::ProxyId;
 use crate::dbvt::node::FrustumLanes;
 use crate::dbvt::queries::{ALL_PLANES, LeafControl, LeafPolicy, RayLeaf, RayPolicy, frustum_box_test};
-use crate::dbvt::traverse::QueryStats;
 use crate::dbvt::{Dbvt, DbvtError};
+use crate::math::QueryStats;
 use crate::math::{Frustum, Ray, ray_aabb2};
 use crate::wide::{ChildRef, Lanes8, LeafVisitor, Node8, Ray8, WithLanes, closest_first, dispatch};
 
@@ -39,13 +39,13 @@ impl<V: LeafVisitor + VisitCount> WithLanes for RayCastWide<'_, V> {
             stack,
             &mut proxies,
         );
-        (visited, proxies.leaves_visited())
+        (visited, proxies.leaves())
     }
 }
 
 /// The leaves a visitor saw.
 trait VisitCount {
-    fn leaves_visited(&self) -> u32;
+    fn leaves(&self) -> u32;
 }
 
 impl<T> Dbvt<T> {
@@ -66,8 +66,8 @@ impl<T> Dbvt<T> {
         if view.nodes.is_empty() || ray_aabb2(ray, &view.root_bounds).is_none() {
             return Ok(stats);
         }
-        let proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves_visited: 0 };
-        (stats.nodes_visited, stats.leaves_visited) = dispatch(RayCastWide { nodes: &view.nodes, ray, stack, proxies });
+        let proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves: 0 };
+        (stats.nodes, stats.leaves) = dispatch(RayCastWide { nodes: &view.nodes, ray, stack, proxies });
         Ok(stats)
     }
 
@@ -135,12 +135,12 @@ impl<T> Dbvt<T> {
         // Keys are plane masks, exact as small f32s, so the ray stack serves.
         stack.push((ChildRef::node(0), active as f32));
         let mut visit = |p: u32, stats: &mut QueryStats| {
-            stats.leaves_visited += 1;
+            stats.leaves += 1;
             let data = self.slots[p as usize].data.as_ref().expect("leaf proxies are live");
             policy.visit(self.id_of(p), data) == LeafControl::Continue
         };
         while let Some((n, key)) = stack.pop() {
-            stats.nodes_visited += 1;
+            stats.nodes += 1;
             let node = &view.nodes[n.index() as usize];
             let (mut keep, partial) = planes.test(node, key as u32);
             while keep != 0 {
@@ -174,19 +174,19 @@ struct ProxyVisitor<'a, T, P> {
     tree: &'a Dbvt<T>,
     nodes: &'a [Node8],
     policy: &'a mut P,
-    leaves_visited: u32,
+    leaves: u32,
 }
 
 impl<T, P> VisitCount for ProxyVisitor<'_, T, P> {
-    fn leaves_visited(&self) -> u32 {
-        self.leaves_visited
+    fn leaves(&self) -> u32 {
+        self.leaves
     }
 }
 
 impl<T, P: RayPolicy<T>> LeafVisitor for ProxyVisitor<'_, T, P> {
     #[inline(always)]
     fn visit(&mut self, leaf: ChildRef, entry: f32, tmax: &mut f32) -> bool {
-        self.leaves_visited += 1;
+        self.leaves += 1;
         let p = leaf.index();
         let tree = self.tree;
         let data = tree.slots[p as usize].data.as_ref().expect("leaf proxies are live");

@@ -20,14 +20,14 @@
 //! * **Single rays where the packet has parted** (Benthin, Wald, Woop, Ernst and Mark 2012,
 //!   "Combining Single and Packet-Ray Tracing for Arbitrary Ray Distributions on the Intel MIC
 //!   Architecture"): a child node entered by at most [`ALONE`] of the packet's rays is walked by
-//!   each of them alone, with the single ray's own loop from that node (callgrind, camera rays:
-//!   17% fewer instructions on the dragon, 1% on the bunny; `docs/performance.md`).
+//!   each of them alone, with the single ray's own loop from that node, which costs fewer
+//!   instructions than the packet's walk once few rays remain (`docs/performance.md`).
 //!
 //! Before any of that, the stream is regrouped ([`regroup`]): incoherent runs go to the single
 //! ray at once, rays that miss the root are settled, and the rest become tiles of rays. Where the
 //! packets of a window of the stream share their leaves too little (about one ray per leaf and
 //! group of eight: triangles smaller than the rays' spacing), the next windows go to single rays.
-//! Through a large BVH ([`crate::LARGE_BVH_BYTES`]) those runs of single rays are traced with
+//! Through a large BVH ([`crate::mesh::LARGE_BVH_BYTES`]) those runs of single rays are traced with
 //! several rays in flight, as a batch's are (`mesh::interleave`): there a lone ray waits on
 //! memory at most of its visits.
 //!
@@ -249,7 +249,7 @@ impl MeshBvh {
     /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
     /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
     /// `hint` is the coherence of the ray's run, for a ray traced alone. With `in_flight` (the
-    /// public streams give it through a large BVH, [`crate::LARGE_BVH_BYTES`], where the rays
+    /// public streams give it through a large BVH, [`crate::mesh::LARGE_BVH_BYTES`], where the rays
     /// wait on memory), whole runs of rays traced alone go to `in_flight(rays, out)` instead, as a
     /// batch's do (`interleave::by_runs`: closest hits in every such run, any hits in the
     /// incoherent ones), to be traced with several rays in flight; but a run with an invalid ray
@@ -574,16 +574,15 @@ impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
 mod tests {
     use glam::{Vec3, Vec3A};
 
-    use crate::test_rng::unit;
     use crate::{BuildOptions, MeshBvh, Ray, TriMesh};
+    use slabtree_testkit::rng::units;
 
     /// The runs that a stream traces alone, traced with rays in flight (as through a large BVH,
     /// forced here on a small one) give the single rays' answers: random rays (incoherent runs)
     /// and camera rays (coherent, in packets) in one stream, closest and any hit.
     #[test]
     fn runs_in_flight_equal_single_rays() {
-        let mut seed = 7u64;
-        let mut next = || unit(&mut seed);
+        let mut next = units(7);
         let positions: Vec<Vec3> = (0..3000).map(|_| Vec3::new(next(), next(), next())).collect();
         let triangles: Vec<[u32; 3]> = (0..1000).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
         let bvh = MeshBvh::build(&TriMesh::new(positions, triangles).unwrap(), &BuildOptions::default());

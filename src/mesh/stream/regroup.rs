@@ -29,10 +29,9 @@ impl LeafSharing {
 
 /// Leaf groups a window's packets must have entered for their sharing to decide the next window.
 const MIN_SAMPLE: u32 = 256;
-/// Rays per entered leaf group below which packets cost more than single rays: measured on the
-/// shared scenes' camera and shadow rays (`docs/performance.md`, "Ray streams"), the dragon's
-/// packets share 1.1 rays per group and run at 0.7-0.9× single rays, the bunny's 1.6-1.7 at
-/// 1.0-1.1×, Sponza's 3.7-4.0 at 1.3-1.5×.
+/// Rays per entered leaf group below which packets cost more than single rays, between the
+/// sharing of packets that lose to single rays and of those that gain, on the shared scenes'
+/// camera and shadow rays (`docs/performance.md`, "Ray streams").
 const MIN_SHARING: f32 = 1.4;
 /// While packets do not pay, one window in this many is still traced as packets, to notice when
 /// they pay again.
