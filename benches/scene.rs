@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene, TriMesh};
+use slabtree::{BatchOptions, BuildOptions, Frustum, InstanceId, MeshBvh, Scene, Threads, TriMesh};
 
 use slabtree_testkit::moving_instances::{MovingInstances, meshes, primary_tiles, tree_config};
 
@@ -76,14 +76,15 @@ fn streams(c: &mut Criterion) {
     g.bench_function("single", |b| b.iter(|| rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count()));
     g.bench_function("stream", |b| {
         b.iter(|| {
-            big.intersect_stream(&rays, &mut hits).unwrap();
+            big.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
             hits.iter().flatten().count()
         })
     });
     g.bench_function("single_any", |b| b.iter(|| rays.iter().filter(|r| big.occluded(r).unwrap()).count()));
     g.bench_function("stream_any", |b| {
         b.iter(|| {
-            big.occluded_stream(&rays, &mut occluded).unwrap();
+            big.occluded_batch(&rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true })
+                .unwrap();
             occluded.iter().filter(|o| **o).count()
         })
     });

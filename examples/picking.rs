@@ -2,14 +2,14 @@
 //! meshes in a [`Scene`]. Each frame moves 10% of them (one batched update and refit, then a
 //! little incremental optimisation), picks 100 cursor rays and runs a frustum query, and prints
 //! the per-frame times. Then it picks a tile of camera rays per frame, one by one and as a ray
-//! stream (`Scene::intersect_stream`), and compares the two.
+//! stream (`Scene::intersect_batch` with `packets`), and compares the two.
 //!
 //! `cargo run --release --example picking [instances] [frames]`
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use slabtree::{BuildOptions, Frustum, InstanceId, MeshBvh, Scene};
+use slabtree::{BatchOptions, BuildOptions, Frustum, InstanceId, MeshBvh, Scene, Threads};
 
 use slabtree_testkit::moving_instances::{MovingInstances, meshes, tree_config};
 
@@ -94,7 +94,7 @@ fn main() {
 }
 
 /// The same frames with a 64 × 64 tile of camera rays each, picked one by one and as a stream
-/// (`Scene::intersect_stream`), interleaved frame by frame; the answers must agree.
+/// (`Scene::intersect_batch` with `packets`), interleaved frame by frame; the answers must agree.
 fn tiles(world: &mut World, frames: usize) {
     println!("\nframes with 100 cursor rays and a 64x64 camera tile, one thread: single rays vs streams");
     let (mut single, mut stream) = (Vec::new(), Vec::new());
@@ -106,7 +106,15 @@ fn tiles(world: &mut World, frames: usize) {
         let a = Instant::now();
         let one: Vec<_> = rays.iter().map(|r| world.scene.intersect(r, slabtree::Scene::ALL).unwrap()).collect();
         let b = Instant::now();
-        world.scene.intersect_stream(&rays, slabtree::Scene::ALL, &mut hits).unwrap();
+        world
+            .scene
+            .intersect_batch(
+                &rays,
+                slabtree::Scene::ALL,
+                &mut hits,
+                BatchOptions { threads: Threads::Calling, packets: true },
+            )
+            .unwrap();
         let c = Instant::now();
         assert_eq!(one, hits, "frame {f}: streams and single rays disagree");
         single.push((b - a).as_secs_f64() * 1e3);

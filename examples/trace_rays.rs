@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use glam::Vec3;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriangleTest, load_mesh};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, TriangleTest, load_mesh};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,11 +90,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 best_stored = best_stored.min(t.elapsed().as_secs_f64());
                 let t = Instant::now();
                 let same = if shadow {
-                    pool.install(|| bvh.occluded_batch_into(&rays, &mut occluded))?;
+                    pool.install(|| bvh.occluded_batch(&rays, &mut occluded, BatchOptions::default()))?;
                     best_batch = best_batch.min(t.elapsed().as_secs_f64());
                     rays.iter().zip(&occluded).all(|(r, o)| bvh.occluded(r).ok() == Some(*o))
                 } else {
-                    pool.install(|| bvh.intersect_batch_into(&rays, &mut hits_out))?;
+                    pool.install(|| bvh.intersect_batch(&rays, &mut hits_out, BatchOptions::default()))?;
                     best_batch = best_batch.min(t.elapsed().as_secs_f64());
                     rays.iter().zip(&hits_out).all(|(r, h)| bvh.intersect(r).ok() == Some(*h))
                 };

@@ -53,7 +53,10 @@ pub use dbvt::{
     WideStorage,
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
-pub use math::{Aabb, Aabb2, BatchError, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, ray_aabb2};
+pub use math::{
+    Aabb, Aabb2, BatchError, BatchOptions, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, Threads,
+    ray_aabb2,
+};
 pub use mesh::{
     BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError, MeshStats,
     SavedBvhError, ShapeCastHit, SweepHit, TriMesh, TriangleTest,

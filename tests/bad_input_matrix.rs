@@ -9,8 +9,8 @@ use slabtree::d2::{
 };
 use slabtree::io::{parse_obj, parse_ply};
 use slabtree::{
-    Aabb, BatchError, BuildOptions, Dbvt, DbvtError, Frustum, InputError, LeafControl, LoadErrorKind, MeshBvh,
-    MeshError, QueryWorkspace, Ray, RayControl, RayLeaf, Scene, TriMesh, TriangleTest, load_mesh,
+    Aabb, BatchError, BatchOptions, BuildOptions, Dbvt, DbvtError, Frustum, InputError, LeafControl, LoadErrorKind,
+    MeshBvh, MeshError, QueryWorkspace, Ray, RayControl, RayLeaf, Scene, Threads, TriMesh, TriangleTest, load_mesh,
 };
 
 fn tree() -> (Dbvt<u32>, Vec<slabtree::ProxyId>) {
@@ -144,35 +144,70 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(scene.intersect(&r, Scene::ALL), Err(e));
             same(scene.occluded(&r, Scene::ALL), Err(e));
             let batch = [good, good, r, good];
-            same(bvh.intersect_batch(&batch), Err(BatchError { index: 2, error: e }));
-            same(bvh.occluded_batch(&batch), Err(BatchError { index: 2, error: e }));
-            same(scene.intersect_batch(&batch, Scene::ALL), Err(BatchError { index: 2, error: e }));
-            // The `_into` forms refuse it too, and leave no answers (a batch checks its rays run
-            // by run as it traces them, so earlier runs' answers are dropped).
+            // Every batch refuses it, naming it, and leaves no answers (a batch checks its rays
+            // run by run as it traces them, so earlier runs' answers are dropped).
             let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
                 (vec![None; 3], vec![true; 3], vec![None; 3], vec![true; 3]);
-            same(bvh.intersect_batch_into(&batch, &mut hits), Err(BatchError { index: 2, error: e }));
-            same(bvh.occluded_batch_into(&batch, &mut occ), Err(BatchError { index: 2, error: e }));
             same(
-                scene.intersect_batch_into(&batch, Scene::ALL, &mut scene_hits),
+                bvh.intersect_batch(&batch, &mut hits, BatchOptions::default()),
                 Err(BatchError { index: 2, error: e }),
             );
-            same(scene.occluded_batch_into(&batch, Scene::ALL, &mut scene_occ), Err(BatchError { index: 2, error: e }));
+            same(bvh.occluded_batch(&batch, &mut occ, BatchOptions::default()), Err(BatchError { index: 2, error: e }));
+            same(
+                scene.intersect_batch(&batch, Scene::ALL, &mut scene_hits, BatchOptions::default()),
+                Err(BatchError { index: 2, error: e }),
+            );
+            same(
+                scene.occluded_batch(&batch, Scene::ALL, &mut scene_occ, BatchOptions::default()),
+                Err(BatchError { index: 2, error: e }),
+            );
             assert!(hits.is_empty() && occ.is_empty() && scene_hits.is_empty() && scene_occ.is_empty());
             let (mut hits, mut occ) = (vec![None; 3], vec![true; 3]);
-            same(bvh.intersect_each(&batch, &mut hits), Err(BatchError { index: 2, error: e }));
-            same(bvh.occluded_each(&batch, &mut occ), Err(BatchError { index: 2, error: e }));
+            same(
+                bvh.intersect_batch(
+                    &batch,
+                    &mut hits,
+                    BatchOptions { threads: Threads::Calling, ..Default::default() },
+                ),
+                Err(BatchError { index: 2, error: e }),
+            );
+            same(
+                bvh.occluded_batch(&batch, &mut occ, BatchOptions { threads: Threads::Calling, ..Default::default() }),
+                Err(BatchError { index: 2, error: e }),
+            );
             assert!(hits.is_empty() && occ.is_empty());
-            // Streams refuse the whole stream, naming the first bad ray, and write nothing.
+            // As packets, the same.
             let mut stream = [good; 80];
             stream[55] = r;
             let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
                 (vec![None; 2], vec![true; 2], vec![None; 2], vec![true; 2]);
-            same(bvh.intersect_stream(&stream, &mut hits), Err(BatchError { index: 55, error: e }));
-            same(bvh.occluded_stream(&stream, &mut occ), Err(BatchError { index: 55, error: e }));
-            same(scene.intersect_stream(&stream, Scene::ALL, &mut scene_hits), Err(BatchError { index: 55, error: e }));
-            same(scene.occluded_stream(&stream, Scene::ALL, &mut scene_occ), Err(BatchError { index: 55, error: e }));
-            assert!(hits == [None; 2] && occ == [true; 2] && scene_hits == [None; 2] && scene_occ == [true; 2]);
+            same(
+                bvh.intersect_batch(&stream, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }),
+                Err(BatchError { index: 55, error: e }),
+            );
+            same(
+                bvh.occluded_batch(&stream, &mut occ, BatchOptions { threads: Threads::Calling, packets: true }),
+                Err(BatchError { index: 55, error: e }),
+            );
+            same(
+                scene.intersect_batch(
+                    &stream,
+                    Scene::ALL,
+                    &mut scene_hits,
+                    BatchOptions { threads: Threads::Calling, packets: true },
+                ),
+                Err(BatchError { index: 55, error: e }),
+            );
+            same(
+                scene.occluded_batch(
+                    &stream,
+                    Scene::ALL,
+                    &mut scene_occ,
+                    BatchOptions { threads: Threads::Calling, packets: true },
+                ),
+                Err(BatchError { index: 55, error: e }),
+            );
+            assert!(hits.is_empty() && occ.is_empty() && scene_hits.is_empty() && scene_occ.is_empty());
         }
         // Large batches are checked in chunks on several threads: still the first bad ray is
         // named, wherever the chunks fall, when a later chunk holds another.
@@ -184,15 +219,60 @@ fn nan_infinite_rays_and_bad_ranges() {
             if first + 5000 < big.len() {
                 big[first + 5000] = worse;
             }
-            same(bvh.intersect_batch(&big), Err(BatchError { index: first, error: e }));
-            same(bvh.occluded_batch(&big), Err(BatchError { index: first, error: e }));
-            same(bvh.intersect_each(&big, &mut Vec::new()), Err(BatchError { index: first, error: e }));
-            same(scene.intersect_batch(&big, Scene::ALL), Err(BatchError { index: first, error: e }));
-            same(scene.occluded_batch(&big, Scene::ALL), Err(BatchError { index: first, error: e }));
+            same(
+                {
+                    let mut out = Vec::new();
+                    bvh.intersect_batch(&big, &mut out, BatchOptions::default()).map(|()| out)
+                },
+                Err(BatchError { index: first, error: e }),
+            );
+            same(
+                {
+                    let mut out = Vec::new();
+                    bvh.occluded_batch(&big, &mut out, BatchOptions::default()).map(|()| out)
+                },
+                Err(BatchError { index: first, error: e }),
+            );
+            same(
+                bvh.intersect_batch(
+                    &big,
+                    &mut Vec::new(),
+                    BatchOptions { threads: Threads::Calling, ..Default::default() },
+                ),
+                Err(BatchError { index: first, error: e }),
+            );
+            same(
+                {
+                    let mut out = Vec::new();
+                    scene.intersect_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|()| out)
+                },
+                Err(BatchError { index: first, error: e }),
+            );
+            same(
+                {
+                    let mut out = Vec::new();
+                    scene.occluded_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|()| out)
+                },
+                Err(BatchError { index: first, error: e }),
+            );
         }
         // The same batch without the bad ray is traced.
-        assert_eq!(bvh.intersect_batch(&[good; 3]).unwrap().iter().filter(|h| h.is_some()).count(), 3);
-        let big = bvh.intersect_batch(&vec![good; 20_000]).unwrap();
+        assert_eq!(
+            {
+                let mut out = Vec::new();
+                bvh.intersect_batch(&[good; 3], &mut out, BatchOptions::default()).map(|()| out)
+            }
+            .unwrap()
+            .iter()
+            .filter(|h| h.is_some())
+            .count(),
+            3
+        );
+        let big = {
+            let mut out = Vec::new();
+            bvh.intersect_batch(&vec![good; 20_000], &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .unwrap();
         assert!(big.len() == 20_000 && big.iter().all(|h| *h == bvh.intersect(&good).unwrap()));
     }
 }

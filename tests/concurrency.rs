@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use glam::{Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, Dbvt, LeafControl, MeshBvh, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh,
-    TriangleTest,
+    Aabb, BatchOptions, BuildOptions, Dbvt, LeafControl, MeshBvh, ProxyId, QueryWorkspace, Ray, RayControl, RayLeaf,
+    TriMesh, TriangleTest,
 };
 
 use common::rng::Rng;
@@ -204,8 +204,16 @@ fn many_threads_query_one_mesh() {
             }
         });
         // The batch entry points on rayon agree too.
-        let batch = bvh.intersect_batch(&rays).unwrap();
-        let occ = bvh.occluded_batch(&rays).unwrap();
+        let batch = {
+            let mut out = Vec::new();
+            bvh.intersect_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .unwrap();
+        let occ = {
+            let mut out = Vec::new();
+            bvh.occluded_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .unwrap();
         for i in 0..rays.len() {
             assert_eq!((batch[i], occ[i]), single[i]);
         }
@@ -215,15 +223,15 @@ fn many_threads_query_one_mesh() {
         for len in [rays.len(), 1000, 3, 0, rays.len()] {
             let start = (rays.len() - len) / 2;
             let part = &rays[start..start + len];
-            bvh.intersect_batch_into(part, &mut hits).unwrap();
-            bvh.occluded_batch_into(part, &mut occluded).unwrap();
+            bvh.intersect_batch(part, &mut hits, BatchOptions::default()).unwrap();
+            bvh.occluded_batch(part, &mut occluded, BatchOptions::default()).unwrap();
             assert!(hits.len() == len && occluded.len() == len);
             for k in 0..len {
                 assert_eq!((hits[k], occluded[k]), single[start + k]);
             }
         }
         let room = hits.as_ptr();
-        bvh.intersect_batch_into(&rays[..rays.len() / 2], &mut hits).unwrap();
+        bvh.intersect_batch(&rays[..rays.len() / 2], &mut hits, BatchOptions::default()).unwrap();
         assert_eq!(hits.as_ptr(), room, "a batch that fits keeps the vector's room");
     }
 }

@@ -62,7 +62,7 @@ fn every_ray_sees_what_it_sees_alone() {
         }
 
         let mut hits = Vec::new();
-        tree.intersect_each(&rays, &mut ws, &mut hits).unwrap();
+        tree.intersect_batch(&rays, &mut ws, &mut hits).unwrap();
         let single: Vec<_> = rays.iter().map(|r| tree.intersect(r, &mut ws).unwrap()).collect();
         assert_eq!(hits, single);
     }
@@ -87,7 +87,7 @@ fn bad_input_refuses_the_whole_batch() {
     assert_eq!(calls, 0, "nothing is visited before the refusal");
     assert!(refused.unwrap_err().to_string().contains("ray 13"));
     let mut hits = vec![None; 3];
-    assert!(tree.intersect_each(&rays, &mut ws, &mut hits).is_err());
+    assert!(tree.intersect_batch(&rays, &mut ws, &mut hits).is_err());
     assert!(hits.is_empty(), "no stale answers are left behind");
 
     // Moved without a refit: refused, as single rays are.

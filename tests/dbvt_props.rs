@@ -253,7 +253,7 @@ fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mu
     })
     .unwrap();
     let mut hits = Vec::new();
-    tree.intersect_each(&rays, ws, &mut hits).unwrap();
+    tree.intersect_batch(&rays, ws, &mut hits).unwrap();
     assert_eq!(hits.len(), rays.len());
     for ((ray, mut got), hit) in rays.iter().zip(all).zip(hits) {
         got.sort_by_key(|a| a.0);

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
 
 use common::triangle::mt64;
 use slabtree_testkit as common;
@@ -82,10 +82,15 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     if kind == "shadow" {
         let expect = std::fs::read(reference).unwrap();
         assert_eq!(expect.len(), rays.len());
-        let got = bvh.occluded_batch(rays).expect("the shared rays are valid");
+        let got = {
+            let mut out = Vec::new();
+            bvh.occluded_batch(rays, &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .expect("the shared rays are valid");
         // The same rays as a stream (packets of coherent rays) give the same answers.
         let mut streamed = Vec::new();
-        bvh.occluded_stream(rays, &mut streamed).expect("the shared rays are valid");
+        bvh.occluded_batch(rays, &mut streamed, BatchOptions { threads: Threads::Calling, packets: true })
+            .expect("the shared rays are valid");
         assert!(streamed == got, "{kind}: the stream's answers differ from single rays'");
         for (i, (&g, &e)) in got.iter().zip(&expect).enumerate() {
             if g == (e == 1) {
@@ -101,9 +106,14 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     }
     let f = read_f32s(reference);
     assert_eq!(f.len(), rays.len() * 4);
-    let got = bvh.intersect_batch(rays).expect("the shared rays are valid");
+    let got = {
+        let mut out = Vec::new();
+        bvh.intersect_batch(rays, &mut out, BatchOptions::default()).map(|()| out)
+    }
+    .expect("the shared rays are valid");
     let mut streamed = Vec::new();
-    bvh.intersect_stream(rays, &mut streamed).expect("the shared rays are valid");
+    bvh.intersect_batch(rays, &mut streamed, BatchOptions { threads: Threads::Calling, packets: true })
+        .expect("the shared rays are valid");
     assert!(streamed == got, "{kind}: the stream's answers differ from single rays'");
     for (i, g) in got.iter().enumerate() {
         let (et, eprim) = (f[4 * i], f[4 * i + 1].to_bits() as i32);

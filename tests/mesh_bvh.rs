@@ -2,7 +2,9 @@
 //! generated meshes: random triangle soup, a sphere and a closed torus.
 
 use glam::{DVec3, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, InputError, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
+use slabtree::{
+    Aabb, BatchOptions, BuildOptions, InputError, MeshBvh, Ray, RayCoherence, Threads, TriMesh, TriangleTest,
+};
 
 use common::rng::Rng;
 use common::triangle::{margin, mt64, random_triangles};
@@ -59,9 +61,9 @@ fn check_against_brute(
     // coherence of its runs itself: each is checked against brute force.
     let all: Vec<Ray> = rays.iter().map(|&(o, d, tmax)| Ray::new(o, d).with_range(0.0, tmax)).collect();
     let mut batch = Vec::new();
-    bvh.intersect_each(&all, &mut batch).unwrap();
+    bvh.intersect_batch(&all, &mut batch, BatchOptions { threads: Threads::Calling, ..Default::default() }).unwrap();
     let mut batch_any = Vec::new();
-    bvh.occluded_each(&all, &mut batch_any).unwrap();
+    bvh.occluded_batch(&all, &mut batch_any, BatchOptions { threads: Threads::Calling, ..Default::default() }).unwrap();
     let mut compared = 0;
     for (i, &(o, d, tmax)) in rays.iter().enumerate() {
         let ray = all[i];

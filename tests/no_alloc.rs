@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, Dbvt, Frustum, HitCandidate, HitControl, LeafControl, MeshBvh, PairControl, ProxyId,
-    QueryWorkspace, Ray, Scene, SceneHitCandidate, TriMesh,
+    Aabb, BatchOptions, BuildOptions, Dbvt, Frustum, HitCandidate, HitControl, LeafControl, MeshBvh, PairControl,
+    ProxyId, QueryWorkspace, Ray, Scene, SceneHitCandidate, Threads, TriMesh,
 };
 
 use common::rng::Rng;
@@ -102,17 +102,35 @@ fn ray_queries_allocate_nothing_once_warm() {
     let mut tree_hits = Vec::new();
     let mut round = |count: &mut usize| {
         // The dynamic tree's rays in flight together.
-        tree.intersect_each(&stream, &mut ws, &mut tree_hits).unwrap();
+        tree.intersect_batch(&stream, &mut ws, &mut tree_hits).unwrap();
         *count += tree_hits.iter().flatten().count();
         // Batches on rayon's threads, into vectors that keep their room.
-        meshes[0].intersect_batch_into(&stream, &mut batch_hits).unwrap();
-        meshes[1].occluded_batch_into(&stream, &mut batch_occluded).unwrap();
+        meshes[0].intersect_batch(&stream, &mut batch_hits, BatchOptions::default()).unwrap();
+        meshes[1].occluded_batch(&stream, &mut batch_occluded, BatchOptions::default()).unwrap();
         *count += batch_hits.iter().flatten().count() + batch_occluded.iter().filter(|&&o| o).count();
-        meshes[0].intersect_stream(&stream, &mut stream_hits).unwrap();
-        meshes[1].occluded_stream(&stream, &mut stream_occluded).unwrap();
+        meshes[0]
+            .intersect_batch(&stream, &mut stream_hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .unwrap();
+        meshes[1]
+            .occluded_batch(&stream, &mut stream_occluded, BatchOptions { threads: Threads::Calling, packets: true })
+            .unwrap();
         *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();
-        scene.intersect_stream(&stream, Scene::ALL, &mut scene_hits).unwrap();
-        scene.occluded_stream(&stream, Scene::ALL, &mut scene_occluded).unwrap();
+        scene
+            .intersect_batch(
+                &stream,
+                Scene::ALL,
+                &mut scene_hits,
+                BatchOptions { threads: Threads::Calling, packets: true },
+            )
+            .unwrap();
+        scene
+            .occluded_batch(
+                &stream,
+                Scene::ALL,
+                &mut scene_occluded,
+                BatchOptions { threads: Threads::Calling, packets: true },
+            )
+            .unwrap();
         *count += scene_hits.iter().flatten().count() + scene_occluded.iter().filter(|&&o| o).count();
         for pk in &rays {
             for r in pk {
@@ -211,8 +229,8 @@ fn streams_through_a_large_bvh_allocate_nothing_once_warm() {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     let mut count = 0usize;
     let mut round = |count: &mut usize| {
-        bvh.intersect_stream(&rays, &mut hits).unwrap();
-        bvh.occluded_stream(&rays, &mut occluded).unwrap();
+        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+        bvh.occluded_batch(&rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
         *count += hits.iter().flatten().count() + occluded.iter().filter(|&&o| o).count();
     };
     let warm = allocations(|| round(&mut count));

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use glam::{Affine3A, DVec3, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BuildOptions, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh, Ray, RayTree, Scene,
-    SceneError, SceneHitCandidate, TriMesh,
+    Aabb, BatchOptions, BuildOptions, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh, Ray, RayTree,
+    Scene, SceneError, SceneHitCandidate, Threads, TriMesh,
 };
 
 use common::rng::{Rng, triangle_soup};
@@ -340,12 +340,26 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         seen[3] += check_proximity(rng, scene, meshes, model);
         let single_hits: Vec<_> = rays.iter().map(|r| scene.intersect(r, mask).unwrap()).collect();
         let single_occluded: Vec<_> = rays.iter().map(|r| scene.occluded(r, mask).unwrap()).collect();
-        assert_eq!(scene.intersect_batch(&rays, mask).unwrap(), single_hits);
-        assert_eq!(scene.occluded_batch(&rays, mask).unwrap(), single_occluded);
+        assert_eq!(
+            {
+                let mut out = Vec::new();
+                scene.intersect_batch(&rays, mask, &mut out, BatchOptions::default()).map(|()| out)
+            }
+            .unwrap(),
+            single_hits
+        );
+        assert_eq!(
+            {
+                let mut out = Vec::new();
+                scene.occluded_batch(&rays, mask, &mut out, BatchOptions::default()).map(|()| out)
+            }
+            .unwrap(),
+            single_occluded
+        );
         // Into vectors that held more, and fewer, answers before.
         let (mut batch_hits, mut batch_occluded) = (vec![None; rays.len() + 5], vec![true; 2]);
-        scene.intersect_batch_into(&rays, mask, &mut batch_hits).unwrap();
-        scene.occluded_batch_into(&rays, mask, &mut batch_occluded).unwrap();
+        scene.intersect_batch(&rays, mask, &mut batch_hits, BatchOptions::default()).unwrap();
+        scene.occluded_batch(&rays, mask, &mut batch_occluded, BatchOptions::default()).unwrap();
         assert!(batch_hits == single_hits && batch_occluded == single_occluded);
         // Streams of these rays and of a camera's rays in scan-line order (packets inside each
         // instance) equal single rays exactly.
@@ -358,8 +372,12 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         });
         let stream: Vec<Ray> = rays.iter().copied().chain(camera).collect();
         let (mut hits, mut occluded) = (Vec::new(), Vec::new());
-        scene.intersect_stream(&stream, mask, &mut hits).unwrap();
-        scene.occluded_stream(&stream, mask, &mut occluded).unwrap();
+        scene
+            .intersect_batch(&stream, mask, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .unwrap();
+        scene
+            .occluded_batch(&stream, mask, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true })
+            .unwrap();
         for (i, ray) in stream.iter().enumerate() {
             assert_eq!(hits[i], scene.intersect(ray, mask).unwrap(), "stream ray {i}");
             assert_eq!(occluded[i], scene.occluded(ray, mask).unwrap(), "stream ray {i}");

@@ -1,4 +1,4 @@
-//! Ray streams (`MeshBvh::intersect_stream`, `occluded_stream`) against the single-ray path, the
+//! Ray streams (batches with `BatchOptions::packets`) against the single-ray path, the
 //! oracle here: every answer must be exactly equal (same triangle, same bits of t, u, v and the
 //! normal), in both triangle tests, on camera rays in scan-line order (regrouped into tiled
 //! packets), shadow rays to one light, incoherent rays, rays through shared edges and vertices
@@ -6,7 +6,7 @@
 //! and streams of every length from 0 to 300.
 
 use glam::{Vec3, Vec3A};
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
 
 use common::rng::{Rng, triangle_soup};
 use slabtree_testkit as common;
@@ -58,8 +58,8 @@ fn bits(h: &Option<slabtree::Hit>) -> Bits {
 /// Every answer of the stream equals the single ray's; returns the hits and occluded rays.
 fn check(name: &str, bvh: &MeshBvh, rays: &[Ray]) -> (usize, usize) {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
-    bvh.intersect_stream(rays, &mut hits).unwrap();
-    bvh.occluded_stream(rays, &mut occluded).unwrap();
+    bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+    bvh.occluded_batch(rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
     assert_eq!((hits.len(), occluded.len()), (rays.len(), rays.len()));
     for (i, ray) in rays.iter().enumerate() {
         let single = bvh.intersect(ray).unwrap();
@@ -113,7 +113,7 @@ fn shadow_rays_to_one_light_equal_single_rays() {
         let light = c + Vec3::new(-0.3, 1.0, 0.4) * d;
         let primary = camera(eye, c, 64, 64, 1.0);
         let mut hits = Vec::new();
-        bvh.intersect_stream(&primary, &mut hits).unwrap();
+        bvh.intersect_batch(&primary, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
         let shadow: Vec<Ray> = primary
             .iter()
             .zip(&hits)
@@ -202,8 +202,8 @@ fn streams_of_every_length_equal_single_rays() {
     // Nothing to hit: an empty mesh.
     let empty = MeshBvh::build(&TriMesh::default(), &BuildOptions::default());
     let (mut hits, mut occ) = (vec![None; 3], vec![true; 3]);
-    empty.intersect_stream(&rays, &mut hits).unwrap();
-    empty.occluded_stream(&rays, &mut occ).unwrap();
+    empty.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+    empty.occluded_batch(&rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
     assert!(hits.len() == rays.len() && hits.iter().all(Option::is_none));
     assert!(occ.len() == rays.len() && occ.iter().all(|&o| !o));
 }
@@ -214,10 +214,22 @@ fn an_invalid_ray_refuses_the_stream_and_names_it() {
     let mut rays = camera(Vec3::new(0.0, 0.0, 3.0), Vec3::ZERO, 16, 16, 0.9);
     rays[77] = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::Z);
     let (mut hits, mut occ) = (Vec::new(), Vec::new());
-    assert_eq!(bvh.intersect_stream(&rays, &mut hits).map_err(|e| e.index), Err(77));
-    assert_eq!(bvh.occluded_stream(&rays, &mut occ).map_err(|e| e.index), Err(77));
+    assert_eq!(
+        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .map_err(|e| e.index),
+        Err(77)
+    );
+    assert_eq!(
+        bvh.occluded_batch(&rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
+            .map_err(|e| e.index),
+        Err(77)
+    );
     rays[77] = Ray::new(Vec3A::ZERO, Vec3A::Z).with_range(2.0, 1.0);
-    assert_eq!(bvh.intersect_stream(&rays, &mut hits).map_err(|e| e.index), Err(77));
+    assert_eq!(
+        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .map_err(|e| e.index),
+        Err(77)
+    );
 }
 
 /// A mesh finer than the rays' spacing (a 590k-triangle sphere seen by 128 × 128 camera rays), where

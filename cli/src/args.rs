@@ -218,7 +218,7 @@ pub struct TraceArgs {
     #[arg(long)]
     pub any: bool,
 
-    /// Trace the rays in file order as a ray stream (`MeshBvh::intersect_stream`): coherent runs
+    /// Trace the rays in file order as packets (`BatchOptions::packets`): coherent runs
     /// of rays go as packets, the rest one by one. The answers are the same.
     #[arg(long)]
     pub packets: bool,

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use glam::{Vec3, Vec3A};
-use slabtree::{Hit, MeshBvh, Ray};
+use slabtree::{BatchOptions, Hit, MeshBvh, Ray};
 
 use super::args::{BenchArgs, Kind};
 use super::camera::Camera;
@@ -16,7 +16,6 @@ use super::load;
 use super::progress::{self, count, ms};
 use super::rng::Rng;
 use super::scene::Scene;
-use super::tracer;
 
 /// The ray kinds in the order they are run.
 const KINDS: [Kind; 4] = [Kind::Primary, Kind::Random, Kind::Diffuse, Kind::Shadow];
@@ -32,7 +31,8 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
 
     let generator = Generator::new(&scene);
     let primary = generator.primary(args.count as usize)?;
-    let primary_hits = bvh.intersect_batch(&primary).expect(GENERATED);
+    let mut primary_hits = Vec::new();
+    bvh.intersect_batch(&primary, &mut primary_hits, BatchOptions::default()).expect(GENERATED);
     let kinds: Vec<Kind> = if args.kind == Kind::All { KINDS.to_vec() } else { vec![args.kind] };
     println!(
         "{:<8} {:>10} {:>9} {:>10}   Mrays/s of batches (single rays, several in flight where that gains), then of streams ({} passes after a warm-up, {})",
@@ -86,25 +86,27 @@ fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking", || {
         if any {
-            bvh.occluded_batch_into(rays, &mut occluded).expect(GENERATED);
+            bvh.occluded_batch(rays, &mut occluded, BatchOptions::default()).expect(GENERATED);
             occluded.iter().filter(|&&o| o).count()
         } else {
-            bvh.intersect_batch_into(rays, &mut hits).expect(GENERATED);
+            bvh.intersect_batch(rays, &mut hits, BatchOptions::default()).expect(GENERATED);
             hits.iter().filter(|h| h.is_some()).count()
         }
     })
 }
 
-/// As [`time`], with the rays traced as streams of consecutive rays (`MeshBvh::intersect_stream`,
-/// `occluded_stream`), which regroup coherent rays into packets.
+/// As [`time`], with the rays traced as packets (`BatchOptions::packets`), which regroup
+/// coherent rays into packets of up to 64.
 fn time_streams(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking streams", || {
         if any {
-            tracer::stream_into(rays, &mut occluded, |c, out| bvh.occluded_stream(c, out)).expect(GENERATED);
+            bvh.occluded_batch(rays, &mut occluded, BatchOptions { packets: true, ..Default::default() })
+                .expect(GENERATED);
             occluded.iter().filter(|&&o| o).count()
         } else {
-            tracer::stream_into(rays, &mut hits, |c, out| bvh.intersect_stream(c, out)).expect(GENERATED);
+            bvh.intersect_batch(rays, &mut hits, BatchOptions { packets: true, ..Default::default() })
+                .expect(GENERATED);
             hits.iter().filter(|h| h.is_some()).count()
         }
     })

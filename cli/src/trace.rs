@@ -9,13 +9,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use glam::Vec3;
-use slabtree::{Hit, Ray};
+use slabtree::{BatchOptions, Hit, Ray};
 
 use super::args::TraceArgs;
 use super::error::{CliError, CliResult};
 use super::load;
 use super::progress::{self, count, ms};
-use super::tracer;
 
 /// Bytes per ray record.
 pub const RAY_BYTES: usize = 32;
@@ -67,29 +66,18 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
 
     // The answers go into vectors made once, outside the timed passes, so that a pass times the
     // queries, not the allocation and first touch of their answers.
-    let packets = args.packets;
+    let options = BatchOptions { packets: args.packets, ..Default::default() };
     let (out, hits, label) = if args.any {
         let mut occluded = Vec::with_capacity(rays.len());
-        let (done, time) = progress::timed(args.passes, "tracing", || {
-            if packets {
-                tracer::stream_into(&rays, &mut occluded, |c, out| bvh.occluded_stream(c, out))
-            } else {
-                bvh.occluded_batch_into(&rays, &mut occluded)
-            }
-        });
+        let (done, time) =
+            progress::timed(args.passes, "tracing", || bvh.occluded_batch(&rays, &mut occluded, options));
         done.map_err(|e| bad_ray(&args.rays, e))?;
         print_query(rays.len(), occluded.iter().filter(|&&o| o).count(), &time, threads, "occluded");
         let bytes: Vec<u8> = occluded.iter().map(|&o| u8::from(o)).collect();
         (bytes, occluded.len(), "bytes")
     } else {
         let mut hits = Vec::with_capacity(rays.len());
-        let (done, time) = progress::timed(args.passes, "tracing", || {
-            if packets {
-                tracer::stream_into(&rays, &mut hits, |c, out| bvh.intersect_stream(c, out))
-            } else {
-                bvh.intersect_batch_into(&rays, &mut hits)
-            }
-        });
+        let (done, time) = progress::timed(args.passes, "tracing", || bvh.intersect_batch(&rays, &mut hits, options));
         done.map_err(|e| bad_ray(&args.rays, e))?;
         print_query(rays.len(), hits.iter().filter(|h| h.is_some()).count(), &time, threads, "hit");
         let mut bytes = Vec::with_capacity(hits.len() * HIT_BYTES);

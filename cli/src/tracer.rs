@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use glam::{Affine3A, Vec3};
 use rayon::prelude::*;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh};
 
 use super::scene::Scene;
 
@@ -73,18 +73,16 @@ impl Tracer {
         }
     }
 
-    /// The closest hit of every ray, on rayon's threads, as ray streams ([`stream`]): a block of
+    /// The closest hit of every ray, on rayon's threads, as packets ([`PACKETS`]): a block of
     /// camera rays in scan-line order goes as tiled packets.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Surface>> {
         match self {
-            Tracer::Flat(bvh) => stream(rays, |c, out| bvh.intersect_stream(c, out))
-                .expect(VALID)
+            Tracer::Flat(bvh) => batch(|out| bvh.intersect_batch(rays, out, PACKETS))
                 .into_iter()
                 .map(|h| h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }))
                 .collect(),
             Tracer::Instances { scene, first } => {
-                stream(rays, |c, out| scene.intersect_stream(c, slabtree::Scene::ALL, out))
-                    .expect(VALID)
+                batch(|out| scene.intersect_batch(rays, slabtree::Scene::ALL, out, PACKETS))
                     .into_iter()
                     .map(|h| {
                         h.map(|h| Surface {
@@ -98,13 +96,13 @@ impl Tracer {
         }
     }
 
-    /// Whether each ray hits anything, on rayon's threads, as ray streams (shadow rays to one
-    /// light are coherent).
+    /// Whether each ray hits anything, on rayon's threads, as packets (shadow rays to one light
+    /// are coherent).
     pub fn occluded_batch(&self, rays: &[Ray]) -> Vec<bool> {
         match self {
-            Tracer::Flat(bvh) => stream(rays, |c, out| bvh.occluded_stream(c, out)).expect(VALID),
+            Tracer::Flat(bvh) => batch(|out| bvh.occluded_batch(rays, out, PACKETS)),
             Tracer::Instances { scene, .. } => {
-                stream(rays, |c, out| scene.occluded_stream(c, slabtree::Scene::ALL, out)).expect(VALID)
+                batch(|out| scene.occluded_batch(rays, slabtree::Scene::ALL, out, PACKETS))
             }
         }
     }
@@ -141,36 +139,13 @@ fn sub_mesh(mesh: &TriMesh, range: std::ops::Range<u32>) -> TriMesh {
     TriMesh::new(positions, triangles).expect("a part of a valid mesh is valid")
 }
 
-/// Rays per stream call, each on one of rayon's threads.
-pub const STREAM_CHUNK: usize = 4096;
+/// The renderer's batches: on rayon's threads, as packets (camera rays in scan-line order and
+/// shadow rays to one light are coherent).
+pub const PACKETS: BatchOptions = BatchOptions { threads: Threads::Pool, packets: true };
 
-/// `query` over the rays as streams of [`STREAM_CHUNK`] consecutive rays, on rayon's threads, in
-/// file order; the first invalid ray is named by its index in the file.
-pub fn stream<T: Send + Default + Clone>(
-    rays: &[Ray],
-    query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
-) -> Result<Vec<T>, slabtree::BatchError> {
+/// The answers `query` writes into a new vector, for rays the renderer made (always valid).
+fn batch<T>(query: impl FnOnce(&mut Vec<T>) -> Result<(), slabtree::BatchError>) -> Vec<T> {
     let mut out = Vec::new();
-    stream_into(rays, &mut out, query)?;
-    Ok(out)
-}
-
-/// [`stream`] into `out`, which is cleared first and keeps its room, so that repeated passes
-/// allocate nothing but each thread's first scratch vector. On an invalid ray `out` holds
-/// defaults for the rays of the failing chunks.
-pub fn stream_into<T: Send + Default + Clone>(
-    rays: &[Ray],
-    out: &mut Vec<T>,
-    query: impl Fn(&[Ray], &mut Vec<T>) -> Result<(), slabtree::BatchError> + Sync,
-) -> Result<(), slabtree::BatchError> {
-    out.clear();
-    out.resize(rays.len(), T::default());
-    out.par_chunks_mut(STREAM_CHUNK).zip(rays.par_chunks(STREAM_CHUNK)).enumerate().try_for_each_init(
-        Vec::new,
-        |scratch, (c, (out, rays))| {
-            query(rays, scratch).map_err(|e| slabtree::BatchError { index: c * STREAM_CHUNK + e.index, ..e })?;
-            out.clone_from_slice(scratch);
-            Ok(())
-        },
-    )
+    query(&mut out).expect(VALID);
+    out
 }

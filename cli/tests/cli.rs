@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use glam::{Vec3, Vec3A};
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
 
 use common::gltf::{base64, glb};
 use slabtree_testkit as common;
@@ -228,7 +228,11 @@ fn trace_equals_the_library_batch_query() {
     for (flag, test) in [("watertight", TriangleTest::Watertight), ("moller-trumbore", TriangleTest::MollerTrumbore)] {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
         let mut expect = Vec::new();
-        let hits = bvh.intersect_batch(&rays).unwrap();
+        let hits = {
+            let mut out = Vec::new();
+            bvh.intersect_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .unwrap();
         for h in &hits {
             let (t, prim, u, v) = h.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, h.triangle as i32, h.u, h.v));
             expect.extend_from_slice(&t.to_le_bytes());
@@ -268,7 +272,14 @@ fn trace_equals_the_library_batch_query() {
             "--triangle-test",
             flag,
         ]));
-        let expect: Vec<u8> = bvh.occluded_batch(&rays).unwrap().into_iter().map(u8::from).collect();
+        let expect: Vec<u8> = {
+            let mut out = Vec::new();
+            bvh.occluded_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+        }
+        .unwrap()
+        .into_iter()
+        .map(u8::from)
+        .collect();
         assert_eq!(std::fs::read(dir.join("t.any")).unwrap(), expect, "{flag}: occlusion files differ");
     }
     std::fs::remove_dir_all(&dir).unwrap();

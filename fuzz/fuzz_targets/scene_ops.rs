@@ -5,7 +5,7 @@
 //!
 //! Checked: nothing panics; a refused operation leaves the instance count unchanged; the tree
 //! validates after every step; every live id stays valid; a pick lies in the ray's range with
-//! finite barycentrics and agrees with `occluded` and with `intersect_stream` (same instance,
+//! finite barycentrics and agrees with `occluded` and with the packets of `intersect_batch` (same instance,
 //! triangle and t); swept boxes report `t` in `[0, 1]`.
 #![no_main]
 
@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use slabtree::{Aabb, BuildOptions, InstanceId, MeshBvh, Ray, Scene, TriMesh, TriangleTest};
+use slabtree::{Aabb, BatchOptions, BuildOptions, InstanceId, MeshBvh, Ray, Scene, Threads, TriMesh, TriangleTest};
 
 fn f(u: &mut Unstructured) -> Result<f32> {
     Ok(match u.int_in_range(0u8..=9)? {
@@ -118,7 +118,12 @@ fn run(u: &mut Unstructured) -> Result<()> {
         });
         let mask = if u.arbitrary::<bool>()? { u32::MAX } else { u.arbitrary()? };
         let mut streamed = Vec::new();
-        let stream = scene.intersect_stream(&rays, mask, &mut streamed);
+        let stream = scene.intersect_batch(
+            &rays,
+            mask,
+            &mut streamed,
+            BatchOptions { threads: Threads::Calling, packets: true },
+        );
         // An invalid ray is refused by every query, and refuses its stream.
         assert_eq!(stream.is_err(), rays.iter().any(|r| r.validate().is_err()), "stream refusal for {rays:?}");
         for (k, ray) in rays.iter().enumerate() {
@@ -138,7 +143,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 assert_eq!(
                     streamed[k].map(|p| (p.instance, p.triangle, p.t.to_bits())),
                     hit.map(|p| (p.instance, p.triangle, p.t.to_bits())),
-                    "intersect_stream ray {k} differs for {ray:?}"
+                    "packet ray {k} differs for {ray:?}"
                 );
             }
         }

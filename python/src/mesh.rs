@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use slabtree::mesh::LARGE_BVH_BYTES;
-use slabtree::{BuildOptions, MeshBvh, Ray, RayCoherence, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, RayCoherence, Threads, TriMesh, TriangleTest};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
@@ -93,8 +93,15 @@ impl PyMeshBvh {
                             // Through the library's batch on this thread, which keeps several rays
                             // in flight through a large BVH.
                             let chunk: Vec<Ray> = (0..t.len()).map(|i| rays.ray(base + i)).collect();
-                            refused =
-                                self.bvh.intersect_each(&chunk, &mut hits).err().map(|e| (base + e.index, e.error));
+                            refused = self
+                                .bvh
+                                .intersect_batch(
+                                    &chunk,
+                                    &mut hits,
+                                    BatchOptions { threads: Threads::Calling, ..Default::default() },
+                                )
+                                .err()
+                                .map(|e| (base + e.index, e.error));
                         }
                         for i in 0..t.len() {
                             // A small BVH's rays one by one, made where they are traced (a chunk
@@ -159,8 +166,15 @@ impl PyMeshBvh {
                         if large {
                             let chunk: Vec<Ray> = (0..hit.len()).map(|i| rays.ray(base + i)).collect();
                             let mut occluded = Vec::with_capacity(chunk.len());
-                            let refused =
-                                self.bvh.occluded_each(&chunk, &mut occluded).err().map(|e| (base + e.index, e.error));
+                            let refused = self
+                                .bvh
+                                .occluded_batch(
+                                    &chunk,
+                                    &mut occluded,
+                                    BatchOptions { threads: Threads::Calling, ..Default::default() },
+                                )
+                                .err()
+                                .map(|e| (base + e.index, e.error));
                             hit[..occluded.len()].copy_from_slice(&occluded);
                             return refused;
                         }

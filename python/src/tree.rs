@@ -181,7 +181,7 @@ impl PyDbvt {
         let (mut id, mut t) = (vec![-1i64; rays.len()], vec![f32::INFINITY; rays.len()]);
         let refused = py.detach(|| {
             with_threads(threads, || {
-                // Chunks of rays in flight together through the tree (`Dbvt::intersect_each`).
+                // Chunks of rays in flight together through the tree (`Dbvt::intersect_batch`).
                 id.par_chunks_mut(RAY_CHUNK)
                     .zip(t.par_chunks_mut(RAY_CHUNK))
                     .enumerate()
@@ -191,7 +191,7 @@ impl PyDbvt {
                             let base = c * RAY_CHUNK;
                             chunk.clear();
                             chunk.extend((base..base + id.len()).map(|i| rays.ray(i)));
-                            if let Err(e) = self.tree.intersect_each(chunk, ws, hits) {
+                            if let Err(e) = self.tree.intersect_batch(chunk, ws, hits) {
                                 return Some((base, e));
                             }
                             for ((id, t), h) in id.iter_mut().zip(t.iter_mut()).zip(hits.iter()) {

@@ -6,7 +6,7 @@
 //! rays: one dependent load per level"). Rays of a batch are independent, so the walk here takes
 //! [`IN_FLIGHT`] of them in turn, one node each: while one ray's next node is on its way (its
 //! children are prefetched before its test, as in [`Dbvt::ray_cast`]), the others are tested.
-//! This is the mesh BVH's rays in flight (`MeshBvh::intersect_each` through a large BVH), and the
+//! This is the mesh BVH's rays in flight (`MeshBvh::intersect_batch` through a large BVH), and the
 //! interleaving of independent pointer chases of Kocberber, Falsafi and Grot, "Asynchronous
 //! Memory Access Chaining" (VLDB 2015).
 //!
@@ -167,7 +167,7 @@ impl<T> Dbvt<T> {
     /// [`Dbvt::intersect`] of every ray of `rays`, several in flight ([`Dbvt::ray_cast_each`]),
     /// into `hits` (cleared first): for each ray, the proxy whose fat box it enters first, of
     /// equal distances the lowest [`ProxyId::index`](super::ProxyId::index).
-    pub fn intersect_each(
+    pub fn intersect_batch(
         &self,
         rays: &[Ray],
         ws: &mut QueryWorkspace,

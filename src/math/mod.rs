@@ -1,6 +1,7 @@
 //! The math core shared by 2D and 3D: boxes, rays, planes and the one slab test.
 
 mod aabb;
+mod batch;
 mod coherence;
 mod error;
 mod frustum;
@@ -9,6 +10,7 @@ mod slab;
 mod stats;
 
 pub use aabb::{Aabb, Aabb2};
+pub use batch::{BatchOptions, Threads};
 pub use coherence::RayCoherence;
 pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};

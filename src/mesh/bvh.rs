@@ -202,7 +202,7 @@ pub(super) const STACK: usize = 1024;
 
 /// BVHs of at least this many bytes (nodes and packs) are read mostly from memory rather than
 /// from cache, and traced accordingly: their batches keep several rays in flight
-/// ([`MeshBvh::intersect_each`]), and their walks start loading every child of a node before
+/// ([`MeshBvh::intersect_batch`]), and their walks start loading every child of a node before
 /// the node test picks among them. Both pay only there: BVHs read from cache lose to the rays'
 /// switching and to the extra loads (`docs/performance.md`, "Batches of rays in flight" and
 /// "Early child loads").

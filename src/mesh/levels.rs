@@ -11,7 +11,7 @@ use slabtree_testkit::rng::Rng;
 
 use super::TriMesh;
 use super::bvh::{BuildOptions, MeshBvh, TriangleTest};
-use crate::math::{Aabb, Ray};
+use crate::math::{Aabb, BatchOptions, Ray, Threads};
 use crate::wide::SimdLevel;
 use crate::wide::level::{at_level, levels_on_this_cpu};
 
@@ -30,8 +30,10 @@ type Answer = (Bits, bool, Bits, bool, Option<(u32, u32)>);
 fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<Answer> {
     at_level(level, || {
         let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
-        bvh.intersect_stream(rays, &mut stream_hits).expect("valid rays");
-        bvh.occluded_stream(rays, &mut stream_occluded).expect("valid rays");
+        bvh.intersect_batch(rays, &mut stream_hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .expect("valid rays");
+        bvh.occluded_batch(rays, &mut stream_occluded, BatchOptions { threads: Threads::Calling, packets: true })
+            .expect("valid rays");
         rays.iter()
             .enumerate()
             .map(|(i, ray)| {

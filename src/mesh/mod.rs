@@ -5,6 +5,7 @@
 //! * [`MeshBvh`]: a binned-SAH BVH collapsed to 8-wide nodes, with closest-hit, any-hit, batch and
 //!   swept-box queries.
 
+mod batch;
 mod bvh;
 pub(crate) mod cast;
 mod closest;

@@ -10,13 +10,13 @@
 use glam::{Vec3, Vec3A};
 
 use super::TriMesh;
-use super::bvh::{HINT_RUN, Hit, MeshBvh, STACK, TriangleTest};
+use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
 use super::leaf::{Decide, HitPolicy, LeafTest, Nearest, Offer, TriangleLeaf};
 use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::math::QueryStats;
-use crate::math::{Aabb, BatchError, InputError, Ray, RayCoherence};
+use crate::math::{Aabb, InputError, Ray, RayCoherence};
 use crate::wide::{
     ChildBoxTest, ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first,
     dispatch,
@@ -45,7 +45,7 @@ impl MeshBvh {
     /// before it on this thread: an [`RayCoherence::Incoherent`] ray takes a walk that loads every
     /// child of a node while the node is tested, faster for rays that each walk their own path
     /// (random rays, diffuse bounces) and slower for rays that follow their neighbours' nodes.
-    /// The answer is the same, bit for bit. The batch queries ([`MeshBvh::intersect_each`] and
+    /// The answer is the same, bit for bit. The batch queries ([`MeshBvh::intersect_batch`] and
     /// the others) judge each run of rays themselves; this is for a caller that traces rays one
     /// by one and knows their kind, as Embree's intersect context flags are.
     ///
@@ -88,69 +88,9 @@ impl MeshBvh {
         Ok((hit.is_some(), stats))
     }
 
-    /// [`MeshBvh::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
-    /// whole batch when a ray is invalid, naming the first, and returns no answers (the rays are
-    /// checked run by run as they are traced, so some may have been traced). Through a BVH
-    /// larger than the last-level cache, each thread traces several rays at once (see
-    /// [`MeshBvh::intersect_each`]).
-    pub fn intersect_batch(&self, rays: &[Ray]) -> Result<Vec<Option<Hit>>, BatchError> {
-        let mut hits = Vec::new();
-        self.intersect_batch_into(rays, &mut hits)?;
-        Ok(hits)
-    }
-
-    /// [`MeshBvh::intersect_batch`] into `hits`, which is cleared first and keeps its room, so
-    /// that a caller tracing batch after batch (a renderer's frames) allocates nothing once it
-    /// has room: the answers are written in place on rayon's threads. When a ray is invalid, the
-    /// error names the first, and `hits` is left empty.
-    ///
-    /// ```
-    /// use glam::Vec3;
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
-    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
-    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    /// let mut hits = Vec::new();
-    /// for frame in 0..3 {
-    ///     let rays: Vec<Ray> = (0..64).map(|i| Ray::new(Vec3::new(i as f32 / 32.0 - 1.0, -0.5, 1.0), -Vec3::Z)).collect();
-    ///     bvh.intersect_batch_into(&rays, &mut hits)?;
-    ///     assert_eq!(hits.len(), 64);
-    ///     assert_eq!(hits[32].map(|h| h.t), Some(1.0));
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn intersect_batch_into(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        super::trace_runs_into(true, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
-    }
-
-    /// [`MeshBvh::intersect`] of every ray, on the calling thread, into `hits` (cleared first):
-    /// one ray after another, each run of 256 rays judged by [`RayCoherence::of_rays`] and traced
-    /// as [`MeshBvh::intersect_hinted`] traces it, or, when judged incoherent and through a BVH of
-    /// [`LARGE_BVH_BYTES`](super::LARGE_BVH_BYTES) bytes or more, several rays in flight at once,
-    /// each prefetching its next node while the others are tested, so that the memory latency of
-    /// one ray's walk hides behind the others' work (the answers are the same, bit for bit).
-    /// Refuses the whole slice when a ray is invalid, naming the first, and leaves `hits` empty.
-    /// Once `hits` has room it allocates nothing but, through a large BVH, the state of the rays
-    /// in flight (about 70 KB per call).
-    ///
-    /// ```
-    /// use glam::Vec3;
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
-    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
-    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    /// let rays = [Ray::new(Vec3::Z, -Vec3::Z), Ray::new(Vec3::new(5.0, 0.0, 1.0), -Vec3::Z)];
-    /// let mut hits = Vec::new();
-    /// bvh.intersect_each(&rays, &mut hits)?;
-    /// assert_eq!(hits[0].map(|h| h.t), Some(1.0));
-    /// assert!(hits[1].is_none());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn intersect_each(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        super::trace_runs_into(false, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
-    }
-
     /// The closest hits of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
-    fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
+    pub(super) fn intersect_valid_rays(&self, rays: &[Ray], out: &mut [Option<Hit>]) {
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => self.intersect_valid_run(&rays[span.clone()], hint, &mut out[span]),
             None => self.intersect_interleaved(&rays[span.clone()], &mut out[span]),
@@ -177,31 +117,9 @@ impl MeshBvh {
         }
     }
 
-    /// [`MeshBvh::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays
-    /// as in [`MeshBvh::intersect_batch`], rays in flight as in [`MeshBvh::occluded_each`].
-    pub fn occluded_batch(&self, rays: &[Ray]) -> Result<Vec<bool>, BatchError> {
-        let mut occluded = Vec::new();
-        self.occluded_batch_into(rays, &mut occluded)?;
-        Ok(occluded)
-    }
-
-    /// [`MeshBvh::occluded_batch`] into `occluded`, which is cleared first and keeps its room, as
-    /// [`MeshBvh::intersect_batch_into`] does; left empty when a ray is invalid.
-    pub fn occluded_batch_into(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        super::trace_runs_into(true, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
-    }
-
-    /// [`MeshBvh::occluded`] of every ray, on the calling thread, into `occluded` (cleared
-    /// first), with several rays in flight through a large BVH for the runs of rays judged
-    /// incoherent, as [`MeshBvh::intersect_each`] does. Refuses the whole slice when a ray is
-    /// invalid, naming the first, and leaves `occluded` empty.
-    pub fn occluded_each(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        super::trace_runs_into(false, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
-    }
-
     /// Any hit of each of valid `rays` into `out` (as long), on this thread, run by run (see
     /// `interleave::by_runs`).
-    fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
+    pub(super) fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
         // One ray at a time through `trace_valid`, each dispatched on its own: an
         // `EntryPoint` chosen once per run, as the closest hits take, executed fewer instructions
         // but ran the bunny's shadow rays slower (`docs/performance.md`, "Batches: one dispatch

@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, BatchError, Frustum, InputError, Ray, RayCoherence};
+use crate::math::{Aabb, Frustum, InputError, Ray, RayCoherence};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -132,69 +132,6 @@ impl Scene {
             RayControl::Continue
         });
         hit
-    }
-
-    /// [`Scene::intersect`] of every ray, on rayon's threads (feature `parallel`). Refuses the
-    /// whole batch when a ray is invalid, naming the first, and returns no answers (the rays
-    /// are checked run by run as they are traced).
-    pub fn intersect_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<Option<SceneHit>>, BatchError> {
-        let mut hits = Vec::new();
-        self.intersect_batch_into(rays, mask, &mut hits)?;
-        Ok(hits)
-    }
-
-    /// [`Scene::intersect_batch`] into `hits`, which is cleared first and keeps its room (a
-    /// caller tracing a batch per frame allocates nothing once it has room); left empty when a
-    /// ray is invalid.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use glam::{Affine3A, Vec3};
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, Scene, TriMesh};
-    /// let sphere = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 16, 8), &BuildOptions::default()));
-    /// let mut scene = Scene::new();
-    /// scene.add(sphere, Affine3A::from_translation(Vec3::new(0.0, 0.0, -5.0)), 7, Scene::ALL)?;
-    /// let rays = vec![Ray::new(Vec3::ZERO, -Vec3::Z); 100];
-    /// let mut hits = Vec::new();
-    /// scene.intersect_batch_into(&rays, Scene::ALL, &mut hits)?;
-    /// assert!(hits.len() == 100 && hits.iter().all(|h| h.is_some_and(|h| h.user_id == 7)));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn intersect_batch_into(
-        &self,
-        rays: &[Ray],
-        mask: u32,
-        hits: &mut Vec<Option<SceneHit>>,
-    ) -> Result<(), BatchError> {
-        self.batch_into(rays, None, hits, |r| self.intersect_counted(r, mask, 0))
-    }
-
-    /// [`Scene::occluded`] of every ray, on rayon's threads (feature `parallel`); invalid rays as
-    /// in [`Scene::intersect_batch`].
-    pub fn occluded_batch(&self, rays: &[Ray], mask: u32) -> Result<Vec<bool>, BatchError> {
-        let mut occluded = Vec::new();
-        self.occluded_batch_into(rays, mask, &mut occluded)?;
-        Ok(occluded)
-    }
-
-    /// [`Scene::occluded_batch`] into `occluded`, which is cleared first and keeps its room;
-    /// left empty when a ray is invalid.
-    pub fn occluded_batch_into(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        self.batch_into(rays, false, occluded, |r| self.occluded_counted(r, mask, 0))
-    }
-
-    /// `each` of every ray into `out` (cleared first, its room kept), on rayon's threads, each
-    /// run of rays checked as it is traced; `out` is left empty when a ray is invalid.
-    fn batch_into<R: Clone + Send + Sync>(
-        &self,
-        rays: &[Ray],
-        fill: R,
-        out: &mut Vec<R>,
-        each: impl Fn(&Ray) -> R + Sync + Send,
-    ) -> Result<(), BatchError> {
-        // The whole batch counts towards the wide copy at once, not one contended add per ray.
-        self.wide_view(rays.len() as u64);
-        crate::mesh::trace_runs_into(true, rays, 64, fill, out, |r, o| r.iter().zip(o).for_each(|(r, o)| *o = each(r)))
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use super::query::{SceneHit, local_ray, near_tie};
 use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
-use crate::math::{BatchError, Ray, validate_rays};
+use crate::math::Ray;
 use crate::mesh::Hit;
 use crate::mesh::stream::regroup::{LeafSharing, Regroup};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
@@ -89,47 +89,15 @@ impl Work {
 }
 
 impl Scene {
-    /// [`Scene::intersect`] of every ray of `rays`, written to `hits` (cleared first): each
-    /// answer equals `intersect`'s. Coherent rays (a tile of camera rays in scan-line order) are
-    /// regrouped into packets that walk the instance tree together, and the rays of a packet
-    /// that meet one instance go through its mesh as one
-    /// [`MeshBvh::intersect_stream`](crate::MeshBvh::intersect_stream). Nothing is allocated once
-    /// `hits` has room and the thread has traced a stream. Refuses the whole stream, before
-    /// tracing any ray, when one is invalid, naming the first.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use glam::{Affine3A, Vec3, Vec3A};
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, Scene, TriMesh};
-    /// let sphere = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default()));
-    /// let mut scene = Scene::new();
-    /// for x in [-2.0, 0.0, 2.0] {
-    ///     scene.add(sphere.clone(), Affine3A::from_translation(Vec3::new(x, 0.0, 0.0)), 0, Scene::ALL)?;
-    /// }
-    /// // A 32 × 8 camera tile at z = 6.
-    /// let rays: Vec<Ray> = (0..256)
-    ///     .map(|i| {
-    ///         let (x, y) = ((i % 32) as f32 / 16.0 - 1.0, (i / 32) as f32 / 16.0 - 0.25);
-    ///         Ray::new(Vec3A::new(0.0, 0.0, 6.0), Vec3A::new(x * 0.6, y * 0.6, -1.0))
-    ///     })
-    ///     .collect();
-    /// let mut hits = Vec::new();
-    /// scene.intersect_stream(&rays, Scene::ALL, &mut hits)?;
-    /// for (ray, hit) in rays.iter().zip(&hits) {
-    ///     assert_eq!(*hit, scene.intersect(ray, Scene::ALL)?);
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn intersect_stream(
-        &self,
-        rays: &[Ray],
-        mask: u32,
-        hits: &mut Vec<Option<SceneHit>>,
-    ) -> Result<(), BatchError> {
+    /// The closest hit of each of `rays` (valid) into `hits` (one slot per ray), each equal to
+    /// [`Scene::intersect`]'s: [`Scene::intersect_batch`]'s packets. Coherent rays (a tile of
+    /// camera rays in scan-line order) are regrouped into packets that walk the instance tree
+    /// together, and the rays of a packet that meet one instance go through its mesh as packets
+    /// too. Nothing is allocated once the thread has traced a stream.
+    pub(super) fn intersect_packets(&self, rays: &[Ray], mask: u32, hits: &mut [Option<SceneHit>]) {
         self.stream(
             rays,
             hits,
-            None,
             |ray| self.intersect_counted(ray, mask, 0),
             |view, pk, work, idx, hits| {
                 let redo = self.pick_packet(view, rays, idx, mask, pk, work);
@@ -144,30 +112,13 @@ impl Scene {
         )
     }
 
-    /// [`Scene::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
-    /// coherent rays as packets through both levels as in [`Scene::intersect_stream`]; each
-    /// answer equals `occluded`'s. Invalid rays as in [`Scene::intersect_stream`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use glam::{Affine3A, Vec3, Vec3A};
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, Scene, TriMesh};
-    /// let sphere = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default()));
-    /// let mut scene = Scene::new();
-    /// scene.add(sphere, Affine3A::IDENTITY, 0, Scene::ALL)?;
-    /// let light = Vec3A::new(0.0, 5.0, 0.0);
-    /// let rays: Vec<Ray> =
-    ///     (0..64).map(|i| Ray::segment(Vec3A::new(i as f32 / 16.0 - 2.0, -3.0, 0.0), light)).collect();
-    /// let mut occluded = Vec::new();
-    /// scene.occluded_stream(&rays, Scene::ALL, &mut occluded)?;
-    /// assert!(occluded[32] && !occluded[0]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn occluded_stream(&self, rays: &[Ray], mask: u32, occluded: &mut Vec<bool>) -> Result<(), BatchError> {
+    /// Whether each of `rays` (valid) hits anything, into `occluded` (one slot per ray), with
+    /// coherent rays as packets through both levels as in `Scene::intersect_packets`; each
+    /// answer equals [`Scene::occluded`]'s.
+    pub(super) fn occluded_packets(&self, rays: &[Ray], mask: u32, occluded: &mut [bool]) {
         self.stream(
             rays,
             occluded,
-            false,
             |ray| self.occluded_counted(ray, mask, 0),
             |view, pk, work, idx, occluded| {
                 // A tree with refits pending refuses the walk, and then nothing is occluded, as for
@@ -183,32 +134,29 @@ impl Scene {
         )
     }
 
-    /// What both streams share: refuses invalid rays, fills `out` with `empty`, and traces every
-    /// ray with `single` until the scene has its 8-wide copy; then regroups the rays, tracing the
+    /// What both streams share: traces every ray of `rays` (valid) into its slot of `out` with
+    /// `single` until the scene has its 8-wide copy; then regroups the rays, tracing the
     /// incoherent ones with `single` and handing each packet (loaded in the exact slab form) to
     /// `packet(view, packet, work, indices, out)`.
-    fn stream<T: Clone>(
+    fn stream<T>(
         &self,
         rays: &[Ray],
-        out: &mut Vec<T>,
-        empty: T,
+        out: &mut [T],
         single: impl Fn(&Ray) -> T,
         mut packet: impl FnMut(&WideView, &mut Packet, &mut Work, &[usize], &mut [T]),
-    ) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        out.clear();
-        out.resize(rays.len(), empty);
+    ) {
+        debug_assert!(rays.iter().all(|r| r.validate().is_ok()) && rays.len() == out.len());
         let Some(view) = self.wide_view(rays.len() as u64) else {
             for (ray, slot) in rays.iter().zip(out.iter_mut()) {
                 *slot = single(ray);
             }
-            return Ok(());
+            return;
         };
         let mut run = |s: &mut Scratch| {
             let Scratch { regroup, pk, work } = s;
             regroup.run(
                 rays,
-                &mut out[..],
+                &mut *out,
                 |_, _| false,
                 // Instances are walked without the coherence hint: it is a mesh walk's.
                 |out, i, _| out[i] = single(&rays[i]),
@@ -225,7 +173,6 @@ impl Scene {
             // Re-entered on this thread (never by the library itself).
             Err(_) => run(&mut Scratch::new()),
         });
-        Ok(())
     }
 
     /// Walks the instance tree with the loaded packet `pk` of `rays[idx[..]]`: each ray's closest

@@ -44,7 +44,7 @@
 //! order rotated by r, and the best of the rounds is kept. A library whose first (untimed, recording) pass is slow gets fewer timed passes so the
 //! run stays short; the table marks those with the pass count in brackets.
 //!
-//! Two threads: slabtree's `intersect_batch_into` / `occluded_batch_into` and Embree's
+//! Two threads: slabtree's `intersect_batch` / `occluded_batch` and Embree's
 //! `rtcIntersect1` / `rtcOccluded1` under rayon's `par_chunks`, a task per run of 256 rays with the
 //! run's coherence as its context flag (`CommittedScene` is `Sync` in the `embree` crate; Embree
 //! documents scene queries as thread-safe), each on prebuilt rays and into answer vectors kept
@@ -87,7 +87,7 @@ use cgmath::Vector3;
 use embree::{CommittedScene, Device, IntersectContext, RayHit, Scene, SceneFlags, sys};
 use nalgebra::{Point3, Vector3 as NVec3};
 use rayon::prelude::*;
-use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, TriMesh, TriangleTest};
 
 const SCENES: [(&str, &str); 3] = [("bunny", "bunny.obj"), ("dragon", "dragon.ply"), ("sponza", "sponza.obj")];
 const KINDS: [&str; 4] = ["primary", "random", "diffuse", "shadow"];
@@ -878,10 +878,10 @@ fn run_scene(
             let c = pool.install(|| {
                 (0..batches).fold(0, |_, _| {
                     if set.shadow {
-                        slab.0.occluded_batch_into(&srays, &mut slab_occluded).expect(VALID);
+                        slab.0.occluded_batch(&srays, &mut slab_occluded, BatchOptions::default()).expect(VALID);
                         slab_occluded.iter().filter(|&&o| o).count()
                     } else {
-                        slab.0.intersect_batch_into(&srays, &mut slab_hits).expect(VALID);
+                        slab.0.intersect_batch(&srays, &mut slab_hits, BatchOptions::default()).expect(VALID);
                         slab_hits.iter().filter(|h| h.is_some()).count()
                     }
                 })

@@ -1,4 +1,4 @@
-//! Coherent rays: slabtree's ray streams (`MeshBvh::intersect_stream` / `occluded_stream`)
+//! Coherent rays: slabtree's ray streams (`MeshBvh::intersect_batch` / `occluded_batch` with `packets`)
 //! against slabtree's single rays and against Embree 3's single rays (`rtcIntersect1`), its
 //! 8-ray packets (`rtcIntersect8` / `rtcOccluded8` on eight consecutive rays) and its ray-stream
 //! API (`rtcIntersect1M` / `rtcOccluded1M` on the whole set), all with the coherent context, on
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use cgmath::Vector3;
 use embree::{Device, IntersectContext, Ray, RayHit, Scene, sys};
 use glam::Vec3;
-use slabtree::{BuildOptions, MeshBvh, TriMesh};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Threads, TriMesh};
 
 /// A ray set: the rays, and whether they are occlusion (any-hit) queries.
 struct RaySet {
@@ -331,12 +331,14 @@ fn main() -> Result<(), String> {
             let (mut em, mut aos) = (Vec::new(), Vec::new());
             // The stream against the single rays, and Embree's packets against its single rays.
             if set.any {
-                bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?;
+                bvh.occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
+                    .map_err(|e| e.to_string())?;
                 for (i, r) in rays.iter().enumerate() {
                     assert_eq!(occ[i], bvh.occluded(r).unwrap(), "{scene} {kind}: ray {i}");
                 }
             } else {
-                bvh.intersect_stream(rays, &mut hits).map_err(|e| e.to_string())?;
+                bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+                    .map_err(|e| e.to_string())?;
                 for (i, r) in rays.iter().enumerate() {
                     assert_eq!(hits[i], bvh.intersect(r).unwrap(), "{scene} {kind}: ray {i}");
                 }
@@ -370,9 +372,11 @@ fn main() -> Result<(), String> {
                 t[0] = start.elapsed();
                 let start = Instant::now();
                 if set.any {
-                    bvh.occluded_stream(rays, &mut occ).unwrap();
+                    bvh.occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
+                        .unwrap();
                 } else {
-                    bvh.intersect_stream(rays, &mut hits).unwrap();
+                    bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+                        .unwrap();
                 }
                 std::hint::black_box((&occ, &hits));
                 t[1] = start.elapsed();
@@ -439,8 +443,12 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
         match (*mode, set.any) {
             ("single", true) => occ.iter_mut().zip(rays).for_each(|(o, r)| *o = bvh.occluded(r).unwrap()),
             ("single", false) => hits.iter_mut().zip(rays).for_each(|(h, r)| *h = bvh.intersect(r).unwrap()),
-            ("stream", true) => bvh.occluded_stream(rays, &mut occ).map_err(|e| e.to_string())?,
-            ("stream", false) => bvh.intersect_stream(rays, &mut hits).map_err(|e| e.to_string())?,
+            ("stream", true) => bvh
+                .occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
+                .map_err(|e| e.to_string())?,
+            ("stream", false) => bvh
+                .intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+                .map_err(|e| e.to_string())?,
             ("embree1", any) => embree1(escene.as_ref().unwrap(), rays, any, &mut answers),
             ("embree8", any) => embree8(escene.as_ref().unwrap(), rays, any, &mut answers),
             ("embree1m", any) => embree_stream(escene.as_ref().unwrap(), rays, any, &mut aos, &mut answers),

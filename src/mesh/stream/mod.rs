@@ -57,12 +57,15 @@ use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
 use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
-use crate::math::{BatchError, Ray, RayCoherence, validate_rays};
+use crate::math::{Ray, RayCoherence};
 use crate::wide::packet::{
     PACKET, Packet, PacketLeaf, PacketVisitor, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
 };
 use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first, dispatch};
 use regroup::{LeafSharing, Regroup};
+
+/// Rays a batch hands to the packets at a time: one regrouping window.
+pub(crate) const PACKET_RUN: usize = regroup::WINDOW;
 
 use regroup::MIN_PACKET;
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
@@ -138,48 +141,11 @@ thread_local! {
 type Best = [Option<(u32, PackHit)>; PACKET];
 
 impl MeshBvh {
-    /// [`MeshBvh::intersect`] of every ray of `rays`, written to `hits` (cleared first), with the
-    /// coherent ones traced as packets: each answer equals `intersect`'s exactly (triangle, `t`,
-    /// `u`, `v`, normal).
-    ///
-    /// The stream is read in windows of 4096 consecutive rays. In each window, the rays that
-    /// share their direction signs, and whose directions lie close together, are regrouped into
-    /// tiles of up to 64 rays, and each tile is traced as a packet whose every node is tested once
-    /// for all of its rays; the others are traced one by one. Camera rays in scan-line or tile
-    /// order, and shadow rays towards one light, are coherent; rays of random directions are
-    /// traced singly at the single-ray speed. Nothing is allocated once `hits`
-    /// has room. Refuses the whole stream, before tracing any ray, when one is invalid, naming
-    /// the first.
-    ///
-    /// ```
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
-    /// use glam::Vec3A;
-    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
-    /// // A 16 × 16 pinhole camera at z = 3, looking down -z.
-    /// let rays: Vec<Ray> = (0..256)
-    ///     .map(|i| {
-    ///         let (x, y) = ((i % 16) as f32 / 8.0 - 1.0, (i / 16) as f32 / 8.0 - 1.0);
-    ///         Ray::new(Vec3A::new(0.0, 0.0, 3.0), Vec3A::new(x * 0.4, y * 0.4, -1.0))
-    ///     })
-    ///     .collect();
-    /// let mut hits = Vec::new();
-    /// bvh.intersect_stream(&rays, &mut hits)?;
-    /// for (ray, hit) in rays.iter().zip(&hits) {
-    ///     assert_eq!(*hit, bvh.intersect(ray)?);
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn intersect_stream(&self, rays: &[Ray], hits: &mut Vec<Option<Hit>>) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        hits.clear();
-        hits.resize(rays.len(), None);
-        self.intersect_stream_unchecked(rays, hits);
-        Ok(())
-    }
-
-    /// [`MeshBvh::intersect_stream`] of rays that may have a non-finite origin or direction
-    /// (those hit nothing), as an instance's view of world rays does; their ranges are valid.
-    /// `hits` has one slot per ray.
+    /// The closest hit of each of `rays` into `hits` (one slot per ray), with the coherent rays
+    /// traced as packets: each answer equals [`MeshBvh::intersect`]'s exactly (triangle, `t`,
+    /// `u`, `v`, normal). The packets of [`MeshBvh::intersect_batch`] and of the scene's
+    /// instances. Rays may have a non-finite origin or direction (those hit nothing), as an
+    /// instance's view of world rays does; their ranges are valid.
     pub(crate) fn intersect_stream_unchecked(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
         self.intersect_stream_in(rays, hits, self.is_large());
     }
@@ -200,33 +166,8 @@ impl MeshBvh {
         self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
     }
 
-    /// [`MeshBvh::occluded`] of every ray of `rays`, written to `occluded` (cleared first), with
-    /// the coherent ones traced as packets as in [`MeshBvh::intersect_stream`]: each answer equals
-    /// `occluded`'s. Shadow rays from a tile of surface points to one light are the case it is
-    /// made for.
-    ///
-    /// ```
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
-    /// use glam::Vec3A;
-    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
-    /// let light = Vec3A::new(0.0, 5.0, 0.0);
-    /// let rays: Vec<Ray> =
-    ///     (0..64).map(|i| Ray::segment(Vec3A::new(i as f32 / 16.0 - 2.0, -3.0, 0.0), light)).collect();
-    /// let mut occluded = Vec::new();
-    /// bvh.occluded_stream(&rays, &mut occluded)?;
-    /// assert!(occluded[32]); // straight below the sphere
-    /// assert!(!occluded[0]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn occluded_stream(&self, rays: &[Ray], occluded: &mut Vec<bool>) -> Result<(), BatchError> {
-        validate_rays(rays)?;
-        occluded.clear();
-        occluded.resize(rays.len(), false);
-        self.occluded_stream_unchecked(rays, occluded);
-        Ok(())
-    }
-
-    /// [`MeshBvh::occluded_stream`] of rays as [`MeshBvh::intersect_stream_unchecked`] takes.
+    /// Whether each of `rays` hits anything, into `occluded` (one slot per ray), with the
+    /// coherent rays traced as packets, as [`MeshBvh::intersect_stream_unchecked`] traces them.
     pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
         self.occluded_stream_in(rays, occluded, self.is_large());
     }

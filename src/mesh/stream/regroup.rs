@@ -166,7 +166,7 @@ const NONE: u8 = u8::MAX;
 
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).
-const WINDOW: usize = 4096;
+pub(super) const WINDOW: usize = 4096;
 /// Rays on a side of a tile that [`tile_order`] makes.
 const TILE: usize = 8;
 /// Most tiles in a window's bucket.

@@ -1,0 +1,88 @@
+//! Many rays at once: [`MeshBvh::intersect_batch`] and [`MeshBvh::occluded_batch`], the one
+//! entry for each kind of answer. Both check each run of rays as they trace it
+//! (`super::trace_runs_into`), on rayon's threads or the caller's, and hand the run to one of the
+//! walks: single rays and rays in flight (`super::query`, `super::interleave`) or packets
+//! (`super::stream`), as [`BatchOptions`] say.
+
+use super::bvh::{HINT_RUN, Hit, MeshBvh};
+use super::stream::PACKET_RUN;
+use crate::math::{BatchError, BatchOptions, Ray, Threads};
+
+impl MeshBvh {
+    /// The closest hit of every ray ([`MeshBvh::intersect`]'s answer, bit for bit), into `hits`:
+    /// cleared first and keeping its room, so that a caller tracing batch after batch (a
+    /// renderer's frames) allocates nothing once it has room. `options` say where the rays run
+    /// and how they walk the BVH ([`BatchOptions`]); the answers are the same whatever they say.
+    ///
+    /// Each run of 256 rays is checked as it is traced and judged coherent or not
+    /// ([`RayCoherence::of_rays`](crate::RayCoherence::of_rays)): coherent runs go one ray after another, incoherent runs
+    /// through a BVH larger than the last-level cache with several rays in flight, so that one
+    /// ray's wait on memory hides behind the others' work. When a ray is invalid, the error names
+    /// the first, and `hits` is left empty (some rays may have been traced).
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh};
+    /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::new(0.0, 1.0, 0.0)], vec![[0, 1, 2]])?;
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let mut hits = Vec::new();
+    /// for frame in 0..3 {
+    ///     let rays: Vec<Ray> = (0..64).map(|i| Ray::new(Vec3::new(i as f32 / 32.0 - 1.0, -0.5, 1.0), -Vec3::Z)).collect();
+    ///     bvh.intersect_batch(&rays, &mut hits, BatchOptions::default())?;
+    ///     assert_eq!(hits.len(), 64);
+    ///     assert_eq!(hits[32].map(|h| h.t), Some(1.0));
+    /// }
+    /// // On this thread only, as packets: the same answers.
+    /// let rays = [Ray::new(Vec3::Z, -Vec3::Z), Ray::new(Vec3::new(5.0, 0.0, 1.0), -Vec3::Z)];
+    /// bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })?;
+    /// assert_eq!(hits[0].map(|h| h.t), Some(1.0));
+    /// assert!(hits[1].is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_batch(
+        &self,
+        rays: &[Ray],
+        hits: &mut Vec<Option<Hit>>,
+        options: BatchOptions,
+    ) -> Result<(), BatchError> {
+        let parallel = options.threads == Threads::Pool;
+        if options.packets {
+            return super::trace_runs_into(parallel, rays, PACKET_RUN, None, hits, |r, o| {
+                self.intersect_stream_unchecked(r, o)
+            });
+        }
+        super::trace_runs_into(parallel, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
+    }
+
+    /// Whether each ray hits anything ([`MeshBvh::occluded`]'s answer), into `occluded`, as
+    /// [`MeshBvh::intersect_batch`] runs: cleared first and keeping its room, `options` for where
+    /// and how, left empty when a ray is invalid. Shadow rays are the case it is made for.
+    ///
+    /// ```
+    /// use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, TriMesh};
+    /// use glam::Vec3A;
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// let light = Vec3A::new(0.0, 5.0, 0.0);
+    /// let rays: Vec<Ray> =
+    ///     (0..64).map(|i| Ray::segment(Vec3A::new(i as f32 / 16.0 - 2.0, -3.0, 0.0), light)).collect();
+    /// let mut occluded = Vec::new();
+    /// bvh.occluded_batch(&rays, &mut occluded, BatchOptions::default())?;
+    /// assert!(occluded[32]); // straight below the sphere
+    /// assert!(!occluded[0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn occluded_batch(
+        &self,
+        rays: &[Ray],
+        occluded: &mut Vec<bool>,
+        options: BatchOptions,
+    ) -> Result<(), BatchError> {
+        let parallel = options.threads == Threads::Pool;
+        if options.packets {
+            return super::trace_runs_into(parallel, rays, PACKET_RUN, false, occluded, |r, o| {
+                self.occluded_stream_unchecked(r, o)
+            });
+        }
+        super::trace_runs_into(parallel, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
+    }
+}
