@@ -14,7 +14,7 @@
 //! both trees).
 //!
 //! Run with `cargo bench --bench dbvt` (about two minutes plus the build), or filter, e.g.
-//! `cargo bench --bench dbvt -- ray_cast`.
+//! `cargo bench --bench dbvt -- intersect_with`.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -91,7 +91,7 @@ fn insert_all(boxes: &[Aabb]) -> (Dbvt<Aabb>, Vec<ProxyId>) {
 /// tests the tight one and clips the ray at each nearer hit.
 fn closest_tight(tree: &Dbvt<Aabb>, ray: &Ray, ws: &mut QueryWorkspace) -> Option<f32> {
     let mut best = f32::INFINITY;
-    tree.ray_cast(ray, ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(ray, leaf.data) {
+    tree.intersect_with(ray, ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(ray, leaf.data) {
         Some(t) if t < best => {
             best = t;
             RayControl::Clip(t)
@@ -227,11 +227,11 @@ fn bench_queries(c: &mut Criterion) {
                     hits
                 })
             });
-            group.bench_function(BenchmarkId::new("sweep_box", n), |b| {
+            group.bench_function(BenchmarkId::new("cast_box", n), |b| {
                 b.iter(|| {
                     let mut hits = 0u32;
                     for (aabb, d) in &casts {
-                        hits += u32::from(tree.sweep_box(aabb, *d, &mut ws).expect("valid cast").is_some());
+                        hits += u32::from(tree.cast_box(aabb, *d, &mut ws).expect("valid cast").is_some());
                     }
                     hits
                 })

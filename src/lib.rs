@@ -48,9 +48,8 @@ pub mod scene;
 mod wide;
 
 pub use dbvt::{
-    Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyId, QueryStats,
-    QueryWorkspace, RayBatchPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt,
-    WideStorage,
+    Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyHit, ProxyId, QueryStats,
+    QueryWorkspace, RayBatchPolicy, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt, WideStorage,
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{

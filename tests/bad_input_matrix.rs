@@ -54,9 +54,9 @@ fn nan_infinite_inverted_aabbs_are_typed_errors() {
         assert!(matches!(t.enlarge_proxy(ids[0], b, Vec3A::ZERO), Err(DbvtError::Input(_))));
         assert!(matches!(t.update_proxies(&[(ids[1], b, Vec3A::ZERO)]), Err(DbvtError::Input(_))));
         assert!(matches!(t.overlap(&b, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
-        assert!(matches!(t.sweep_box(&b, Vec3A::X, &mut ws), Err(DbvtError::Input(_))));
+        assert!(matches!(t.cast_box(&b, Vec3A::X, &mut ws), Err(DbvtError::Input(_))));
         assert!(matches!(Dbvt::build([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 0), (b, 1)]), Err(DbvtError::Input(_))));
-        assert!(square(TriangleTest::Watertight).sweep_box(&b, Vec3A::X).is_err());
+        assert!(square(TriangleTest::Watertight).cast_box(&b, Vec3A::X).is_err());
     }
     for p in [Vec3A::new(NAN, 0.0, 0.0), Vec3A::splat(INF)] {
         assert!(matches!(t.point(p, &mut ws, &mut |_, _: &u32| LeafControl::Continue), Err(DbvtError::Input(_))));
@@ -74,7 +74,7 @@ fn huge_finite_boxes_are_accepted_and_queried() {
     t.validate().unwrap();
     let mut ws = QueryWorkspace::new();
     let mut seen = Vec::new();
-    t.ray_cast(&Ray::new(Vec3A::splat(-10.0), Vec3A::ONE), &mut ws, &mut |l: RayLeaf<'_, u32>| {
+    t.intersect_with(&Ray::new(Vec3A::splat(-10.0), Vec3A::ONE), &mut ws, &mut |l: RayLeaf<'_, u32>| {
         seen.push(l.id);
         RayControl::Continue
     })
@@ -97,8 +97,8 @@ fn nan_infinite_displacements_are_refused() {
         assert_eq!(t.move_proxy(ids[0], b, d), Err(DbvtError::Input(InputError::NonFiniteDisplacement)));
         assert!(t.enlarge_proxy(ids[0], b, d).is_err());
         assert!(t.update_proxies(&[(ids[0], b, d)]).is_err());
-        assert!(t.sweep_box(&b, d, &mut ws).is_err());
-        assert_eq!(square(TriangleTest::MollerTrumbore).sweep_box(&b, d), Err(InputError::NonFiniteDisplacement));
+        assert!(t.cast_box(&b, d, &mut ws).is_err());
+        assert_eq!(square(TriangleTest::MollerTrumbore).cast_box(&b, d), Err(InputError::NonFiniteDisplacement));
     }
     // Finite, but so large that the fat box overflows to infinity: refused too.
     assert!(t.move_proxy(ids[0], b, Vec3A::splat(3e38)).is_err());
@@ -378,7 +378,7 @@ fn empty_tree() {
     let mut t: Dbvt<u32> = Dbvt::new();
     let mut ws = QueryWorkspace::new();
     assert_eq!(t.intersect(&Ray::new(Vec3A::ZERO, Vec3A::X), &mut ws).unwrap(), None);
-    assert_eq!(t.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
+    assert_eq!(t.cast_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
     let mut n = 0;
     t.overlap(&Aabb::new(Vec3A::splat(-1e30), Vec3A::splat(1e30)), &mut ws, &mut |_, _: &u32| {
         n += 1;
@@ -426,7 +426,7 @@ fn empty_meshes() {
             let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
             let r = Ray::new(Vec3A::ZERO, Vec3A::X);
             assert!(bvh.intersect(&r).unwrap().is_none() && !bvh.occluded(&r).unwrap());
-            assert!(bvh.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X).unwrap().is_none());
+            assert!(bvh.cast_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X).unwrap().is_none());
             assert_eq!(bvh.bounds(), None);
             assert_eq!(bvh.stats().triangles, 0);
         }
@@ -557,7 +557,7 @@ fn zero_area_triangles() {
         }
         let h = bvh.intersect(&Ray::new(Vec3A::new(0.25, 0.25, 1.0), -Vec3A::Z)).unwrap().unwrap();
         assert_eq!(h.triangle, 3);
-        let _ = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::splat(1.0), Vec3A::splat(0.1)), Vec3A::X);
+        let _ = bvh.cast_box(&Aabb::from_center_half_extents(Vec3A::splat(1.0), Vec3A::splat(0.1)), Vec3A::X);
     }
 }
 
@@ -605,7 +605,9 @@ mod tree_operations {
             tree.validate().unwrap();
             let mut ws = QueryWorkspace::new();
             assert!(tree.overlap(&b, &mut ws, &mut |_, _: &u32| LeafControl::Continue).is_err());
-            assert!(tree.box_cast(&b, Vec3A::X, &mut ws, &mut |_: RayLeaf<'_, u32>| RayControl::Continue).is_err());
+            assert!(
+                tree.cast_box_with(&b, Vec3A::X, &mut ws, &mut |_: RayLeaf<'_, u32>| RayControl::Continue).is_err()
+            );
             assert!(Dbvt::build([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 0u32), (b, 1)]).is_err());
         }
         assert_eq!(tree.len(), 50);
@@ -670,7 +672,7 @@ mod tree_operations {
         let mut ws = QueryWorkspace::new();
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
         assert_eq!(tree.intersect(&ray, &mut ws).unwrap(), None);
-        assert_eq!(tree.sweep_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
+        assert_eq!(tree.cast_box(&Aabb::new(Vec3A::ZERO, Vec3A::ONE), Vec3A::X, &mut ws).unwrap(), None);
         assert_eq!(tree.self_pairs(&mut ws, |_, _, _, _| slabtree::PairControl::Continue).unwrap().leaves, 0);
         tree.rebuild();
         tree.refit();

@@ -8,7 +8,7 @@ use common::*;
 use glam::{Vec3, Vec3A};
 use proptest::prelude::*;
 use slabtree::dbvt::NodeTest;
-use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, QueryWorkspace, Ray, RayCastHit, WideStorage};
+use slabtree::{Aabb, Dbvt, DbvtConfig, Frustum, ProxyHit, QueryWorkspace, Ray, WideStorage};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -137,7 +137,7 @@ fn check_all(
         let ray = Ray::new(Vec3A::ZERO, Vec3A::X);
         assert_eq!(tree.intersect(&ray, ws).map(|_| ()), pending);
         let b = Aabb::new(Vec3A::ZERO, Vec3A::ONE);
-        assert_eq!(tree.sweep_box(&b, Vec3A::X, ws).map(|_| ()), pending);
+        assert_eq!(tree.cast_box(&b, Vec3A::X, ws).map(|_| ()), pending);
         assert_eq!(tree.overlap(&b, ws, &mut |_, _: &u32| slabtree::LeafControl::Continue).map(|_| ()), pending);
         assert_eq!(tree.self_pairs(ws, |_, _, _, _| slabtree::PairControl::Continue).map(|_| ()), pending);
         return;
@@ -166,7 +166,7 @@ fn check_all(
             let expect = brute_ray(model, &ray);
             let got = tree_ray_all(tree, &ray, ws);
             assert_eq!(got, expect, "ray all-hits differ ({mode:?}) for {ray:?}");
-            let hit: Option<RayCastHit> = tree.intersect(&ray, ws).unwrap();
+            let hit: Option<ProxyHit> = tree.intersect(&ray, ws).unwrap();
             assert_eq!(hit.map(|h| (h.id, h.t)), closest_hit(&expect), "closest differs ({mode:?})");
             // The 8-wide copy: the same proxies, the same closest hit.
             assert_eq!(wide_ray_all(&wide, &ray, ws), expect, "wide ray all-hits differ for {ray:?}");
@@ -196,7 +196,7 @@ fn check_all(
             let d = dir * 20.0;
             let expect = brute_box_cast(model, &b, d);
             assert_eq!(tree_box_cast_all(tree, &b, d, ws), expect, "box cast differs ({mode:?})");
-            let c = tree.sweep_box(&b, d, ws).unwrap();
+            let c = tree.cast_box(&b, d, ws).unwrap();
             assert_eq!(c.map(|h| h.t), closest(&expect));
 
             assert_eq!(tree_overlap(tree, &b, ws), brute_overlap(model, &b), "overlap differs ({mode:?})");
@@ -223,7 +223,8 @@ fn check_all(
             assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
             assert_eq!(wide_frustum(&wide, &f, ws), brute_frustum(model, &f), "wide frustum differs");
             s.push(
-                tree.ray_cast(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue).unwrap(),
+                tree.intersect_with(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue)
+                    .unwrap(),
             );
         }
         stats.push(s);
@@ -236,7 +237,7 @@ fn check_all(
     *storage = wide.into_storage();
 }
 
-/// The probes' rays as one batch ([`Dbvt::ray_cast_each`], several rays in flight): every ray's
+/// The probes' rays as one batch ([`Dbvt::intersect_batch_with`], several rays in flight): every ray's
 /// leaves, and its closest hit, as brute force gives them.
 fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
     // Repeated, so that more rays than are in flight share the batch.
@@ -247,7 +248,7 @@ fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mu
         })
         .collect();
     let mut all = vec![Vec::new(); rays.len()];
-    tree.ray_cast_each(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
+    tree.intersect_batch_with(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
         all[i].push((l.id, l.t));
         slabtree::RayControl::Continue
     })
@@ -388,7 +389,7 @@ proptest! {
             let mut trace = Vec::new();
             for p in &probes {
                 let ray = Ray::new(Vec3A::from(p.origin), Vec3A::from(p.dir));
-                let stats = tree.ray_cast(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
+                let stats = tree.intersect_with(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
                     trace.push((l.id.index(), l.t.to_bits()));
                     slabtree::RayControl::Continue
                 }).unwrap();

@@ -281,7 +281,7 @@ fn sweep_box_matches_clipping_oracle() {
             |t: f32, grow: f32| Aabb::from_center_half_extents(Vec3A::from(start + d * t), Vec3A::from(half) + grow);
         let any_at =
             |t: f32, grow: f32| (0..mesh.len()).any(|i| box_overlaps_triangle(&at(t, grow), &mesh.triangle(i)));
-        match bvh.sweep_box(&aabb, d.into()).unwrap() {
+        match bvh.cast_box(&aabb, d.into()).unwrap() {
             Some(h) => {
                 hits += 1;
                 assert!((0.0..=1.0).contains(&h.t));

@@ -167,8 +167,8 @@ fn ray_queries_allocate_nothing_once_warm() {
                 *count += tree.intersect(r, &mut ws).unwrap().is_some() as usize;
             }
             let probe = Aabb::from_center_half_extents(pk[0].origin() + pk[0].dir() * side, Vec3A::splat(0.3));
-            *count += tree.sweep_box(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
-            *count += scene.sweep_box(&probe, pk[1].dir() * side, Scene::ALL).unwrap().is_some() as usize;
+            *count += tree.cast_box(&probe, pk[1].dir() * side, &mut ws).unwrap().is_some() as usize;
+            *count += scene.cast_box(&probe, pk[1].dir() * side, Scene::ALL).unwrap().is_some() as usize;
             let mut touch = |_: ProxyId, _: &usize| {
                 *count += 1;
                 LeafControl::Continue

@@ -26,7 +26,7 @@ fn hit(ray: Ray) -> Option<f32> {
     for mode in [NodeTest::Simd, NodeTest::Scalar] {
         ws.node_test = mode;
         let mut got = None;
-        tree.ray_cast(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+        tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
             if l.id == target {
                 got = Some(l.t);
             }
@@ -156,7 +156,7 @@ fn nan_and_infinite_rays_are_refused_without_hits() {
     ];
     for ray in bad {
         let mut called = false;
-        let r = tree.ray_cast(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+        let r = tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
             called = true;
             RayControl::Continue
         });
@@ -166,7 +166,7 @@ fn nan_and_infinite_rays_are_refused_without_hits() {
         );
         assert!(!called);
         assert!(tree.intersect(&ray, &mut ws).is_err());
-        assert!(tree.sweep_box(&unit(), ray.dir(), &mut ws).is_err() || ray.dir().is_finite());
+        assert!(tree.cast_box(&unit(), ray.dir(), &mut ws).is_err() || ray.dir().is_finite());
     }
     tree.validate().unwrap();
 }
@@ -183,7 +183,7 @@ fn policy_stop_and_clip_semantics() {
     let ray = Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X);
     // Stop: exactly one leaf is visited.
     let mut n = 0;
-    let stats = tree.ray_cast(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+    let stats = tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
         n += 1;
         RayControl::Stop
     });
@@ -191,7 +191,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(stats.unwrap().leaves, 1);
     // Clip: no leaf is reported beyond the clip, and closest-first means the first leaf is the nearest.
     let mut seen = Vec::new();
-    tree.ray_cast(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+    tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
         assert!(l.t <= l.tmax);
         seen.push((*l.data, l.t));
         if *l.data == 4 { RayControl::Clip(l.t) } else { RayControl::Continue }
@@ -201,7 +201,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(seen[0].0, 0, "closest-first order");
     // Skip (Continue) on everything: every box is seen once.
     let mut all = Vec::new();
-    tree.ray_cast(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+    tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
         all.push(l.id);
         RayControl::Continue
     })
@@ -212,7 +212,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(all, expect);
     // Clip with NaN is ignored, never trusted.
     let mut count = 0;
-    tree.ray_cast(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+    tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
         count += 1;
         RayControl::Clip(f32::NAN)
     })
@@ -226,16 +226,16 @@ fn box_cast_reports_exact_contact_time() {
     let mut ws = QueryWorkspace::new();
     // A unit box centred at (-3, .5, .5) moving +x by 10: its face x = -2.5 meets x = 0 at t = 0.25.
     let moving = Aabb::from_center_half_extents(Vec3A::new(-3.0, 0.5, 0.5), Vec3A::splat(0.5));
-    let h = tree.sweep_box(&moving, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap();
+    let h = tree.cast_box(&moving, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap();
     assert_eq!((h.id, h.t), (ids[0], 0.25));
     // Passing just beside it (gap 1e-3) misses; touching edges (gap 0) hits.
     let beside = Aabb::from_center_half_extents(Vec3A::new(-3.0, 1.501, 0.5), Vec3A::splat(0.5));
-    assert!(tree.sweep_box(&beside, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().is_none());
+    assert!(tree.cast_box(&beside, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().is_none());
     let touching = Aabb::from_center_half_extents(Vec3A::new(-3.0, 1.5, 0.5), Vec3A::splat(0.5));
-    assert_eq!(tree.sweep_box(&touching, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap().t, 0.25);
+    assert_eq!(tree.cast_box(&touching, Vec3A::new(10.0, 0.0, 0.0), &mut ws).unwrap().unwrap().t, 0.25);
     // Starting in contact: t = 0.
     let inside = Aabb::from_center_half_extents(Vec3A::splat(0.5), Vec3A::splat(0.1));
-    assert_eq!(tree.sweep_box(&inside, Vec3A::X, &mut ws).unwrap().unwrap().t, 0.0);
+    assert_eq!(tree.cast_box(&inside, Vec3A::X, &mut ws).unwrap().unwrap().t, 0.0);
     // Not reaching it: displacement too short.
-    assert!(tree.sweep_box(&moving, Vec3A::new(2.4, 0.0, 0.0), &mut ws).unwrap().is_none());
+    assert!(tree.cast_box(&moving, Vec3A::new(2.4, 0.0, 0.0), &mut ws).unwrap().is_none());
 }

@@ -131,12 +131,12 @@ fn sweeping_a_box_with_overflowing_extents_does_not_panic() {
     let huge = Aabb::new(Vec3A::splat(-3.0e38), Vec3A::splat(3.0e38));
     assert!(huge.validate().is_ok());
     for d in [Vec3A::X, Vec3A::ZERO, Vec3A::new(-1.0, 2.0, 0.5)] {
-        assert_eq!(bvh.sweep_box(&huge, d), Ok(None));
+        assert_eq!(bvh.cast_box(&huge, d), Ok(None));
     }
     let (tree, _) =
         Dbvt::build((0..50).map(|i| (Aabb::new(Vec3A::splat(i as f32), Vec3A::splat(i as f32 + 1.0)), i))).unwrap();
     let mut ws = QueryWorkspace::new();
-    assert!(tree.sweep_box(&huge, Vec3A::X, &mut ws).is_err());
+    assert!(tree.cast_box(&huge, Vec3A::X, &mut ws).is_err());
 }
 
 /// `Debug` of the big structures is a summary (counts, bounds, SAH cost), not a dump of every

@@ -1,6 +1,6 @@
 //! The two-level scene against brute force over all instances and all triangles, after random
 //! sequences of add, remove, set_transform and batched moves: pick, occluded, visible, overlap,
-//! sweep_box, masks, streams (equal to single rays exactly) and bad input.
+//! cast_box, masks, streams (equal to single rays exactly) and bad input.
 
 use std::sync::Arc;
 
@@ -432,7 +432,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
             }
         }
     }
-    // Sweep: against MeshBvh::sweep_box on all world-space triangles merged into one mesh.
+    // Sweep: against MeshBvh::cast_box on all world-space triangles merged into one mesh.
     let mut pos = Vec::new();
     let mut tris = Vec::new();
     let mut owner = Vec::new();
@@ -448,8 +448,8 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
     for _ in 0..24 {
         let b = Aabb::from_center_half_extents(rng.vec(-14.0, 14.0), rng.vec(0.05, 1.0));
         let d = Vec3A::from(rng.vec(-10.0, 10.0));
-        let got = scene.sweep_box(&b, d, Scene::ALL).unwrap();
-        let want = merged.sweep_box(&b, d).unwrap();
+        let got = scene.cast_box(&b, d, Scene::ALL).unwrap();
+        let want = merged.cast_box(&b, d).unwrap();
         match (got, want) {
             (None, None) => {}
             (Some(g), Some(w)) => {
@@ -691,7 +691,7 @@ fn bad_input_is_refused_and_changes_nothing() {
         Err(InputError::NonFiniteRay { .. })
     ));
     assert!(matches!(
-        scene.sweep_box(&Aabb::new(Vec3A::ONE, Vec3A::ZERO), Vec3A::X, slabtree::Scene::ALL),
+        scene.cast_box(&Aabb::new(Vec3A::ONE, Vec3A::ZERO), Vec3A::X, slabtree::Scene::ALL),
         Err(InputError::InvertedAabb { .. })
     ));
     assert!(scene.overlap(&Aabb::new(Vec3A::splat(f32::NAN), Vec3A::ONE), slabtree::Scene::ALL).is_err());
@@ -733,7 +733,7 @@ fn masks_filter_shadow_rays() {
     );
     let fid = s2.add(floor, xf, 3, slabtree::Scene::ALL).unwrap();
     let hit = s2
-        .sweep_box(
+        .cast_box(
             &Aabb::from_center_half_extents(Vec3A::new(50.0, 2.0, 0.0), Vec3A::splat(0.5)),
             Vec3A::new(0.0, -4.0, 0.0),
             Scene::ALL,

@@ -167,7 +167,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 // Ray and box-cast queries against brute force on the stored boxes.
                 let ray = Ray::new(v(u)?, v(u)?).with_range(f(u)?, f(u)?);
                 let mut got = Vec::new();
-                let r = tree.ray_cast(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
+                let r = tree.intersect_with(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
                     got.push(l.id);
                     RayControl::Continue
                 });
@@ -191,7 +191,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 }
                 let b = aabb(u)?;
                 let d = v(u)?;
-                if let Ok(hit) = tree.sweep_box(&b, d, &mut ws) {
+                if let Ok(hit) = tree.cast_box(&b, d, &mut ws) {
                     if let Some(h) = hit {
                         assert!((0.0..=1.0).contains(&h.t), "box cast t {} outside [0, 1]", h.t);
                     }

@@ -119,11 +119,11 @@ fn run(u: &mut Unstructured) -> Result<()> {
         let b = Aabb::new(v(u)?, v(u)?);
         let d = Vec3A::from(v(u)?);
         for bvh in [&mt, &wt] {
-            if let Ok(Some(s)) = bvh.sweep_box(&b, d) {
+            if let Ok(Some(s)) = bvh.cast_box(&b, d) {
                 assert!((0.0..=1.0).contains(&s.t), "sweep t {}", s.t);
             }
         }
-        let _ = tree.sweep_box(&b, d, &mut ws);
+        let _ = tree.cast_box(&b, d, &mut ws);
     }
     Ok(())
 }

@@ -149,7 +149,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         }
         let b = Aabb::from_center_half_extents(Vec3A::from(v(u)?), Vec3A::from(v(u)?.abs()));
         let _ = scene.overlap(&b, Scene::ALL);
-        if let Ok(Some(s)) = scene.sweep_box(&b, Vec3A::from(v(u)?), Scene::ALL) {
+        if let Ok(Some(s)) = scene.cast_box(&b, Vec3A::from(v(u)?), Scene::ALL) {
             assert!((0.0..=1.0).contains(&s.t), "sweep t {}", s.t);
         }
     }

@@ -313,7 +313,7 @@ class Dbvt:
     >>> tree = slabtree.Dbvt(boxes)
     >>> tree.self_pairs().tolist()
     [[0, 1]]
-    >>> hit = tree.ray_cast([[-1, 0.25, 0.25]], [[1, 0, 0]])
+    >>> hit = tree.intersect([[-1, 0.25, 0.25]], [[1, 0, 0]])
     >>> hit.id.tolist(), hit.t.tolist()
     ([0], [1.0])
     >>> tree.remove([0])
@@ -377,13 +377,13 @@ class Dbvt:
         """The ids in the tree, ascending."""
         return self._native.ids()
 
-    def ray_cast(
+    def intersect(
         self, origins, directions, tmin=0.0, tmax=np.inf, threads: Optional[int] = None
     ) -> BoxHits:
         """For each ray, the box it enters first and the distance there (``-1`` and ``inf`` on a
         miss; a ray that starts inside a box enters it at ``tmin``; of boxes entered at the same
         distance, one of them)."""
-        return BoxHits(*self._native.ray_cast(*_rays(origins, directions, tmin, tmax), threads))
+        return BoxHits(*self._native.intersect(*_rays(origins, directions, tmin, tmax), threads))
 
     def overlap(self, boxes, threads: Optional[int] = None) -> Overlaps:
         """Every pair of a query box and a stored box that overlap (touching counts).

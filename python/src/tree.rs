@@ -167,7 +167,7 @@ impl PyDbvt {
     /// For each ray, the box it enters first and the distance there: `(id, t)`, with `-1` and
     /// `inf` on a miss. Of boxes entered at the same distance, one of them.
     #[pyo3(signature = (origins, directions, tmin, tmax, threads = None))]
-    fn ray_cast<'py>(
+    fn intersect<'py>(
         &self,
         py: Python<'py>,
         origins: PyReadonlyArray2<'py, f32>,

@@ -32,7 +32,7 @@ def check(tree, model, r):
     # Ray casts: the distance of brute force's nearest entry, and a box entered there.
     origins = r.uniform(-10, 30, (50, 3))
     directions = r.normal(size=(50, 3))
-    hit = tree.ray_cast(origins, directions)
+    hit = tree.intersect(origins, directions)
     t = slab(origins, directions, boxes) if len(ids) else np.full((50, 0), np.inf)
     best = t.min(axis=1) if len(ids) else np.full(50, np.inf)
     assert (np.isfinite(best) == (hit.id >= 0)).all()
@@ -95,7 +95,7 @@ def test_threads_give_the_same_answers():
     r = np.random.default_rng(9)
     tree = slabtree.Dbvt(random_boxes(r, 2000, spread=100.0))
     origins, directions = r.uniform(-10, 110, (3000, 3)), r.normal(size=(3000, 3))
-    one, many = tree.ray_cast(origins, directions, threads=1), tree.ray_cast(origins, directions)
+    one, many = tree.intersect(origins, directions, threads=1), tree.intersect(origins, directions)
     np.testing.assert_array_equal(one.id, many.id)
     np.testing.assert_array_equal(one.t, many.t)
     queries = random_boxes(r, 500, spread=100.0, size=5.0)
@@ -111,7 +111,7 @@ def test_ray_casts_over_several_chunks_match_brute_force():
     tree = slabtree.Dbvt(boxes)
     ids = np.arange(300)
     origins, directions = r.uniform(-10, 70, (2500, 3)), r.normal(size=(2500, 3))
-    hit = tree.ray_cast(origins, directions, threads=1)
+    hit = tree.intersect(origins, directions, threads=1)
     # Brute force on what the tree and the rays hold: float32 coordinates. (At coordinates up to
     # 70, the float64 boxes' rounding alone moves an entry by 2e-5 relative on a grazing ray.)
     f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731

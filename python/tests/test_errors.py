@@ -112,9 +112,9 @@ def test_bad_trees():
     many_o, many_d = np.zeros((5000, 3)), np.tile([1.0, 1.0, 1.0], (5000, 1))
     many_d[[1500, 3000]] = np.nan
     with pytest.raises(ValueError, match="ray 1500:"):
-        tree.ray_cast(many_o, many_d)
+        tree.intersect(many_o, many_d)
     with pytest.raises(ValueError, match="ray 0"):
-        tree.ray_cast(many_o[:2], many_d[:2], tmin=2.0, tmax=1.0)
+        tree.intersect(many_o[:2], many_d[:2], tmin=2.0, tmax=1.0)
     with pytest.raises(ValueError, match="box 0"):
         tree.update([1], [[[0, 0, 0], [np.inf, 1, 1]]])
     # A failed call changed nothing.

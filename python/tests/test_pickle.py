@@ -77,8 +77,8 @@ def intersect_chunk(bvh, origins, directions):
     return hits.t, hits.triangle
 
 
-def ray_cast_chunk(tree, origins, directions):
-    hits = tree.ray_cast(origins, directions, threads=1)
+def intersect_chunk_tree(tree, origins, directions):
+    hits = tree.intersect(origins, directions, threads=1)
     return hits.id, hits.t
 
 
@@ -96,7 +96,7 @@ def test_a_batch_split_over_dask_workers_equals_one_local_batch():
             [bvh_there, tree_there] = client.scatter([bvh, tree], broadcast=True)
             halves = np.array_split(np.arange(len(origins)), 2)
             mesh_parts = [client.submit(intersect_chunk, bvh_there, origins[h], directions[h]) for h in halves]
-            tree_parts = [client.submit(ray_cast_chunk, tree_there, origins[h], directions[h]) for h in halves]
+            tree_parts = [client.submit(intersect_chunk_tree, tree_there, origins[h], directions[h]) for h in halves]
             mesh_parts, tree_parts = client.gather(mesh_parts), client.gather(tree_parts)
             workers = client.run(lambda: __import__("os").getpid())
     assert len(set(workers.values())) == 2, "two worker processes"
@@ -104,6 +104,6 @@ def test_a_batch_split_over_dask_workers_equals_one_local_batch():
     np.testing.assert_array_equal(np.concatenate([p[0] for p in mesh_parts]), local.t)
     np.testing.assert_array_equal(np.concatenate([p[1] for p in mesh_parts]), local.triangle)
     assert (local.triangle >= 0).sum() > 500
-    local_tree = tree.ray_cast(origins, directions)
+    local_tree = tree.intersect(origins, directions)
     np.testing.assert_array_equal(np.concatenate([p[0] for p in tree_parts]), local_tree.id)
     np.testing.assert_array_equal(np.concatenate([p[1] for p in tree_parts]), local_tree.t)

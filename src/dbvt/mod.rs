@@ -49,7 +49,7 @@ use node::{ChildRef, NULL, Node};
 pub use crate::math::QueryStats;
 pub use nearest::NearestProxy;
 pub use pairs::PairControl;
-pub use queries::{LeafControl, LeafPolicy, RayCastHit, RayControl, RayLeaf, RayPolicy};
+pub use queries::{LeafControl, LeafPolicy, ProxyHit, RayControl, RayLeaf, RayPolicy};
 pub use traverse::{NodeTest, QueryWorkspace};
 pub use validate::{TreeStats, ValidationError};
 pub(crate) use wide::WideView;

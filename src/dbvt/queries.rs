@@ -97,7 +97,7 @@ impl<T, F: FnMut(ProxyId, &T) -> LeafControl> LeafPolicy<T> for F {
 
 /// The closest proxy box on a ray or box cast.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RayCastHit {
+pub struct ProxyHit {
     /// The proxy.
     pub id: ProxyId,
     /// Its entry distance (box cast: time of first contact).
@@ -108,10 +108,10 @@ pub struct RayCastHit {
 /// first, of equal distances the lowest proxy index, and clips the ray to it. Clipping keeps
 /// entries at exactly `t` (the traversal's tests are inclusive), so every box tied with the best
 /// is seen, whatever the order of visits.
-pub(crate) fn closest_hit<T>(best: &mut Option<RayCastHit>) -> impl FnMut(RayLeaf<'_, T>) -> RayControl + '_ {
+pub(crate) fn closest_hit<T>(best: &mut Option<ProxyHit>) -> impl FnMut(RayLeaf<'_, T>) -> RayControl + '_ {
     |leaf: RayLeaf<'_, T>| {
         if best.is_none_or(|b| leaf.t < b.t || (leaf.t == b.t && leaf.id.index() < b.id.index())) {
-            *best = Some(RayCastHit { id: leaf.id, t: leaf.t });
+            *best = Some(ProxyHit { id: leaf.id, t: leaf.t });
         }
         RayControl::Clip(leaf.t)
     }
@@ -302,7 +302,7 @@ impl<T> Dbvt<T> {
     /// let mut ws = QueryWorkspace::new();
     /// // All boxes the ray passes, without clipping:
     /// let mut all = Vec::new();
-    /// tree.ray_cast(&Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X), &mut ws, &mut |leaf: slabtree::RayLeaf<i32>| {
+    /// tree.intersect_with(&Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X), &mut ws, &mut |leaf: slabtree::RayLeaf<i32>| {
     ///     all.push(*leaf.data);
     ///     RayControl::Continue
     /// })?;
@@ -310,7 +310,7 @@ impl<T> Dbvt<T> {
     /// assert_eq!(all, (0..10).collect::<Vec<_>>());
     /// # Ok::<(), slabtree::DbvtError>(())
     /// ```
-    pub fn ray_cast<P: RayPolicy<T>>(
+    pub fn intersect_with<P: RayPolicy<T>>(
         &self,
         ray: &Ray,
         ws: &mut QueryWorkspace,
@@ -327,9 +327,9 @@ impl<T> Dbvt<T> {
     /// The proxy whose fat box the ray enters first, with its entry distance; of boxes entered
     /// at the same distance, the one of lowest [`ProxyId::index`] (whatever order the traversal
     /// meets them in, so [`WideDbvt::intersect`](super::WideDbvt::intersect) answers the same).
-    pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
-        let mut best: Option<RayCastHit> = None;
-        self.ray_cast(ray, ws, &mut closest_hit(&mut best))?;
+    pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<ProxyHit>, DbvtError> {
+        let mut best: Option<ProxyHit> = None;
+        self.intersect_with(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 
@@ -337,7 +337,7 @@ impl<T> Dbvt<T> {
     /// `policy` with the exact time of first contact against the proxy's fat box, earliest box
     /// first. Node bounds are grown by the moving box's half-extents, so this is a ray cast from
     /// the box's centre against Minkowski sums.
-    pub fn box_cast<P: RayPolicy<T>>(
+    pub fn cast_box_with<P: RayPolicy<T>>(
         &self,
         aabb: &Aabb,
         displacement: Vec3A,
@@ -361,16 +361,16 @@ impl<T> Dbvt<T> {
     }
 
     /// The first proxy a moving box touches, with the time of contact.
-    pub fn sweep_box(
+    pub fn cast_box(
         &self,
         aabb: &Aabb,
         displacement: Vec3A,
         ws: &mut QueryWorkspace,
-    ) -> Result<Option<RayCastHit>, DbvtError> {
-        let mut best: Option<RayCastHit> = None;
-        self.box_cast(aabb, displacement, ws, &mut |leaf: RayLeaf<'_, T>| {
+    ) -> Result<Option<ProxyHit>, DbvtError> {
+        let mut best: Option<ProxyHit> = None;
+        self.cast_box_with(aabb, displacement, ws, &mut |leaf: RayLeaf<'_, T>| {
             if best.is_none_or(|b| leaf.t < b.t) {
-                best = Some(RayCastHit { id: leaf.id, t: leaf.t });
+                best = Some(ProxyHit { id: leaf.id, t: leaf.t });
             }
             RayControl::Clip(leaf.t)
         })?;

@@ -39,7 +39,7 @@ fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<Answer> {
             .map(|(i, ray)| {
                 let half = Vec3A::splat(0.02);
                 let start = Aabb::new(ray.origin() - half, ray.origin() + half);
-                let swept = bvh.sweep_box(&start, ray.dir()).expect("a valid box");
+                let swept = bvh.cast_box(&start, ray.dir()).expect("a valid box");
                 (
                     bits(bvh.intersect(ray).expect("a valid ray")),
                     bvh.occluded(ray).expect("a valid ray"),

@@ -287,12 +287,12 @@ impl MeshBvh {
     /// // A floor triangle at y = 0 and a unit box falling onto it from y = 2.
     /// let mesh = TriMesh::new(vec![Vec3::new(-5.0, 0.0, -5.0), Vec3::new(5.0, 0.0, -5.0), Vec3::new(0.0, 0.0, 5.0)], vec![[0, 1, 2]])?;
     /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    /// let hit = bvh.sweep_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0))?.unwrap();
+    /// let hit = bvh.cast_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0))?.unwrap();
     /// assert_eq!(hit.t, 0.375); // the box bottom (y = 1.5) reaches y = 0 after 1.5 of 4 units
     /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<SweepHit>, InputError> {
+    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<SweepHit>, InputError> {
         aabb.validate()?;
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement);
@@ -314,8 +314,8 @@ impl MeshBvh {
     /// instance's view of a world box, see `scene::sweep`), as `(triangle, t, normal)` with the
     /// normal unnormalised. The BVH is box-cast with `ext`, half-extents of a box containing
     /// `obb` (whose sweep then contains the oriented box's), nearest leaf first and clipped at
-    /// each contact, as [`MeshBvh::sweep_box`]; each triangle is tested exactly.
-    pub(crate) fn sweep_obb(&self, obb: &Obb, ext: Vec3A, d: Vec3A, limit: f32) -> Option<(u32, f32, Vec3)> {
+    /// each contact, as [`MeshBvh::cast_box`]; each triangle is tested exactly.
+    pub(crate) fn cast_obb(&self, obb: &Obb, ext: Vec3A, d: Vec3A, limit: f32) -> Option<(u32, f32, Vec3)> {
         // Infinite offsets would turn empty child slots' planes into NaN; f32::MAX keeps the
         // inflated planes conservative (at worst infinite) and NaN-free.
         let ext = ext.min(Vec3A::splat(f32::MAX));
@@ -458,7 +458,7 @@ const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 6
 
 /// A swept shape against triangles, one at a time, by its exact test `hit(tri, limit)`, which
 /// gives the time of first contact and what else the query reports: the axis-aligned box's
-/// ([`MeshBvh::sweep_box`]), an instance's oriented box's ([`MeshBvh::sweep_obb`]), a sphere's or
+/// ([`MeshBvh::cast_box`]), an instance's oriented box's ([`MeshBvh::cast_obb`]), a sphere's or
 /// a capsule's (`super::cast`).
 ///
 /// Of contacts at one `t` in different leaves (a box landing on a flat floor of many triangles),
@@ -587,7 +587,7 @@ impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATE
     }
 }
 
-/// A swept box's walk (the box cast of [`MeshBvh::sweep_box`] and the shape casts), as a kernel
+/// A swept box's walk (the box cast of [`MeshBvh::cast_box`] and the shape casts), as a kernel
 /// for [`dispatch`].
 struct SweepWalk<'a, L> {
     bvh: &'a MeshBvh,

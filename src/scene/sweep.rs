@@ -1,13 +1,13 @@
 //! The swept box against every instance: the first contact of a world-space box moving by a
 //! displacement with the triangles of any instance, for character controllers.
 //!
-//! The instance tree is box-cast first ([`Dbvt::box_cast`](crate::Dbvt::box_cast)); each
+//! The instance tree is box-cast first ([`Dbvt::cast_box_with`](crate::Dbvt::cast_box_with)); each
 //! instance reached is tested in its own space, where the world box becomes a parallelepiped
 //! (an oriented box when the transform is a rotation, translation and uniform scale): centre
 //! `M⁻¹c`, edge directions the columns of `M⁻¹`, the same half-extents, displacement `M⁻¹d`. An
 //! affine map preserves the time of contact, so `t` needs no conversion. Candidate triangles come
 //! from a box cast of the mesh BVH with a box around the parallelepiped, nearest leaf first and
-//! clipped at each contact (`MeshBvh::sweep_obb`; collecting every triangle in the box of the
+//! clipped at each contact (`MeshBvh::cast_obb`; collecting every triangle in the box of the
 //! whole sweep instead cost 675 times the instructions on long sweeps through a 65k-triangle
 //! torus). Each is tested exactly by the separating-axis theorem over the sweep (Ericson,
 //! *Real-Time Collision Detection*, 5.5.8; Gottschalk, Lin and Manocha, "OBBTree", 1996): 13
@@ -56,7 +56,7 @@ impl Scene {
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the triangles
     /// of the instances whose mask shares a bit with `mask`, or `None` when nothing is touched.
     /// A NaN, infinite or inverted box or displacement is refused.
-    pub fn sweep_box(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Result<Option<SceneSweepHit>, InputError> {
+    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Result<Option<SceneSweepHit>, InputError> {
         aabb.validate()?;
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement);
@@ -69,7 +69,7 @@ impl Scene {
                 axes: [m.x_axis.into(), m.y_axis.into(), m.z_axis.into()],
                 half: half.into(),
             };
-            inst.mesh.sweep_obb(&obb, ext, m * displacement, limit)
+            inst.mesh.cast_obb(&obb, ext, m * displacement, limit)
         });
         Ok(best.map(|(s, triangle, t, n)| {
             let inst = self.slot(s);
@@ -149,7 +149,7 @@ impl Scene {
 
     /// The casts' walk: the instance tree box-cast with the shape's world box; each instance's
     /// BVH box-cast in its space with a box around the world box's preimage (as
-    /// [`Scene::sweep_box`] does), and each candidate triangle placed in the world and tested by
+    /// [`Scene::cast_box`] does), and each candidate triangle placed in the world and tested by
     /// the shape's exact test. An affine map keeps `t`.
     fn cast_shape(&self, shape: &Swept, mask: u32) -> Option<SceneShapeCastHit> {
         let (bounds, displacement) = (&shape.bounds(), shape.displacement());
@@ -197,7 +197,7 @@ impl Scene {
         // The callers check the input and the scene keeps its tree refitted, so the cast cannot
         // be refused; were it, nothing was touched.
         let _ = with_ws(|ws| {
-            self.tree.box_cast(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+            self.tree.cast_box_with(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
                 if leaf.data.mask & mask == 0 {
                     return RayControl::Continue;
                 }

@@ -8,7 +8,7 @@
 //! them), and collapses it anew otherwise.
 
 use super::WideView;
-use crate::dbvt::queries::{LeafPolicy, RayCastHit, RayPolicy, closest_hit};
+use crate::dbvt::queries::{LeafPolicy, ProxyHit, RayPolicy, closest_hit};
 use crate::dbvt::traverse::QueryWorkspace;
 use crate::dbvt::{Dbvt, DbvtError};
 use crate::math::QueryStats;
@@ -19,7 +19,7 @@ use crate::math::{Frustum, Ray};
 ///
 /// Each node holds eight children, tested with one set of `f32x8` operations, so a ray takes a
 /// third of the dependent node loads of the binary tree (Wald, Benthin and Boulos 2008; Embree's
-/// BVH8). The same proxies reach the policy as through [`Dbvt::ray_cast`] and [`Dbvt::frustum`],
+/// BVH8). The same proxies reach the policy as through [`Dbvt::intersect_with`] and [`Dbvt::frustum`],
 /// in another order; closest-hit policies get the same answers. Making the copy costs one pass
 /// over the tree, so it pays when many rays follow before the tree changes again
 /// (`docs/performance.md`, "The dynamic tree's choices, measured").
@@ -75,21 +75,21 @@ impl<T> Dbvt<T> {
 }
 
 impl<T> WideDbvt<'_, T> {
-    /// [`Dbvt::ray_cast`] over the copy: the same proxies reach `policy`, nearest entry first
+    /// [`Dbvt::intersect_with`] over the copy: the same proxies reach `policy`, nearest entry first
     /// among those waiting.
-    pub fn ray_cast<P: RayPolicy<T>>(
+    pub fn intersect_with<P: RayPolicy<T>>(
         &self,
         ray: &Ray,
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
-        self.tree.ray_cast_wide(&self.view, ray, &mut ws.wide_stack, policy)
+        self.tree.intersect_with_wide(&self.view, ray, &mut ws.wide_stack, policy)
     }
 
     /// [`Dbvt::intersect`] over the copy: the proxy whose fat box the ray enters first.
-    pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<RayCastHit>, DbvtError> {
-        let mut best: Option<RayCastHit> = None;
-        self.ray_cast(ray, ws, &mut closest_hit(&mut best))?;
+    pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<ProxyHit>, DbvtError> {
+        let mut best: Option<ProxyHit> = None;
+        self.intersect_with(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 
