@@ -17,40 +17,8 @@ use super::bins::{Binning, PARALLEL_BINNING, Table};
 use super::item::{Bounds4, BuildItem, xyz};
 use super::segments::{PENDING, Segment, place};
 use super::small_split::{EXACT_BELOW, median_split};
-use super::split::{BinnedSah, Split};
+use super::split::{BinnedSah, BuildNode, Split};
 use crate::math::Aabb;
-
-/// A node of the built binary tree. Node 0 is the root; children follow in depth-first order.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum BuildNode {
-    /// An internal node with the indices of its two children.
-    Inner {
-        /// Bounds of the subtree.
-        bounds: Aabb,
-        /// Left child's node index.
-        left: u32,
-        /// Right child's node index.
-        right: u32,
-    },
-    /// A leaf over `items[first .. first + count]` of the reordered item slice.
-    Leaf {
-        /// Bounds of the leaf's items.
-        bounds: Aabb,
-        /// First item.
-        first: u32,
-        /// Number of items.
-        count: u32,
-    },
-}
-
-impl BuildNode {
-    /// The node's bounds.
-    pub fn bounds(&self) -> &Aabb {
-        match self {
-            BuildNode::Inner { bounds, .. } | BuildNode::Leaf { bounds, .. } => bounds,
-        }
-    }
-}
 
 const MEDIAN_DEPTH: u32 = 48;
 const MAX_BINS: usize = 64;

@@ -11,8 +11,7 @@ mod segments;
 mod small_split;
 mod split;
 
-pub use binned_sah::BuildNode;
 pub use item::BuildItem;
 pub use morton::MortonGrid;
 pub use rotate::rotate_passes;
-pub use split::BinnedSah;
+pub use split::{BinnedSah, BuildNode};

@@ -1,5 +1,5 @@
-//! The builder's settings ([`BinnedSah`]) and what its split strategies share: the [`Split`]
-//! each returns, and the bounds of a node's items. The strategies are methods of [`BinnedSah`]
+//! The builder's settings ([`BinnedSah`]), what it returns ([`BuildNode`]), and what its split
+//! strategies share: the [`Split`] each returns, and the bounds of a node's items. The strategies are methods of [`BinnedSah`]
 //! in their own files: binning (`super::bins`), exact sweeps and medians of small nodes
 //! (`super::small_split`), and the recursion that chooses between them (`super::binned_sah`).
 
@@ -71,4 +71,36 @@ pub(super) fn centroid_bounds(items: &[BuildItem]) -> Bounds4 {
         b.grow(it.centroid2());
     }
     b
+}
+
+/// A node of the built binary tree. Node 0 is the root; children follow in depth-first order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BuildNode {
+    /// An internal node with the indices of its two children.
+    Inner {
+        /// Bounds of the subtree.
+        bounds: Aabb,
+        /// Left child's node index.
+        left: u32,
+        /// Right child's node index.
+        right: u32,
+    },
+    /// A leaf over `items[first .. first + count]` of the reordered item slice.
+    Leaf {
+        /// Bounds of the leaf's items.
+        bounds: Aabb,
+        /// First item.
+        first: u32,
+        /// Number of items.
+        count: u32,
+    },
+}
+
+impl BuildNode {
+    /// The node's bounds.
+    pub fn bounds(&self) -> &Aabb {
+        match self {
+            BuildNode::Inner { bounds, .. } | BuildNode::Leaf { bounds, .. } => bounds,
+        }
+    }
 }

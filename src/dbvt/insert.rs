@@ -289,7 +289,8 @@ impl<T> Dbvt<T> {
 mod tests {
     use glam::Vec3A;
 
-    use super::super::{Dbvt, DbvtConfig, NULL};
+    use super::super::node::NULL;
+    use super::super::{Dbvt, DbvtConfig};
     use crate::math::Aabb;
 
     /// A reinsertion search that starts below the root can pick its start itself as the

@@ -45,27 +45,6 @@ use super::Dbvt;
 use super::node::{ChildRef, NULL};
 use crate::build::BuildItem;
 
-/// What `optimize_incremental` carries from one call to the next.
-#[derive(Clone, Debug, Default)]
-pub(super) struct OptimizerState {
-    /// Round-robin position of the treelet rounds: a leaf ordinal in depth-first order.
-    cursor: u32,
-    /// Treelet rounds so far; every [`TOP_PERIOD`]-th also rebuilds the top of the tree.
-    calls: u32,
-    /// Leaves of rebuild work given by budgets but not yet spent.
-    credit: u64,
-    /// The SAH cost just after the last whole rebuild (0 if none): a refresh comes once the tree
-    /// has aged past it by [`DbvtConfig::refresh_growth`].
-    ///
-    /// [`DbvtConfig::refresh_growth`]: super::DbvtConfig::refresh_growth
-    pub(super) rebuilt_sah: f32,
-    /// The part of the last refresh's cost that later budgets have not yet paid back, in leaves
-    /// of binned-SAH rebuild work.
-    refresh_debt: u64,
-    /// Calls in the refresh range, to space out the SAH checks.
-    refresh_checks: u32,
-}
-
 /// Every this many rounds, `optimize_incremental` also rebuilds the top of the tree: often
 /// enough that the top keeps up with the treelets below it, rarely enough that its relayout of
 /// the whole arena (most of a round's cost at 100k proxies) stays a small part of the frames

@@ -2,6 +2,7 @@
 
 use super::error::DbvtError;
 use super::node::{ChildRef, NULL};
+use super::tree::MortonScratch;
 use super::{Dbvt, DbvtConfig, ProxyId};
 use crate::build::MortonGrid;
 use crate::build::{BinnedSah, BuildItem};
@@ -242,18 +243,6 @@ impl<T> Dbvt<T> {
         }
         (ChildRef::node(me), lb.union(&rb))
     }
-}
-
-/// `rebuild_morton`'s buffers, kept between rebuilds: a tree refreshed every few frames then
-/// allocates nothing (fresh buffers cost page faults, a fifth of a 10k rebuild).
-#[derive(Clone, Debug, Default)]
-pub(super) struct MortonScratch {
-    /// (Morton code, proxy), sorted.
-    keys: Vec<(u64, u32)>,
-    /// The proxies' fat boxes in `keys` order.
-    boxes: Vec<Aabb>,
-    /// Each leaf's (parent, slot), in `keys` order.
-    leaf_links: Vec<(u32, u8)>,
 }
 
 impl MortonScratch {

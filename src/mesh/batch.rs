@@ -6,7 +6,7 @@
 
 use super::bvh::{HINT_RUN, Hit, MeshBvh};
 use super::stream::PACKET_RUN;
-use crate::math::{BatchError, BatchOptions, Ray, Threads};
+use crate::math::{BatchError, BatchOptions, Ray, Threads, validate_rays};
 
 impl MeshBvh {
     /// The closest hit of every ray ([`MeshBvh::intersect`]'s answer, bit for bit), into `hits`:
@@ -47,11 +47,11 @@ impl MeshBvh {
     ) -> Result<(), BatchError> {
         let parallel = options.threads == Threads::Pool;
         if options.packets {
-            return super::trace_runs_into(parallel, rays, PACKET_RUN, None, hits, |r, o| {
+            return trace_runs_into(parallel, rays, PACKET_RUN, None, hits, |r, o| {
                 self.intersect_stream_unchecked(r, o)
             });
         }
-        super::trace_runs_into(parallel, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
+        trace_runs_into(parallel, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
     }
 
     /// Whether each ray hits anything ([`MeshBvh::occluded`]'s answer), into `occluded`, as
@@ -79,10 +79,26 @@ impl MeshBvh {
     ) -> Result<(), BatchError> {
         let parallel = options.threads == Threads::Pool;
         if options.packets {
-            return super::trace_runs_into(parallel, rays, PACKET_RUN, false, occluded, |r, o| {
+            return trace_runs_into(parallel, rays, PACKET_RUN, false, occluded, |r, o| {
                 self.occluded_stream_unchecked(r, o)
             });
         }
-        super::trace_runs_into(parallel, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
+        trace_runs_into(parallel, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
     }
+}
+
+/// `trace(run, answers)` over `rays` in runs of `run` rays, into `out` (cleared first, its room
+/// kept), on rayon's threads when `parallel`, each run checked
+/// ([`validate_rays`](crate::math::validate_rays)) just before it is traced: the batches of the
+/// mesh and the scene. On an invalid ray, the error
+/// names the first and `out` is left empty (see `crate::par::map_checked_chunks_into`).
+pub(crate) fn trace_runs_into<R: Clone + Send + Sync>(
+    parallel: bool,
+    rays: &[Ray],
+    run: usize,
+    fill: R,
+    out: &mut Vec<R>,
+    trace: impl Fn(&[Ray], &mut [R]) + Sync + Send,
+) -> Result<(), BatchError> {
+    crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, validate_rays, BatchError::rebased, trace)
 }
