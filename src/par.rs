@@ -59,12 +59,12 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
 /// calling thread, into `out`, which is cleared first and keeps its room: each output chunk is set
 /// to `fill` on its own task before `f` sees it, so nothing of the output is written on the
 /// calling thread, and the kernel's zeroing of fresh room and the first writes to it are shared
-/// out too (`docs/performance.md`, "Batches: nothing serial").
+/// out too (`docs/performance.md`, "How a batch runs").
 ///
 /// Only chunks that `check` accepts are given to `f`, each checked on its own task just before
 /// `f` sees it, while its elements are in cache: a check of the whole input first would read all
-/// of it from memory once more (`docs/performance.md`, "Batches: rays checked as they are
-/// traced"). When `check` refuses a chunk, the error of the lowest refused chunk is returned,
+/// of it from memory once more (`docs/performance.md`, "How a batch runs"). When `check`
+/// refuses a chunk, the error of the lowest refused chunk is returned,
 /// with `rebase(error, index of the chunk's first element)` applied, and `out` is left empty;
 /// the chunks after a refused one may or may not have been traced.
 #[allow(clippy::too_many_arguments)]
@@ -114,8 +114,8 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
         use rayon::prelude::*;
         // One task per chunk, each free to be stolen: rayon's adaptive split alone cut the chunks
         // into four pieces for two threads, and a thread that finished its half early found
-        // nothing left to take from the other's last piece (`docs/performance.md`, "Two threads:
-        // a task per chunk").
+        // nothing left to take from the other's last piece (`docs/performance.md`, "How a batch
+        // runs").
         input
             .par_chunks(chunk)
             .zip(room.par_chunks_mut(chunk))

@@ -2,8 +2,8 @@
 //!
 //! A single ray's walk is one chain of dependent loads: the next node is known only once the
 //! current one's test has chosen it, so at 100k proxies each of its ~70 visits waits on a cache
-//! miss, and fewer instructions do not make it faster (`docs/performance.md`, "The binary tree's
-//! rays: one dependent load per level"). Rays of a batch are independent, so the walk here takes
+//! miss, and fewer instructions do not make it faster (`docs/performance.md`, "The dynamic
+//! tree's choices, measured"). Rays of a batch are independent, so the walk here takes
 //! [`IN_FLIGHT`] of them in turn, one node each: while one ray's next node is on its way (its
 //! children are prefetched before its test, as in [`Dbvt::intersect_with`]), the others are tested.
 //! This is the mesh BVH's rays in flight (`MeshBvh::intersect_batch` through a large BVH), and the

@@ -16,8 +16,8 @@ use super::Ray;
 /// same nodes one after another, so each walk finds its nodes in cache. Incoherent rays (random
 /// rays, diffuse bounces) each walk a path of their own, and wait on memory at most nodes; the
 /// walk for them loads every child of a node while the node's test runs, which costs coherent
-/// rays a little time and gains incoherent ones more (`docs/performance.md`, "Coherence
-/// hints").
+/// rays a little time and gains incoherent ones more (`docs/performance.md`, "Early child loads
+/// and coherence hints").
 ///
 /// ```
 /// use glam::Vec3;

@@ -205,7 +205,7 @@ pub(super) const STACK: usize = 1024;
 /// ([`MeshBvh::intersect_batch`]), and their walks start loading every child of a node before
 /// the node test picks among them. Both pay only there: BVHs read from cache lose to the rays'
 /// switching and to the extra loads (`docs/performance.md`, "Batches of rays in flight" and
-/// "Early child loads").
+/// "Early child loads and coherence hints").
 #[doc(hidden)]
 pub const LARGE_BVH_BYTES: usize = 32 << 20;
 

@@ -99,8 +99,8 @@ impl MeshBvh {
 
     /// The closest hits of a run of valid rays, one after another, each written in place (see
     /// [`MeshBvh::intersect_valid_into`]), with the SIMD level's entry point chosen once for the
-    /// run ([`EntryPoint`]): each ray is then one call (`docs/performance.md`, "Batches: one dispatch
-    /// per run").
+    /// run ([`EntryPoint`]): each ray is then one call (`docs/performance.md`, "How a batch
+    /// runs").
     fn intersect_valid_run(&self, rays: &[Ray], hint: RayCoherence, out: &mut [Option<Hit>]) {
         fn each<const W: bool, const E: bool>(bvh: &MeshBvh, rays: &[Ray], out: &mut [Option<Hit>]) {
             let entry = EntryPoint::<TraceInto<'_, W, E>>::chosen();
@@ -122,8 +122,7 @@ impl MeshBvh {
     pub(super) fn occluded_valid_rays(&self, rays: &[Ray], out: &mut [bool]) {
         // One ray at a time through `trace_valid`, each dispatched on its own: an
         // `EntryPoint` chosen once per run, as the closest hits take, executed fewer instructions
-        // but ran the bunny's shadow rays slower (`docs/performance.md`, "Batches: one dispatch
-        // per run").
+        // but ran the bunny's shadow rays slower (`docs/performance.md`, "How a batch runs").
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
             Some(hint) => {
                 for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
@@ -159,7 +158,7 @@ impl MeshBvh {
     /// the streams' rays traced alone (a batch's runs choose their entry point once instead,
     /// [`MeshBvh::intersect_valid_run`], with the same kernel). Returned by value and then
     /// stored, the answer was reloaded with wider loads than the stores that wrote it, a stall on
-    /// store forwarding (`docs/performance.md`, "Batches write each hit in place"); built and
+    /// store forwarding (`docs/performance.md`, "How a batch runs"); built and
     /// stored here, it is not reloaded. The walk and the hit's finish both run at the SIMD level
     /// chosen, in one kernel.
     #[inline(never)]

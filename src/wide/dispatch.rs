@@ -24,7 +24,7 @@ pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
 /// each [`EntryPoint::run`] is then one call, with nothing chosen. Running the whole run as one
 /// kernel, a loop inside the entry point, let the compiler keep loop-invariant values in vector
 /// registers that the walk's own per-ray values then lost to the stack (`docs/performance.md`,
-/// "Batches: one dispatch per run").
+/// "How a batch runs").
 pub(crate) struct EntryPoint<W: WithLanes>(unsafe fn(W) -> W::Output);
 
 impl<W: WithLanes> EntryPoint<W> {
