@@ -53,12 +53,12 @@ pub use dbvt::{
 };
 pub use io::{LoadError, LoadErrorKind, load_mesh};
 pub use math::{
-    Aabb, Aabb2, BatchError, BatchOptions, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, Threads,
-    ray_aabb2,
+    Aabb, Aabb2, BatchError, BatchOptions, Frustum, InputError, Plane, Ray, Ray2, RayCoherence, RayHit2, RayOptions,
+    Threads, ray_aabb2,
 };
 pub use mesh::{
-    BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError, MeshStats,
-    SavedBvhError, ShapeCastHit, SweepHit, TriMesh, TriangleTest,
+    AcceptAll, BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError,
+    MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TriMesh, TriangleTest,
 };
 pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,

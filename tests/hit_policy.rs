@@ -3,7 +3,9 @@
 //! fixed queries they must reproduce: a policy that accepts everything is `intersect`, bit for bit.
 
 use glam::{Vec3, Vec3A};
-use slabtree::{BuildOptions, Hit, HitCandidate, HitControl, InputError, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{
+    BuildOptions, Hit, HitCandidate, HitControl, InputError, MeshBvh, Ray, RayOptions, TriMesh, TriangleTest,
+};
 
 use common::rng::Rng;
 use common::triangle::{margin, mt64, random_triangles};
@@ -124,14 +126,19 @@ fn accepting_every_hit_is_the_closest_hit_bit_for_bit() {
                 let fixed = bvh.intersect(&ray).unwrap();
                 let mut offered = 0;
                 let with = bvh
-                    .intersect_with(&ray, &mut |_: &HitCandidate| {
-                        offered += 1;
-                        HitControl::Accept
-                    })
+                    .intersect_with(
+                        &ray,
+                        &mut |_: &HitCandidate| {
+                            offered += 1;
+                            HitControl::Accept
+                        },
+                        RayOptions::default(),
+                    )
                     .unwrap();
                 assert_eq!(bits(fixed), bits(with), "{test:?} {ray:?}");
                 assert_eq!(offered > 0, fixed.is_some());
-                let any = bvh.occluded_with(&ray, &mut |_: &HitCandidate| HitControl::Accept).unwrap();
+                let any =
+                    bvh.occluded_with(&ray, &mut |_: &HitCandidate| HitControl::Accept, RayOptions::default()).unwrap();
                 assert_eq!(any, bvh.occluded(&ray).unwrap());
             }
         }
@@ -162,7 +169,7 @@ fn ignored_triangles_are_passed_through() {
                 }
                 compared += 1;
                 let nearest = expect.iter().min_by(|a, b| a.1.total_cmp(&b.1));
-                let got = bvh.intersect_with(&ray, &mut |c: &HitCandidate| keep(c)).unwrap();
+                let got = bvh.intersect_with(&ray, &mut |c: &HitCandidate| keep(c), RayOptions::default()).unwrap();
                 match (got, nearest) {
                     (None, None) => {}
                     (Some(h), Some(e)) => {
@@ -172,7 +179,10 @@ fn ignored_triangles_are_passed_through() {
                     }
                     (g, e) => panic!("{name} {test:?}: {g:?} vs brute force {e:?} on {ray:?}"),
                 }
-                assert_eq!(bvh.occluded_with(&ray, &mut |c: &HitCandidate| keep(c)).unwrap(), nearest.is_some());
+                assert_eq!(
+                    bvh.occluded_with(&ray, &mut |c: &HitCandidate| keep(c), RayOptions::default()).unwrap(),
+                    nearest.is_some()
+                );
             }
         }
     }
@@ -193,11 +203,15 @@ fn stop_ends_the_query_at_its_hit() {
             for k in 0..hits.len().min(3) {
                 let (mut offered, mut last) = (0, None);
                 let got = bvh
-                    .intersect_with(&ray, &mut |c: &HitCandidate| {
-                        offered += 1;
-                        last = Some(c.triangle);
-                        if offered > k { HitControl::Stop } else { HitControl::Ignore }
-                    })
+                    .intersect_with(
+                        &ray,
+                        &mut |c: &HitCandidate| {
+                            offered += 1;
+                            last = Some(c.triangle);
+                            if offered > k { HitControl::Stop } else { HitControl::Ignore }
+                        },
+                        RayOptions::default(),
+                    )
                     .unwrap();
                 assert_eq!(offered, k + 1, "the policy was called after it stopped");
                 assert_eq!(got.map(|h| h.triangle), last);
@@ -212,6 +226,6 @@ fn invalid_rays_are_refused() {
     let bad = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X);
     let mut hits = vec![];
     assert!(matches!(bvh.intersect_all(&bad, &mut hits), Err(InputError::NonFiniteRay { .. })));
-    assert!(bvh.intersect_with(&bad, &mut |_: &HitCandidate| HitControl::Accept).is_err());
-    assert!(bvh.occluded_with(&bad, &mut |_: &HitCandidate| HitControl::Accept).is_err());
+    assert!(bvh.intersect_with(&bad, &mut |_: &HitCandidate| HitControl::Accept, RayOptions::default()).is_err());
+    assert!(bvh.occluded_with(&bad, &mut |_: &HitCandidate| HitControl::Accept, RayOptions::default()).is_err());
 }

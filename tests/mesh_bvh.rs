@@ -3,7 +3,8 @@
 
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BatchOptions, BuildOptions, InputError, MeshBvh, Ray, RayCoherence, Threads, TriMesh, TriangleTest,
+    Aabb, AcceptAll, BatchOptions, BuildOptions, HitCandidate, HitControl, InputError, MeshBvh, Ray, RayCoherence,
+    RayOptions, Threads, TriMesh, TriangleTest,
 };
 
 use common::rng::Rng;
@@ -65,6 +66,7 @@ fn check_against_brute(
     let mut batch_any = Vec::new();
     bvh.occluded_batch(&all, &mut batch_any, BatchOptions { threads: Threads::Calling, ..Default::default() }).unwrap();
     let mut compared = 0;
+    let incoherent = RayOptions { coherence: RayCoherence::Incoherent };
     for (i, &(o, d, tmax)) in rays.iter().enumerate() {
         let ray = all[i];
         let got = bvh.intersect(&ray).unwrap();
@@ -73,13 +75,18 @@ fn check_against_brute(
             ("intersect", got, bvh.occluded(&ray).unwrap()),
             (
                 "coherent hint",
-                bvh.intersect_hinted(&ray, RayCoherence::Coherent).unwrap(),
-                bvh.occluded_hinted(&ray, RayCoherence::Coherent).unwrap(),
+                bvh.intersect_with(&ray, &mut AcceptAll, RayOptions { coherence: RayCoherence::Coherent }).unwrap(),
+                bvh.occluded_with(&ray, &mut AcceptAll, RayOptions { coherence: RayCoherence::Coherent }).unwrap(),
             ),
             (
                 "incoherent hint",
-                bvh.intersect_hinted(&ray, RayCoherence::Incoherent).unwrap(),
-                bvh.occluded_hinted(&ray, RayCoherence::Incoherent).unwrap(),
+                bvh.intersect_with(&ray, &mut AcceptAll, RayOptions { coherence: RayCoherence::Incoherent }).unwrap(),
+                bvh.occluded_with(&ray, &mut AcceptAll, RayOptions { coherence: RayCoherence::Incoherent }).unwrap(),
+            ),
+            (
+                "accepting policy, incoherent (the policy walk with early loads)",
+                bvh.intersect_with(&ray, &mut |_: &HitCandidate| HitControl::Accept, incoherent).unwrap(),
+                bvh.occluded_with(&ray, &mut |_: &HitCandidate| HitControl::Accept, incoherent).unwrap(),
             ),
             ("batch", batch[i], batch_any[i]),
         ];

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use glam::{Affine3A, Quat, Vec3, Vec3A};
 use slabtree::{
     Aabb, BatchOptions, BuildOptions, Dbvt, Frustum, HitCandidate, HitControl, LeafControl, MeshBvh, PairControl,
-    ProxyId, QueryWorkspace, Ray, Scene, SceneHitCandidate, Threads, TriMesh,
+    ProxyId, QueryWorkspace, Ray, RayOptions, Scene, SceneHitCandidate, Threads, TriMesh,
 };
 
 use common::rng::Rng;
@@ -141,8 +141,8 @@ fn ray_queries_allocate_nothing_once_warm() {
                 // A policy, and all hits into the caller's vector.
                 let mut odd_only =
                     |c: &HitCandidate| if c.triangle % 2 == 1 { HitControl::Accept } else { HitControl::Ignore };
-                *count += meshes[0].intersect_with(r, &mut odd_only).unwrap().is_some() as usize;
-                *count += meshes[1].occluded_with(r, &mut odd_only).unwrap() as usize;
+                *count += meshes[0].intersect_with(r, &mut odd_only, RayOptions::default()).unwrap().is_some() as usize;
+                *count += meshes[1].occluded_with(r, &mut odd_only, RayOptions::default()).unwrap() as usize;
                 meshes[1].intersect_all(r, &mut all_hits).unwrap();
                 *count += all_hits.len();
                 let mut even_users = |c: &SceneHitCandidate| {

@@ -7,7 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use slabtree::mesh::LARGE_BVH_BYTES;
-use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, RayCoherence, Threads, TriMesh, TriangleTest};
+use slabtree::{
+    AcceptAll, BatchOptions, BuildOptions, MeshBvh, Ray, RayCoherence, RayOptions, Threads, TriMesh, TriangleTest,
+};
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
 
@@ -110,10 +112,12 @@ impl PyMeshBvh {
                             let hit = if large {
                                 hits.get(i).copied().flatten()
                             } else {
-                                self.bvh.intersect_hinted(&rays.ray(base + i), hint).unwrap_or_else(|e| {
-                                    refused = refused.or(Some((base + i, e)));
-                                    None
-                                })
+                                self.bvh
+                                    .intersect_with(&rays.ray(base + i), &mut AcceptAll, RayOptions { coherence: hint })
+                                    .unwrap_or_else(|e| {
+                                        refused = refused.or(Some((base + i, e)));
+                                        None
+                                    })
                             };
                             let (ht, htri, hu, hv) =
                                 hit.map_or((f32::INFINITY, -1, 0.0, 0.0), |h| (h.t, i64::from(h.triangle), h.u, h.v));
@@ -181,7 +185,11 @@ impl PyMeshBvh {
                         let mut refused = None;
                         let hint = rays.coherence(base, hit.len());
                         for (i, h) in hit.iter_mut().enumerate() {
-                            match self.bvh.occluded_hinted(&rays.ray(base + i), hint) {
+                            match self.bvh.occluded_with(
+                                &rays.ray(base + i),
+                                &mut AcceptAll,
+                                RayOptions { coherence: hint },
+                            ) {
                                 Ok(o) => *h = o,
                                 Err(e) => refused = refused.or(Some((base + i, e))),
                             }

@@ -10,7 +10,7 @@ use glam::Vec3A;
 use super::Ray;
 
 /// How alike the directions of consecutive rays are: the hint of
-/// [`crate::MeshBvh::intersect_hinted`] and [`crate::MeshBvh::occluded_hinted`].
+/// [`crate::MeshBvh::intersect_with`] and [`crate::MeshBvh::occluded_with`] through [`RayOptions`].
 ///
 /// Coherent rays (a camera's pixels in scan order, shadow rays towards one light) walk nearly the
 /// same nodes one after another, so each walk finds its nodes in cache. Incoherent rays (random
@@ -37,6 +37,31 @@ pub enum RayCoherence {
     Coherent,
     /// Consecutive rays point in unrelated directions.
     Incoherent,
+}
+
+/// The options of one ray's query with a policy ([`MeshBvh::intersect_with`](crate::MeshBvh::intersect_with),
+/// [`MeshBvh::occluded_with`](crate::MeshBvh::occluded_with)), as Embree 4's arguments struct
+/// holds its context flags: they change how long the query takes, never its answer.
+///
+/// ```
+/// use slabtree::{AcceptAll, BuildOptions, MeshBvh, Ray, RayCoherence, RayOptions, TriMesh};
+/// use glam::Vec3;
+/// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+/// let ray = Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z);
+/// // A random ray traced one by one: the walk that loads children early.
+/// let options = RayOptions { coherence: RayCoherence::Incoherent };
+/// assert_eq!(bvh.intersect_with(&ray, &mut AcceptAll, options)?, bvh.intersect(&ray)?);
+/// # Ok::<(), slabtree::InputError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RayOptions {
+    /// How alike this ray's direction is to the rays traced just before it on this thread. An
+    /// [`RayCoherence::Incoherent`] ray takes a walk that loads every child of a node while the
+    /// node is tested: faster for rays that each walk their own path (random rays, diffuse
+    /// bounces), slower for rays that follow their neighbours' nodes. The default,
+    /// [`RayCoherence::Coherent`], is what [`MeshBvh::intersect`](crate::MeshBvh::intersect)
+    /// assumes; batches judge each run of rays themselves.
+    pub coherence: RayCoherence,
 }
 
 /// Largest average step between the unit directions of consecutive rays, per axis, for rays to be

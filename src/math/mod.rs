@@ -11,7 +11,7 @@ mod stats;
 
 pub use aabb::{Aabb, Aabb2};
 pub use batch::{BatchOptions, Threads};
-pub use coherence::RayCoherence;
+pub use coherence::{RayCoherence, RayOptions};
 pub use error::{BatchError, InputError};
 pub use frustum::{Frustum, Plane};
 pub use ray::{Ray, Ray2, RayHit2, validate_rays};

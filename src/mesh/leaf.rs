@@ -63,6 +63,11 @@ pub enum HitControl {
 /// Decides, at each triangle a ray crosses, whether to accept, ignore or stop. Closures
 /// `FnMut(&HitCandidate) -> HitControl` implement it.
 pub trait HitPolicy {
+    /// Whether the policy accepts every hit, so that the query can take the nearest hit of each
+    /// triangle pack without asking, on the fixed queries' walk. Only [`AcceptAll`] sets it.
+    #[doc(hidden)]
+    const ACCEPTS_ALL: bool = false;
+
     /// Called once per triangle the ray crosses within its current range.
     fn visit(&mut self, candidate: &HitCandidate) -> HitControl;
 }
@@ -71,6 +76,20 @@ impl<F: FnMut(&HitCandidate) -> HitControl> HitPolicy for F {
     #[inline(always)]
     fn visit(&mut self, candidate: &HitCandidate) -> HitControl {
         self(candidate)
+    }
+}
+
+/// The policy that accepts every hit: [`MeshBvh::intersect_with`](super::MeshBvh::intersect_with)
+/// with it is [`MeshBvh::intersect`](super::MeshBvh::intersect), on the same walk, taking the
+/// [`RayOptions`](crate::RayOptions) it is given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AcceptAll;
+
+impl HitPolicy for AcceptAll {
+    const ACCEPTS_ALL: bool = true;
+    #[inline(always)]
+    fn visit(&mut self, _: &HitCandidate) -> HitControl {
+        HitControl::Accept
     }
 }
 

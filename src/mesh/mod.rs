@@ -34,6 +34,6 @@ pub(crate) use batch::trace_runs_into;
 pub use cast::ShapeCastHit;
 pub use closest::ClosestPoint;
 pub use error::MeshError;
-pub use leaf::{HitCandidate, HitControl, HitPolicy};
+pub use leaf::{AcceptAll, HitCandidate, HitControl, HitPolicy};
 pub use saved::{FORMAT_VERSION, MAGIC, SavedBvhError, saved_checksum};
 pub use trimesh::TriMesh;

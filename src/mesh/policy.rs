@@ -16,8 +16,10 @@
 //! it).
 
 use super::bvh::{Hit, MeshBvh};
+#[cfg(doc)]
+use super::leaf::AcceptAll;
 use super::leaf::{HitCandidate, HitControl, HitPolicy};
-use crate::math::{InputError, Ray};
+use crate::math::{InputError, Ray, RayCoherence, RayOptions};
 
 impl MeshBvh {
     /// The nearest hit that `policy` accepts (or the one it stops at), walking the BVH nearest
@@ -25,10 +27,13 @@ impl MeshBvh {
     /// its current end, each at most once, roughly nearest first. An invalid ray is refused, as by
     /// [`MeshBvh::intersect`].
     ///
+    /// `options` say how the ray relates to the ones before it ([`RayOptions`]); [`AcceptAll`] as
+    /// the policy gives [`MeshBvh::intersect`]'s answer on its own walk, with those options.
+    ///
     /// An alpha test that cuts one triangle away:
     ///
     /// ```
-    /// use slabtree::{BuildOptions, HitControl, MeshBvh, Ray, TriMesh};
+    /// use slabtree::{BuildOptions, HitControl, MeshBvh, Ray, RayOptions, TriMesh};
     /// use glam::{Vec3, Vec3A};
     /// // Two parallel quads at z = 1 and z = 2, each of two triangles.
     /// let quad = |z: f32| [Vec3::new(-1.0, -1.0, z), Vec3::new(1.0, -1.0, z), Vec3::new(1.0, 1.0, z), Vec3::new(-1.0, 1.0, z)];
@@ -40,35 +45,56 @@ impl MeshBvh {
     /// // Triangle 1 (the near quad's upper left) is cut away: the ray goes on to the far quad.
     /// let hit = bvh.intersect_with(&ray, &mut |c: &slabtree::HitCandidate| {
     ///     if c.triangle == 1 { HitControl::Ignore } else { HitControl::Accept }
-    /// })?;
+    /// }, RayOptions::default())?;
     /// assert_eq!(hit.unwrap().triangle, 3);
     /// assert_eq!(hit.unwrap().t, 2.0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn intersect_with(&self, ray: &Ray, policy: &mut impl HitPolicy) -> Result<Option<Hit>, InputError> {
+    pub fn intersect_with<P: HitPolicy>(
+        &self,
+        ray: &Ray,
+        policy: &mut P,
+        options: RayOptions,
+    ) -> Result<Option<Hit>, InputError> {
         ray.validate()?;
-        let (hit, _) = self.trace_with::<false, _>(ray, policy);
+        // Every hit accepted: the fixed queries' walk, which takes a pack's nearest hit at once.
+        let (hit, _) = if P::ACCEPTS_ALL {
+            self.trace_valid::<false>(ray, options.coherence)
+        } else {
+            self.trace_with::<false, _>(ray, policy, options.coherence)
+        };
         Ok(hit.map(|(prim, h)| self.finish(prim, h, ray)))
     }
 
     /// Whether `policy` accepts (or stops at) any triangle the ray crosses: the any-hit walk of
     /// [`MeshBvh::occluded`], which ends at the first. For shadow rays through alpha-tested
-    /// leaves. An invalid ray is refused.
+    /// leaves. An invalid ray is refused; `options` as for [`MeshBvh::intersect_with`].
     ///
     /// ```
-    /// use slabtree::{BuildOptions, HitControl, MeshBvh, Ray, TriMesh};
+    /// use slabtree::{BuildOptions, HitControl, MeshBvh, Ray, RayOptions, TriMesh};
     /// use glam::{Vec3, Vec3A};
     /// let mesh = TriMesh::new(vec![Vec3::new(-1.0, -1.0, 1.0), Vec3::new(1.0, -1.0, 1.0), Vec3::new(0.0, 1.0, 1.0)], vec![[0, 1, 2]])?;
     /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
     /// let ray = Ray::new(Vec3A::ZERO, Vec3A::Z);
     /// assert!(bvh.occluded(&ray)?);
     /// // A fully transparent triangle casts no shadow.
-    /// assert!(!bvh.occluded_with(&ray, &mut |_: &slabtree::HitCandidate| HitControl::Ignore)?);
+    /// let transparent = |_: &slabtree::HitCandidate| HitControl::Ignore;
+    /// assert!(!bvh.occluded_with(&ray, &mut { transparent }, RayOptions::default())?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn occluded_with(&self, ray: &Ray, policy: &mut impl HitPolicy) -> Result<bool, InputError> {
+    pub fn occluded_with<P: HitPolicy>(
+        &self,
+        ray: &Ray,
+        policy: &mut P,
+        options: RayOptions,
+    ) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.trace_with::<true, _>(ray, policy).0.is_some())
+        let (hit, _) = if P::ACCEPTS_ALL {
+            self.trace_valid::<true>(ray, options.coherence)
+        } else {
+            self.trace_with::<true, _>(ray, policy, options.coherence)
+        };
+        Ok(hit.is_some())
     }
 
     /// Every triangle the ray crosses with `tmin <= t <= tmax`, into `hits` (cleared first),
@@ -92,10 +118,14 @@ impl MeshBvh {
     pub fn intersect_all(&self, ray: &Ray, hits: &mut Vec<Hit>) -> Result<(), InputError> {
         ray.validate()?;
         hits.clear();
-        self.trace_with::<false, _>(ray, &mut |c: &HitCandidate| {
-            hits.push(self.finish(c.triangle, c.found, ray));
-            HitControl::Ignore
-        });
+        self.trace_with::<false, _>(
+            ray,
+            &mut |c: &HitCandidate| {
+                hits.push(self.finish(c.triangle, c.found, ray));
+                HitControl::Ignore
+            },
+            RayCoherence::Coherent,
+        );
         hits.sort_unstable_by(|a, b| a.t.total_cmp(&b.t).then(a.triangle.cmp(&b.triangle)));
         Ok(())
     }

@@ -41,37 +41,6 @@ impl MeshBvh {
         Ok(self.trace_valid::<true>(ray, RayCoherence::Coherent).0.is_some())
     }
 
-    /// [`MeshBvh::intersect`], told how alike this ray's direction is to the rays traced just
-    /// before it on this thread: an [`RayCoherence::Incoherent`] ray takes a walk that loads every
-    /// child of a node while the node is tested, faster for rays that each walk their own path
-    /// (random rays, diffuse bounces) and slower for rays that follow their neighbours' nodes.
-    /// The answer is the same, bit for bit. The batch queries ([`MeshBvh::intersect_batch`] and
-    /// the others) judge each run of rays themselves; this is for a caller that traces rays one
-    /// by one and knows their kind, as Embree's intersect context flags are.
-    ///
-    /// ```
-    /// use glam::Vec3;
-    /// use slabtree::{BuildOptions, MeshBvh, Ray, RayCoherence, TriMesh};
-    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
-    /// let ray = Ray::new(Vec3::new(0.0, 0.0, 5.0), Vec3::NEG_Z);
-    /// let hinted = bvh.intersect_hinted(&ray, RayCoherence::Incoherent)?;
-    /// assert_eq!(hinted, bvh.intersect(&ray)?);
-    /// # Ok::<(), slabtree::InputError>(())
-    /// ```
-    #[inline]
-    pub fn intersect_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<Option<Hit>, InputError> {
-        ray.validate()?;
-        let (hit, _) = self.trace_valid::<false>(ray, coherence);
-        Ok(hit.map(|(prim, h)| self.finish(prim, h, ray)))
-    }
-
-    /// [`MeshBvh::occluded`] with the hint of [`MeshBvh::intersect_hinted`].
-    #[inline]
-    pub fn occluded_hinted(&self, ray: &Ray, coherence: RayCoherence) -> Result<bool, InputError> {
-        ray.validate()?;
-        Ok(self.trace_valid::<true>(ray, coherence).0.is_some())
-    }
-
     /// The closest hit, and the nodes and leaves the query visited (for cost heat maps).
     #[inline]
     pub fn intersect_counting(&self, ray: &Ray) -> Result<(Option<Hit>, QueryStats), InputError> {
@@ -215,21 +184,22 @@ impl MeshBvh {
         dispatch(TraceNearest::<ANY, WATERTIGHT, EARLY> { bvh: self, ray })
     }
 
-    /// [`MeshBvh::trace_valid`] with `policy` deciding at each hit (see `super::policy`).
+    /// [`MeshBvh::trace_valid`] with `policy` deciding at each hit (see `super::policy`), with
+    /// the early child loads for a large BVH or an incoherent ray as there. Each triangle test
+    /// gets its own traversal loop, without a per-leaf branch or the other test's per-ray set-up;
+    /// the walk runs at the SIMD level [`crate::simd_level`] chose.
     pub(crate) fn trace_with<const ANY: bool, P: HitPolicy>(
         &self,
         ray: &Ray,
         policy: &mut P,
+        hint: RayCoherence,
     ) -> (Option<(u32, PackHit)>, QueryStats) {
-        self.trace_deciding::<ANY, _>(ray, Offer(policy))
-    }
-
-    /// Every ray query's walk, with the mesh's triangle test chosen once here: each test gets
-    /// its own traversal loop, without a per-leaf branch or the other test's per-ray set-up.
-    /// The walk runs at the SIMD level [`crate::simd_level`] chose.
-    #[inline(always)]
-    fn trace_deciding<const ANY: bool, D: Decide>(&self, ray: &Ray, decide: D) -> (Option<(u32, PackHit)>, QueryStats) {
-        dispatch(TraceDeciding::<ANY, D> { bvh: self, ray, decide })
+        let decide = Offer(policy);
+        if self.is_large() || hint == RayCoherence::Incoherent {
+            dispatch(TraceDeciding::<ANY, true, _> { bvh: self, ray, decide })
+        } else {
+            dispatch(TraceDeciding::<ANY, false, _> { bvh: self, ray, decide })
+        }
     }
 
     /// Builds the public hit. The distance is recomputed once, in f64, from the triangle's
@@ -539,25 +509,25 @@ impl<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> WithLanes
 }
 
 /// One ray's walk with a caller's decision at each hit, as a kernel for [`dispatch`].
-struct TraceDeciding<'a, const ANY: bool, D> {
+struct TraceDeciding<'a, const ANY: bool, const EARLY: bool, D> {
     bvh: &'a MeshBvh,
     ray: &'a Ray,
     decide: D,
 }
 
-impl<const ANY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, D> {
+impl<const ANY: bool, const EARLY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, EARLY, D> {
     type Output = (Option<(u32, PackHit)>, QueryStats);
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {
         let (bvh, ray) = (self.bvh, self.ray);
         match bvh.options.triangle_test {
-            TriangleTest::MollerTrumbore => bvh.traverse::<V, ANY, false, false, _>(
+            TriangleTest::MollerTrumbore => bvh.traverse::<V, ANY, false, EARLY, _>(
                 ray,
                 Vec3A::ZERO,
                 &mut TriangleLeaf::<false, _>::new(ray, self.decide),
             ),
-            TriangleTest::Watertight => bvh.traverse::<V, ANY, false, false, _>(
+            TriangleTest::Watertight => bvh.traverse::<V, ANY, false, EARLY, _>(
                 ray,
                 Vec3A::ZERO,
                 &mut TriangleLeaf::<true, _>::new(ray, self.decide),

@@ -7,6 +7,7 @@
 use super::query::local_ray;
 use super::{InstanceId, InstanceSlot, Scene, SceneHit};
 use crate::dbvt::{RayControl, RayLeaf};
+use crate::math::RayCoherence;
 use crate::math::{InputError, Ray};
 use crate::mesh::{HitCandidate, HitControl};
 
@@ -126,10 +127,14 @@ impl Scene {
             let local = local_ray(inst, ray, ray.tmax);
             // A ray the transform made invalid (an overflow to infinity) hits nothing there.
             if local.validate().is_ok() {
-                inst.mesh.trace_with::<false, _>(&local, &mut |c: &HitCandidate| {
-                    hits.push(self.make_hit(leaf.data.index, inst.mesh.finish(c.triangle, c.found, &local)));
-                    HitControl::Ignore
-                });
+                inst.mesh.trace_with::<false, _>(
+                    &local,
+                    &mut |c: &HitCandidate| {
+                        hits.push(self.make_hit(leaf.data.index, inst.mesh.finish(c.triangle, c.found, &local)));
+                        HitControl::Ignore
+                    },
+                    RayCoherence::Coherent,
+                );
             }
             RayControl::Continue
         });
@@ -175,7 +180,7 @@ impl Scene {
                 stopped |= control == HitControl::Stop;
                 control
             };
-            let (hit, _) = inst.mesh.trace_with::<ANY, _>(&local, &mut inner);
+            let (hit, _) = inst.mesh.trace_with::<ANY, _>(&local, &mut inner, RayCoherence::Coherent);
             match hit {
                 Some((prim, h)) => {
                     found(slot, &|| inst.mesh.finish(prim, h, &local), stopped);

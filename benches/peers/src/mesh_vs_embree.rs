@@ -12,7 +12,7 @@
 //! hint of how alike consecutive rays are get the same one: each run of 256 rays of a file is
 //! judged coherent or not once, outside the timed passes, by `RayCoherence::of_rays` (the judgement
 //! slabtree's batch queries make themselves), and every ray of the run is traced with it.
-//! * slabtree: `MeshBvh::intersect_hinted` / `occluded_hinted` with that judgement, default build
+//! * slabtree: `MeshBvh::intersect_with` / `occluded_with` with `AcceptAll` and that judgement, default build
 //!   (Möller–Trumbore), and a second BVH built with `TriangleTest::Watertight` ("slabtree WT").
 //! * Embree 3 (system `libembree3` through the `embree` crate): `rtcIntersect1` / `rtcOccluded1`
 //!   with a coherent or incoherent intersect context by that judgement, once with the default
@@ -241,7 +241,14 @@ impl Tracer for Slab {
         // The distance too: a timed pass only counts hits, and without it the compiler dropped
         // the refinement of `t` in f64, work a caller pays for (58 instructions per bunny random
         // ray, callgrind).
-        let h = self.0.intersect_hinted(&slab_ray(r), slab_hint(coherent)).expect(VALID)?;
+        let h = self
+            .0
+            .intersect_with(
+                &slab_ray(r),
+                &mut slabtree::AcceptAll,
+                slabtree::RayOptions { coherence: slab_hint(coherent) },
+            )
+            .expect(VALID)?;
         black_box(h.t);
         black_box((h.u, h.v));
         black_box(h.normal);
@@ -249,7 +256,13 @@ impl Tracer for Slab {
     }
     #[inline]
     fn occluded(&self, r: &RawRay, coherent: bool) -> bool {
-        self.0.occluded_hinted(&slab_ray(r), slab_hint(coherent)).expect(VALID)
+        self.0
+            .occluded_with(
+                &slab_ray(r),
+                &mut slabtree::AcceptAll,
+                slabtree::RayOptions { coherence: slab_hint(coherent) },
+            )
+            .expect(VALID)
     }
 }
 
