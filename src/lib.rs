@@ -57,12 +57,12 @@ pub use math::{
     Threads, ray_aabb2,
 };
 pub use mesh::{
-    AcceptAll, BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh, MeshError,
-    MeshStats, SavedBvhError, ShapeCastHit, SweepHit, TriMesh, TriangleTest,
+    AcceptAll, BoxCastHit, BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh,
+    MeshError, MeshStats, SavedBvhError, ShapeCastHit, TriMesh, TriangleTest,
 };
 pub use scene::{
-    Instance, InstanceId, RayTree, Scene, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate, SceneHitPolicy,
-    SceneShapeCastHit, SceneSweepHit,
+    Instance, InstanceId, RayTree, Scene, SceneBoxCastHit, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate,
+    SceneHitPolicy, SceneShapeCastHit,
 };
 pub use wide::{SimdLevel, compiled_simd_level, simd_level};
 

@@ -28,7 +28,7 @@ mod trimesh;
 
 pub use crate::math::QueryStats;
 pub use bvh::{BuildOptions, BuildPhases, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TriangleTest};
-pub use sweep::SweepHit;
+pub use sweep::BoxCastHit;
 
 pub(crate) use batch::trace_runs_into;
 pub use cast::ShapeCastHit;

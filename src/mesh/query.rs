@@ -13,7 +13,7 @@ use super::TriMesh;
 use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
 use super::leaf::{Decide, HitPolicy, LeafTest, Nearest, Offer, TriangleLeaf};
-use super::sweep::{Obb, SweepHit, box_parts, sweep_box_triangle, sweep_obb_triangle};
+use super::sweep::{BoxCastHit, Obb, box_parts, sweep_box_triangle, sweep_obb_triangle};
 use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
 use crate::math::QueryStats;
 use crate::math::{Aabb, InputError, Ray, RayCoherence};
@@ -247,7 +247,7 @@ impl MeshBvh {
     }
 
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
-    /// triangles: exact, by separating axes over the sweep (see [`SweepHit`]). Invalid input
+    /// triangles: exact, by separating axes over the sweep (see [`BoxCastHit`]). Invalid input
     /// (NaN, infinite) touches nothing.
     ///
     /// ```
@@ -261,7 +261,7 @@ impl MeshBvh {
     /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<SweepHit>, InputError> {
+    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<BoxCastHit>, InputError> {
         aabb.validate()?;
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement);
@@ -276,7 +276,7 @@ impl MeshBvh {
         let (c, h, d) = (center.into(), half.into(), displacement.into());
         let mut leaf = SweepLeaf::new(&self.mesh, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
         let (hit, _) = dispatch(SweepWalk { bvh: self, ray: &ray, ext: half, leaf: &mut leaf });
-        Ok(hit.map(|(triangle, (t, normal))| SweepHit { t, triangle, normal }))
+        Ok(hit.map(|(triangle, (t, normal))| BoxCastHit { t, triangle, normal }))
     }
 
     /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an

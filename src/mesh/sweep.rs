@@ -16,7 +16,7 @@ use crate::Aabb;
 /// The first contact of a swept box with a mesh.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SweepHit {
+pub struct BoxCastHit {
     /// Fraction of the displacement at first contact, in `[0, 1]`; 0 when the box starts in
     /// contact.
     pub t: f32,

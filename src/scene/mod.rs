@@ -52,4 +52,4 @@ pub use instances::{Instance, RayTree, Scene};
 pub use policy::{SceneHitCandidate, SceneHitPolicy};
 pub use proximity::SceneClosestPoint;
 pub use query::SceneHit;
-pub use sweep::{SceneShapeCastHit, SceneSweepHit};
+pub use sweep::{SceneBoxCastHit, SceneShapeCastHit};

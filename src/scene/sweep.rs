@@ -26,7 +26,7 @@ use crate::mesh::sweep::Obb;
 
 /// The first contact of a swept box with a scene.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SceneSweepHit {
+pub struct SceneBoxCastHit {
     /// Fraction of the displacement at first contact, in `[0, 1]`; 0 when the box starts in
     /// contact.
     pub t: f32,
@@ -56,7 +56,7 @@ impl Scene {
     /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the triangles
     /// of the instances whose mask shares a bit with `mask`, or `None` when nothing is touched.
     /// A NaN, infinite or inverted box or displacement is refused.
-    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Result<Option<SceneSweepHit>, InputError> {
+    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A, mask: u32) -> Result<Option<SceneBoxCastHit>, InputError> {
         aabb.validate()?;
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement);
@@ -73,7 +73,7 @@ impl Scene {
         });
         Ok(best.map(|(s, triangle, t, n)| {
             let inst = self.slot(s);
-            SceneSweepHit {
+            SceneBoxCastHit {
                 t,
                 instance: self.id_of(s),
                 user_id: inst.user_id,
