@@ -1,6 +1,6 @@
 //! 8-wide BVH nodes (Wald, Benthin and Boulos, "Getting Rid of Packets", 2008; Embree's BVH8),
 //! shared by the mesh BVH (`mesh`), the dynamic tree's read-only copy (`dbvt::wide`) and the
-//! packet paths (`mesh::packet`, `mesh::stream`):
+//! packet paths (`mesh::stream`, `scene::stream`):
 //!
 //! | file | what |
 //! |---|---|
@@ -8,7 +8,8 @@
 //! | `ray.rs` | [`Ray8`]: one ray (or a swept box's centre ray) against the eight children |
 //! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
 //! | `order.rs` | the order of three or more children hit, by a sorting network (AVX2) |
-//! | `lanes.rs` | [`Lanes8`], the lanes of one SIMD level, and the run-time [`dispatch`] |
+//! | `lanes.rs` | [`Lanes8`], the lanes of one SIMD level, and [`WithLanes`], a kernel over them |
+//! | `dispatch.rs` | running a kernel at the level the CPU has: [`dispatch`], [`EntryPoint`] |
 //! | `x86.rs` | the x86-64 levels' lanes and their `#[target_feature]` entry points |
 //! | `packet.rs` | ray packets of up to 64 and the one packet walk, generic over the leaf |
 //! | `level.rs` | [`SimdLevel`]: the level chosen at run time, and the one compiled |
