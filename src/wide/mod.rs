@@ -9,7 +9,7 @@
 //! | `traverse.rs` | the traversal stacks and the one closest-first loop, generic over the leaf |
 //! | `order.rs` | the order of three or more children hit, by a sorting network (AVX2) |
 //! | `lanes.rs` | [`Lanes8`], the lanes of one SIMD level, and [`WithLanes`], a kernel over them |
-//! | `dispatch.rs` | running a kernel at the level the CPU has: [`dispatch`], [`EntryPoint`] |
+//! | `dispatch.rs` | running a kernel at the level the CPU has: [`dispatch()`], [`EntryPoint`] |
 //! | `x86.rs` | the x86-64 levels' lanes and their `#[target_feature]` entry points |
 //! | `packet.rs` | ray packets of up to 64 and the one packet walk, generic over the leaf |
 //! | `level.rs` | [`SimdLevel`]: the level chosen at run time, and the one compiled |
