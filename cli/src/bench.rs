@@ -14,7 +14,7 @@ use super::camera::Camera;
 use super::error::{CliError, CliResult};
 use super::load;
 use super::progress::{self, count, ms};
-use super::rng::Rng;
+use super::rng::{self, Rng};
 use super::scene::Scene;
 
 /// The ray kinds in the order they are run.
@@ -153,12 +153,13 @@ impl<'a> Generator<'a> {
     /// `n` incoherent rays: from a uniform point on the sphere of radius one diagonal around the
     /// centre towards a uniform point in the bounds.
     pub fn random(&self, n: usize) -> Vec<Ray> {
-        let mut rng = Rng::new(0x7261_6e64);
+        let mut rng = Rng(0x7261_6e64);
         (0..n)
             .map(|_| {
-                let s = Vec3::new(rng.normal(), rng.normal(), rng.normal()).normalize_or(Vec3::Y);
+                let s = Vec3::new(rng::normal(&mut rng), rng::normal(&mut rng), rng::normal(&mut rng))
+                    .normalize_or(Vec3::Y);
                 let o = self.center + self.diag * s;
-                let p = self.lo + Vec3::new(rng.f32(), rng.f32(), rng.f32()) * (self.hi - self.lo);
+                let p = self.lo + Vec3::new(rng.unit(), rng.unit(), rng.unit()) * (self.hi - self.lo);
                 Ray::new(o, (p - o).normalize_or(-s))
             })
             .collect()
@@ -182,11 +183,11 @@ impl<'a> Generator<'a> {
 
     /// One cosine-weighted ray about the normal from each primary hit.
     pub fn diffuse(&self, primary: &[Ray], hits: &[Option<Hit>]) -> Vec<Ray> {
-        let mut rng = Rng::new(0x6469_6666);
+        let mut rng = Rng(0x6469_6666);
         self.bounce_points(primary, hits)
             .map(|(o, n)| {
                 let (t, b) = basis(n);
-                let (x1, x2) = (rng.f32(), rng.f32());
+                let (x1, x2) = (rng.unit(), rng.unit());
                 let r = x1.sqrt();
                 let phi = std::f32::consts::TAU * x2;
                 let d = r * phi.cos() * t + r * phi.sin() * b + (1.0 - x1).max(0.0).sqrt() * n;

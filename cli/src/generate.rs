@@ -11,7 +11,7 @@ use slabtree::TriMesh;
 
 use super::args::Builtin;
 use super::error::{CliError, CliResult};
-use super::rng::Rng;
+use super::rng::{self, Rng};
 use super::scene::{Scene, View};
 
 /// Generates a built-in scene.
@@ -104,7 +104,7 @@ fn hsv(h: f32, s: f32, v: f32) -> Vec3 {
 /// triangles. The light is a sun high to the left, so every object casts a visible shadow.
 fn field() -> Scene {
     let mut b = Builder::default();
-    let mut rng = Rng::new(0x51ab_7233);
+    let mut rng = Rng(0x51ab_7233);
 
     // Ground: a 24 × 24 checkerboard of two greys.
     let half = 36.0;
@@ -138,10 +138,10 @@ fn field() -> Scene {
                 continue;
             }
             let jitter = Vec3::new(rng.range(-0.5, 0.5), 0.0, rng.range(-0.5, 0.5));
-            let color = hsv(rng.f32(), rng.range(0.45, 0.75), rng.range(0.75, 0.95));
+            let color = hsv(rng.unit(), rng.range(0.45, 0.75), rng.range(0.75, 0.95));
             let size = rng.range(0.8, 1.35);
             let yaw = Quat::from_rotation_y(rng.range(0.0, TAU));
-            let kind = rng.below(6);
+            let kind = rng::below(&mut rng, 6);
             let before = b.positions.len();
             let xf = Affine3A::from_rotation_translation(yaw, Vec3::ZERO) * Affine3A::from_scale(Vec3::splat(size));
             match kind {

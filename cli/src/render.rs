@@ -20,7 +20,7 @@ use super::args::Mode;
 use super::camera::Camera;
 use super::error::{CliError, CliResult};
 use super::progress;
-use super::rng::Rng;
+use super::rng;
 use super::scene::{DEFAULT_ALBEDO, Scene};
 use super::tracer::{Surface, Tracer};
 
@@ -275,13 +275,13 @@ fn ambient_occlusion(
         .enumerate()
         .with_min_len(256)
         .flat_map_iter(|(i, p)| {
-            let mut rng = Rng::hashed(first + i as u64);
+            let mut rng = rng::hashed(first + i as u64);
             let surface = p.surface;
             (0..if surface.is_some() { n } else { 0 }).map(move |k| {
                 let (o, normal) = surface.expect("only hits cast rays");
                 // Stratified in the first dimension.
-                let x1 = (k as f32 + rng.f32()) / n as f32;
-                Ray::new(Vec3A::from(o), Vec3A::from(cosine_dir(normal, x1, rng.f32()))).with_range(0.0, radius)
+                let x1 = (k as f32 + rng.unit()) / n as f32;
+                Ray::new(Vec3A::from(o), Vec3A::from(cosine_dir(normal, x1, rng.unit()))).with_range(0.0, radius)
             })
         })
         .collect();
