@@ -1,6 +1,6 @@
 //! Many rays at once: [`MeshBvh::intersect_batch`] and [`MeshBvh::occluded_batch`], the one
 //! entry for each kind of answer. Both check each run of rays as they trace it
-//! (`super::trace_runs_into`), on rayon's threads or the caller's, and hand the run to one of the
+//! ([`trace_batch`]), on rayon's threads or the caller's, and hand the run to one of the
 //! walks: single rays and rays in flight (`super::query`, `super::interleave`) or packets
 //! (`super::stream`), as [`BatchOptions`] say.
 
@@ -45,13 +45,15 @@ impl MeshBvh {
         hits: &mut Vec<Option<Hit>>,
         options: BatchOptions,
     ) -> Result<(), BatchError> {
-        let parallel = options.threads == Threads::Pool;
-        if options.packets {
-            return trace_runs_into(parallel, rays, PACKET_RUN, None, hits, |r, o| {
-                self.intersect_stream_unchecked(r, o)
-            });
-        }
-        trace_runs_into(parallel, rays, HINT_RUN, None, hits, |r, o| self.intersect_valid_rays(r, o))
+        trace_batch(
+            options,
+            rays,
+            HINT_RUN,
+            None,
+            hits,
+            |r, o| self.intersect_valid_rays(r, o),
+            |r, o| self.intersect_stream_unchecked(r, o),
+        )
     }
 
     /// Whether each ray hits anything ([`MeshBvh::occluded`]'s answer), into `occluded`, as
@@ -77,28 +79,39 @@ impl MeshBvh {
         occluded: &mut Vec<bool>,
         options: BatchOptions,
     ) -> Result<(), BatchError> {
-        let parallel = options.threads == Threads::Pool;
-        if options.packets {
-            return trace_runs_into(parallel, rays, PACKET_RUN, false, occluded, |r, o| {
-                self.occluded_stream_unchecked(r, o)
-            });
-        }
-        trace_runs_into(parallel, rays, HINT_RUN, false, occluded, |r, o| self.occluded_valid_rays(r, o))
+        trace_batch(
+            options,
+            rays,
+            HINT_RUN,
+            false,
+            occluded,
+            |r, o| self.occluded_valid_rays(r, o),
+            |r, o| self.occluded_stream_unchecked(r, o),
+        )
     }
 }
 
-/// `trace(run, answers)` over `rays` in runs of `run` rays, into `out` (cleared first, its room
-/// kept), on rayon's threads when `parallel`, each run checked
-/// ([`validate_rays`](crate::math::validate_rays)) just before it is traced: the batches of the
-/// mesh and the scene. On an invalid ray, the error
-/// names the first and `out` is left empty (see `crate::par::map_checked_chunks_into`).
-pub(crate) fn trace_runs_into<R: Clone + Send + Sync>(
-    parallel: bool,
+/// Every batch of the mesh and the scene: `out` (cleared first, its room kept) gets one answer
+/// per ray, the rays cut into runs, each run checked ([`validate_rays`]) just before it is
+/// traced, on rayon's threads or the calling thread as `options` say. Runs of `run` rays go to
+/// `one_by_one(run, answers)`, or, with `options.packets`, runs of a regrouping window to
+/// `packets(run, answers)`. On an invalid ray the error names the first and `out` is left empty
+/// (see `crate::par::map_checked_chunks_into`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn trace_batch<R: Clone + Send + Sync>(
+    options: BatchOptions,
     rays: &[Ray],
     run: usize,
     fill: R,
     out: &mut Vec<R>,
-    trace: impl Fn(&[Ray], &mut [R]) + Sync + Send,
+    one_by_one: impl Fn(&[Ray], &mut [R]) + Sync + Send,
+    packets: impl Fn(&[Ray], &mut [R]) + Sync + Send,
 ) -> Result<(), BatchError> {
-    crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, validate_rays, BatchError::rebased, trace)
+    let parallel = options.threads == Threads::Pool;
+    let check = validate_rays;
+    if options.packets {
+        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, BatchError::rebased, packets)
+    } else {
+        crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, BatchError::rebased, one_by_one)
+    }
 }

@@ -296,6 +296,13 @@ impl MeshBvh {
         self.bvh_bytes() >= LARGE_BVH_BYTES
     }
 
+    /// Whether a ray of this coherence walks with the early child loads: through a large BVH,
+    /// whose nodes come from memory, or when it is incoherent (`docs/performance.md`, "Early child
+    /// loads and coherence hints"). The one rule for every single-ray walk, fixed or with a policy.
+    pub(super) fn loads_early(&self, hint: crate::math::RayCoherence) -> bool {
+        self.is_large() || hint == crate::math::RayCoherence::Incoherent
+    }
+
     /// Size and quality figures.
     pub fn stats(&self) -> MeshStats {
         let root_area = self.bounds.half_area().max(f32::MIN_POSITIVE) as f64;

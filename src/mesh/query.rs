@@ -77,7 +77,7 @@ impl MeshBvh {
                 entry.run(TraceInto { bvh, ray, slot });
             }
         }
-        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        let early = self.loads_early(hint);
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore if early => each::<false, true>(self, rays, out),
             TriangleTest::MollerTrumbore => each::<false, false>(self, rays, out),
@@ -133,7 +133,7 @@ impl MeshBvh {
     #[inline(never)]
     fn intersect_valid_into(&self, ray: &Ray, hint: RayCoherence, slot: &mut Option<Hit>) {
         debug_assert!(ray.validate().is_ok(), "{ray:?}");
-        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        let early = self.loads_early(hint);
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore if early => dispatch(TraceInto::<false, true> { bvh: self, ray, slot }),
             TriangleTest::MollerTrumbore => dispatch(TraceInto::<false, false> { bvh: self, ray, slot }),
@@ -160,7 +160,7 @@ impl MeshBvh {
         ray: &Ray,
         hint: RayCoherence,
     ) -> (Option<(u32, PackHit)>, QueryStats) {
-        let early = self.is_large() || hint == RayCoherence::Incoherent;
+        let early = self.loads_early(hint);
         match self.options.triangle_test {
             TriangleTest::MollerTrumbore if early => self.trace_test::<ANY, false, true>(ray),
             TriangleTest::MollerTrumbore => self.trace_test::<ANY, false, false>(ray),
@@ -195,7 +195,7 @@ impl MeshBvh {
         hint: RayCoherence,
     ) -> (Option<(u32, PackHit)>, QueryStats) {
         let decide = Offer(policy);
-        if self.is_large() || hint == RayCoherence::Incoherent {
+        if self.loads_early(hint) {
             dispatch(TraceDeciding::<ANY, true, _> { bvh: self, ray, decide })
         } else {
             dispatch(TraceDeciding::<ANY, false, _> { bvh: self, ray, decide })

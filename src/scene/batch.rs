@@ -5,8 +5,7 @@
 
 use super::Scene;
 use super::query::SceneHit;
-use crate::math::{BatchError, BatchOptions, Ray, Threads};
-use crate::mesh::stream::PACKET_RUN;
+use crate::math::{BatchError, BatchOptions, Ray};
 
 /// Rays checked and traced together one by one: few, since a scene ray costs much more than the
 /// check.
@@ -44,13 +43,14 @@ impl Scene {
         hits: &mut Vec<Option<SceneHit>>,
         options: BatchOptions,
     ) -> Result<(), BatchError> {
-        let parallel = options.threads == Threads::Pool;
-        if options.packets {
-            return crate::mesh::trace_runs_into(parallel, rays, PACKET_RUN, None, hits, |r, o| {
-                self.intersect_packets(r, mask, o)
-            });
-        }
-        self.one_by_one(parallel, rays, None, hits, |r| self.intersect_counted(r, mask, 0))
+        self.batch(
+            options,
+            rays,
+            None,
+            hits,
+            |r| self.intersect_counted(r, mask, 0),
+            |r, o| self.intersect_packets(r, mask, o),
+        )
     }
 
     /// Whether each ray hits an instance whose mask shares a bit with `mask`
@@ -78,29 +78,33 @@ impl Scene {
         occluded: &mut Vec<bool>,
         options: BatchOptions,
     ) -> Result<(), BatchError> {
-        let parallel = options.threads == Threads::Pool;
-        if options.packets {
-            return crate::mesh::trace_runs_into(parallel, rays, PACKET_RUN, false, occluded, |r, o| {
-                self.occluded_packets(r, mask, o)
-            });
-        }
-        self.one_by_one(parallel, rays, false, occluded, |r| self.occluded_counted(r, mask, 0))
+        self.batch(
+            options,
+            rays,
+            false,
+            occluded,
+            |r| self.occluded_counted(r, mask, 0),
+            |r, o| self.occluded_packets(r, mask, o),
+        )
     }
 
-    /// `each` of every ray into `out` (cleared first, its room kept), each run of rays checked
-    /// as it is traced; `out` is left empty when a ray is invalid.
-    fn one_by_one<R: Clone + Send + Sync>(
+    /// `each` of every ray into `out` (cleared first, its room kept), or, with
+    /// `options.packets`, `packets(run, answers)` of each run: `crate::mesh::trace_batch`.
+    fn batch<R: Clone + Send + Sync>(
         &self,
-        parallel: bool,
+        options: BatchOptions,
         rays: &[Ray],
         fill: R,
         out: &mut Vec<R>,
         each: impl Fn(&Ray) -> R + Sync + Send,
+        packets: impl Fn(&[Ray], &mut [R]) + Sync + Send,
     ) -> Result<(), BatchError> {
-        // The whole batch counts towards the wide copy at once, not one contended add per ray.
-        self.wide_view(rays.len() as u64);
-        crate::mesh::trace_runs_into(parallel, rays, SINGLE_RUN, fill, out, |r, o| {
-            r.iter().zip(o).for_each(|(r, o)| *o = each(r))
-        })
+        // Rays one by one count towards the wide copy all at once, not one contended add per
+        // ray (packets count per run, as they take the copy).
+        if !options.packets {
+            self.wide_view(rays.len() as u64);
+        }
+        let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r));
+        crate::mesh::trace_batch(options, rays, SINGLE_RUN, fill, out, one_by_one, packets)
     }
 }

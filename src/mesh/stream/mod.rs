@@ -65,7 +65,7 @@ use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, Wi
 use regroup::{LeafSharing, Regroup};
 
 /// Rays a batch hands to the packets at a time: one regrouping window.
-pub(crate) const PACKET_RUN: usize = regroup::WINDOW;
+pub(super) const PACKET_RUN: usize = regroup::WINDOW;
 
 use regroup::MIN_PACKET;
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
