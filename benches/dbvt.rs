@@ -14,7 +14,7 @@
 //! both trees).
 //!
 //! Run with `cargo bench --bench dbvt` (about two minutes plus the build), or filter, e.g.
-//! `cargo bench --bench dbvt -- intersect_with`.
+//! `cargo bench --bench dbvt -- intersect_tight`.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -91,7 +91,7 @@ fn insert_all(boxes: &[Aabb]) -> (Dbvt<Aabb>, Vec<ProxyId>) {
 /// tests the tight one and clips the ray at each nearer hit.
 fn closest_tight(tree: &Dbvt<Aabb>, ray: &Ray, ws: &mut QueryWorkspace) -> Option<f32> {
     let mut best = f32::INFINITY;
-    tree.intersect_with(ray, ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(ray, leaf.data) {
+    tree.visit_ray(ray, ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(ray, leaf.data) {
         Some(t) if t < best => {
             best = t;
             RayControl::Clip(t)

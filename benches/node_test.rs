@@ -41,7 +41,7 @@ fn node_tests(c: &mut Criterion) {
                     let mut hits = 0u32;
                     for ray in &rays {
                         let mut best = None;
-                        tree.intersect_with(ray, &mut ws, &mut |l: RayLeaf<'_, Aabb>| match ray_aabb2(
+                        tree.visit_ray(ray, &mut ws, &mut |l: RayLeaf<'_, Aabb>| match ray_aabb2(
                             &ray.with_range(ray.tmin, l.tmax),
                             l.data,
                         ) {

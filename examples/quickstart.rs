@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut hits = 0;
     for ray in &rays {
         let mut hit = false;
-        tree.intersect_with(ray, &mut ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(
+        tree.visit_ray(ray, &mut ws, &mut |leaf: RayLeaf<'_, Aabb>| match ray_aabb2(
             &ray.with_range(ray.tmin, leaf.tmax),
             leaf.data,
         ) {

@@ -74,7 +74,7 @@ fn huge_finite_boxes_are_accepted_and_queried() {
     t.validate().unwrap();
     let mut ws = QueryWorkspace::new();
     let mut seen = Vec::new();
-    t.intersect_with(&Ray::new(Vec3A::splat(-10.0), Vec3A::ONE), &mut ws, &mut |l: RayLeaf<'_, u32>| {
+    t.visit_ray(&Ray::new(Vec3A::splat(-10.0), Vec3A::ONE), &mut ws, &mut |l: RayLeaf<'_, u32>| {
         seen.push(l.id);
         RayControl::Continue
     })
@@ -606,7 +606,7 @@ mod tree_operations {
             let mut ws = QueryWorkspace::new();
             assert!(tree.overlap(&b, &mut ws, &mut |_, _: &u32| LeafControl::Continue).is_err());
             assert!(
-                tree.cast_box_with(&b, Vec3A::X, &mut ws, &mut |_: RayLeaf<'_, u32>| RayControl::Continue).is_err()
+                tree.visit_swept_box(&b, Vec3A::X, &mut ws, &mut |_: RayLeaf<'_, u32>| RayControl::Continue).is_err()
             );
             assert!(Dbvt::build([(Aabb::new(Vec3A::ZERO, Vec3A::ONE), 0u32), (b, 1)]).is_err());
         }

@@ -98,7 +98,7 @@ fn query_tree(tree: &Dbvt<u32>, i: u64, ws: &mut QueryWorkspace) -> Answer {
     let ray = Ray::new(r.unit3a() * 100.0, r.unit3a() - Vec3A::splat(0.5));
     let closest = tree.intersect(&ray, ws).unwrap().map(|h| (h.id, h.t.to_bits()));
     let mut all = Vec::new();
-    tree.intersect_with(&ray, ws, &mut |l: RayLeaf<'_, u32>| {
+    tree.visit_ray(&ray, ws, &mut |l: RayLeaf<'_, u32>| {
         all.push(l.id);
         RayControl::Continue
     })

@@ -1,4 +1,4 @@
-//! Rays of a batch in flight together (`Dbvt::intersect_batch_with`): each ray's policy sees exactly
+//! Rays of a batch in flight together (`Dbvt::visit_ray_batch`): each ray's policy sees exactly
 //! the calls a cast of that ray alone makes, in the same order, whatever the policy does (clip,
 //! stop), and bad input refuses the whole batch.
 
@@ -49,12 +49,12 @@ fn every_ray_sees_what_it_sees_alone() {
         let mut stats_alone = (0, 0);
         for (i, ray) in rays.iter().enumerate() {
             let mut p = record(&mut alone[i..=i]);
-            let s = tree.intersect_with(ray, &mut ws, &mut |leaf: RayLeaf<'_, u32>| p(0, leaf)).unwrap();
+            let s = tree.visit_ray(ray, &mut ws, &mut |leaf: RayLeaf<'_, u32>| p(0, leaf)).unwrap();
             stats_alone.0 += s.nodes;
             stats_alone.1 += s.leaves;
         }
         let mut batch = vec![Vec::new(); rays.len()];
-        let s = tree.intersect_batch_with(&rays, &mut ws, &mut record(&mut batch)).unwrap();
+        let s = tree.visit_ray_batch(&rays, &mut ws, &mut record(&mut batch)).unwrap();
         assert_eq!(batch, alone, "{n} boxes, {m} rays");
         assert_eq!((s.nodes, s.leaves), stats_alone, "{n} boxes, {m} rays");
         if n >= 2000 {
@@ -75,7 +75,7 @@ fn bad_input_refuses_the_whole_batch() {
     rays[13] = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X);
     let expect = rays[13].validate().unwrap_err();
     let mut calls = 0;
-    let refused = tree.intersect_batch_with(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| {
+    let refused = tree.visit_ray_batch(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| {
         calls += 1;
         RayControl::Continue
     });
@@ -94,6 +94,6 @@ fn bad_input_refuses_the_whole_batch() {
     rays[13] = Ray::new(Vec3A::ZERO, Vec3A::X);
     let id = tree.iter().next().map(|(id, _)| id).unwrap();
     tree.update_proxy(id, Aabb::new(Vec3A::splat(50.0), Vec3A::splat(51.0)), Vec3A::ZERO).unwrap();
-    let pending = tree.intersect_batch_with(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| RayControl::Continue);
+    let pending = tree.visit_ray_batch(&rays, &mut ws, &mut |_: usize, _: RayLeaf<'_, u32>| RayControl::Continue);
     assert_eq!(pending, Err(DbvtError::RefitPending));
 }

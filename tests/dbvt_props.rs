@@ -223,7 +223,7 @@ fn check_all(
             assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
             assert_eq!(wide_frustum(&wide, &f, ws), brute_frustum(model, &f), "wide frustum differs");
             s.push(
-                tree.intersect_with(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue)
+                tree.visit_ray(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue)
                     .unwrap(),
             );
         }
@@ -237,7 +237,7 @@ fn check_all(
     *storage = wide.into_storage();
 }
 
-/// The probes' rays as one batch ([`Dbvt::intersect_batch_with`], several rays in flight): every ray's
+/// The probes' rays as one batch ([`Dbvt::visit_ray_batch`], several rays in flight): every ray's
 /// leaves, and its closest hit, as brute force gives them.
 fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mut QueryWorkspace) {
     // Repeated, so that more rays than are in flight share the batch.
@@ -248,7 +248,7 @@ fn check_batch(tree: &Dbvt<u32>, model: &[ModelProxy], probes: &[Probe], ws: &mu
         })
         .collect();
     let mut all = vec![Vec::new(); rays.len()];
-    tree.intersect_batch_with(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
+    tree.visit_ray_batch(&rays, ws, &mut |i: usize, l: slabtree::RayLeaf<'_, u32>| {
         all[i].push((l.id, l.t));
         slabtree::RayControl::Continue
     })
@@ -389,7 +389,7 @@ proptest! {
             let mut trace = Vec::new();
             for p in &probes {
                 let ray = Ray::new(Vec3A::from(p.origin), Vec3A::from(p.dir));
-                let stats = tree.intersect_with(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
+                let stats = tree.visit_ray(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
                     trace.push((l.id.index(), l.t.to_bits()));
                     slabtree::RayControl::Continue
                 }).unwrap();

@@ -148,7 +148,7 @@ fn run_dbvt(offset: f32, rays: usize) -> (u64, u64, u64) {
         let o = Vec3A::from(r.direction()) * 80.0 + Vec3A::splat(25.0) + shift;
         let ray = Ray::new(o, aim - o);
         let mut got = vec![false; fats.len()];
-        tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, usize>| {
+        tree.visit_ray(&ray, &mut ws, &mut |l: RayLeaf<'_, usize>| {
             got[*l.data] = true;
             RayControl::Continue
         })

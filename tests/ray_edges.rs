@@ -26,7 +26,7 @@ fn hit(ray: Ray) -> Option<f32> {
     for mode in [NodeTest::Simd, NodeTest::Scalar] {
         ws.node_test = mode;
         let mut got = None;
-        tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+        tree.visit_ray(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
             if l.id == target {
                 got = Some(l.t);
             }
@@ -156,7 +156,7 @@ fn nan_and_infinite_rays_are_refused_without_hits() {
     ];
     for ray in bad {
         let mut called = false;
-        let r = tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+        let r = tree.visit_ray(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
             called = true;
             RayControl::Continue
         });
@@ -183,7 +183,7 @@ fn policy_stop_and_clip_semantics() {
     let ray = Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X);
     // Stop: exactly one leaf is visited.
     let mut n = 0;
-    let stats = tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+    let stats = tree.visit_ray(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
         n += 1;
         RayControl::Stop
     });
@@ -191,7 +191,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(stats.unwrap().leaves, 1);
     // Clip: no leaf is reported beyond the clip, and closest-first means the first leaf is the nearest.
     let mut seen = Vec::new();
-    tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+    tree.visit_ray(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
         assert!(l.t <= l.tmax);
         seen.push((*l.data, l.t));
         if *l.data == 4 { RayControl::Clip(l.t) } else { RayControl::Continue }
@@ -201,7 +201,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(seen[0].0, 0, "closest-first order");
     // Skip (Continue) on everything: every box is seen once.
     let mut all = Vec::new();
-    tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
+    tree.visit_ray(&ray, &mut ws, &mut |l: RayLeaf<'_, i32>| {
         all.push(l.id);
         RayControl::Continue
     })
@@ -212,7 +212,7 @@ fn policy_stop_and_clip_semantics() {
     assert_eq!(all, expect);
     // Clip with NaN is ignored, never trusted.
     let mut count = 0;
-    tree.intersect_with(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
+    tree.visit_ray(&ray, &mut ws, &mut |_: RayLeaf<'_, i32>| {
         count += 1;
         RayControl::Clip(f32::NAN)
     })

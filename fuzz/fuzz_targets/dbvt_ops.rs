@@ -167,7 +167,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 // Ray and box-cast queries against brute force on the stored boxes.
                 let ray = Ray::new(v(u)?, v(u)?).with_range(f(u)?, f(u)?);
                 let mut got = Vec::new();
-                let r = tree.intersect_with(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
+                let r = tree.visit_ray(&ray, &mut ws, &mut |l: slabtree::RayLeaf<'_, u32>| {
                     got.push(l.id);
                     RayControl::Continue
                 });

@@ -5,7 +5,7 @@
 //! miss, and fewer instructions do not make it faster (`docs/performance.md`, "The dynamic
 //! tree's choices, measured"). Rays of a batch are independent, so the walk here takes
 //! [`IN_FLIGHT`] of them in turn, one node each: while one ray's next node is on its way (its
-//! children are prefetched before its test, as in [`Dbvt::intersect_with`]), the others are tested.
+//! children are prefetched before its test, as in [`Dbvt::visit_ray`]), the others are tested.
 //! This is the mesh BVH's rays in flight (`MeshBvh::intersect_batch` through a large BVH), and the
 //! interleaving of independent pointer chases of Kocberber, Falsafi and Grot, "Asynchronous
 //! Memory Access Chaining" (VLDB 2015).
@@ -17,7 +17,7 @@
 //! next entry, a branch on an empty mask and the nearer child chosen by a branch; 17 without;
 //! 20 for a ray cast alone.)
 //!
-//! Each ray walks exactly as [`Dbvt::intersect_with`] walks it (the same test, the same order of
+//! Each ray walks exactly as [`Dbvt::visit_ray`] walks it (the same test, the same order of
 //! children, the same clipping), so its policy calls come in the same order and every answer is
 //! the single ray's; only the rays' turns interleave.
 
@@ -30,7 +30,7 @@ use super::{Dbvt, DbvtError};
 use crate::math::QueryStats;
 use crate::math::{Ray, ray_aabb2, validate_rays};
 
-/// Rays walked in turn by [`Dbvt::intersect_batch_with`]: enough for the others' tests to cover one
+/// Rays walked in turn by [`Dbvt::visit_ray_batch`]: enough for the others' tests to cover one
 /// ray's cache miss (`docs/performance.md`).
 pub(crate) const IN_FLIGHT: usize = 8;
 
@@ -39,7 +39,7 @@ pub(crate) const IN_FLIGHT: usize = 8;
 /// implement it.
 pub trait RayBatchPolicy<T> {
     /// Called once per leaf whose box ray `ray` reaches within its current range, in the order
-    /// [`Dbvt::intersect_with`] would call it for that ray alone. Calls for different rays interleave.
+    /// [`Dbvt::visit_ray`] would call it for that ray alone. Calls for different rays interleave.
     fn visit(&mut self, ray: usize, leaf: RayLeaf<'_, T>) -> RayControl;
 }
 
@@ -58,7 +58,7 @@ struct Flight {
 }
 
 impl<T> Dbvt<T> {
-    /// [`Dbvt::intersect_with`] of every ray of `rays`, eight at a time: each ray's leaves go
+    /// [`Dbvt::visit_ray`] of every ray of `rays`, eight at a time: each ray's leaves go
     /// to `policy` with the ray's index, in the order its own cast would hand them over, and the
     /// answers are the single casts' answers. Returns the visit counts summed over the rays.
     ///
@@ -79,7 +79,7 @@ impl<T> Dbvt<T> {
     /// let (tree, _) = Dbvt::build(boxes)?;
     /// let rays: Vec<Ray> = (0..10).map(|k| Ray::new(Vec3A::new(k as f32 * 30.0 - 1.0, 0.0, 0.0), Vec3A::X)).collect();
     /// let mut first = vec![None; rays.len()];
-    /// tree.intersect_batch_with(&rays, &mut QueryWorkspace::new(), &mut |ray: usize, leaf: RayLeaf<'_, i32>| {
+    /// tree.visit_ray_batch(&rays, &mut QueryWorkspace::new(), &mut |ray: usize, leaf: RayLeaf<'_, i32>| {
     ///     if first[ray].is_none_or(|(t, _)| leaf.t < t) {
     ///         first[ray] = Some((leaf.t, *leaf.data));
     ///     }
@@ -88,7 +88,7 @@ impl<T> Dbvt<T> {
     /// assert_eq!(first[3].map(|(_, i)| i), Some(30));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn intersect_batch_with<P: RayBatchPolicy<T>>(
+    pub fn visit_ray_batch<P: RayBatchPolicy<T>>(
         &self,
         rays: &[Ray],
         ws: &mut QueryWorkspace,
@@ -164,7 +164,7 @@ impl<T> Dbvt<T> {
         Ok(stats)
     }
 
-    /// [`Dbvt::intersect`] of every ray of `rays`, several in flight ([`Dbvt::intersect_batch_with`]),
+    /// [`Dbvt::intersect`] of every ray of `rays`, several in flight ([`Dbvt::visit_ray_batch`]),
     /// into `hits` (cleared first): for each ray, the proxy whose fat box it enters first, of
     /// equal distances the lowest [`ProxyId::index`](super::ProxyId::index).
     pub fn intersect_batch(
@@ -176,7 +176,7 @@ impl<T> Dbvt<T> {
         hits.clear();
         hits.resize(rays.len(), None);
         // Each ray's hit kept by `Dbvt::intersect`'s own policy.
-        self.intersect_batch_with(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| closest_hit(&mut hits[ray])(leaf))
+        self.visit_ray_batch(rays, ws, &mut |ray: usize, leaf: RayLeaf<'_, T>| closest_hit(&mut hits[ray])(leaf))
             .inspect_err(|_| hits.clear())
     }
 }

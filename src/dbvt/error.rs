@@ -10,7 +10,7 @@ use crate::math::{BatchError, InputError};
 pub enum DbvtError {
     /// The box, ray, displacement or frustum given is unusable.
     Input(InputError),
-    /// A ray of a batch ([`Dbvt::intersect_batch_with`](crate::dbvt::Dbvt::intersect_batch_with)) is
+    /// A ray of a batch ([`Dbvt::visit_ray_batch`](crate::dbvt::Dbvt::visit_ray_batch)) is
     /// unusable: the first such ray's index and what is wrong with it.
     Ray(BatchError),
     /// The id names a proxy that was removed (its slot may since hold another proxy).

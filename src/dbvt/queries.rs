@@ -287,8 +287,10 @@ impl<T> Dbvt<T> {
         if self.refit_pending { Err(DbvtError::RefitPending) } else { Ok(()) }
     }
 
-    /// Casts a ray, closest box first, handing every proxy whose fat box the ray reaches within
-    /// its current range to `policy`, which may clip the ray or stop.
+    /// Visits every proxy along a ray: each proxy whose fat box the ray reaches within its
+    /// current range goes to `policy`, nearest box first, and the policy may continue, shorten
+    /// the ray ([`RayControl::Clip`]) or stop. [`Dbvt::intersect`] is this walk with a policy
+    /// that keeps the nearest box.
     ///
     /// Refuses a NaN or infinite ray, or one with `tmin > tmax`, with an error and visits nothing.
     ///
@@ -302,7 +304,7 @@ impl<T> Dbvt<T> {
     /// let mut ws = QueryWorkspace::new();
     /// // All boxes the ray passes, without clipping:
     /// let mut all = Vec::new();
-    /// tree.intersect_with(&Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X), &mut ws, &mut |leaf: slabtree::RayLeaf<i32>| {
+    /// tree.visit_ray(&Ray::new(Vec3A::new(-5.0, 0.0, 0.0), Vec3A::X), &mut ws, &mut |leaf: slabtree::RayLeaf<i32>| {
     ///     all.push(*leaf.data);
     ///     RayControl::Continue
     /// })?;
@@ -310,7 +312,7 @@ impl<T> Dbvt<T> {
     /// assert_eq!(all, (0..10).collect::<Vec<_>>());
     /// # Ok::<(), slabtree::DbvtError>(())
     /// ```
-    pub fn intersect_with<P: RayPolicy<T>>(
+    pub fn visit_ray<P: RayPolicy<T>>(
         &self,
         ray: &Ray,
         ws: &mut QueryWorkspace,
@@ -329,15 +331,16 @@ impl<T> Dbvt<T> {
     /// meets them in, so [`WideDbvt::intersect`](super::WideDbvt::intersect) answers the same).
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<ProxyHit>, DbvtError> {
         let mut best: Option<ProxyHit> = None;
-        self.intersect_with(ray, ws, &mut closest_hit(&mut best))?;
+        self.visit_ray(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 
-    /// Sweeps box `aabb` along `displacement` (`t` in `[0, 1]`), handing each proxy it touches to
-    /// `policy` with the exact time of first contact against the proxy's fat box, earliest box
-    /// first. Node bounds are grown by the moving box's half-extents, so this is a ray cast from
-    /// the box's centre against Minkowski sums.
-    pub fn cast_box_with<P: RayPolicy<T>>(
+    /// Visits every proxy a moving box passes: box `aabb` swept along `displacement` (`t` in
+    /// `[0, 1]`) hands each proxy it touches to `policy` with the exact time of first contact
+    /// against the proxy's fat box, earliest box first. Node bounds are grown by the moving box's
+    /// half-extents, so this is a ray walk from the box's centre against Minkowski sums.
+    /// [`Dbvt::cast_box`] is this walk with a policy that keeps the first contact.
+    pub fn visit_swept_box<P: RayPolicy<T>>(
         &self,
         aabb: &Aabb,
         displacement: Vec3A,
@@ -368,7 +371,7 @@ impl<T> Dbvt<T> {
         ws: &mut QueryWorkspace,
     ) -> Result<Option<ProxyHit>, DbvtError> {
         let mut best: Option<ProxyHit> = None;
-        self.cast_box_with(aabb, displacement, ws, &mut |leaf: RayLeaf<'_, T>| {
+        self.visit_swept_box(aabb, displacement, ws, &mut |leaf: RayLeaf<'_, T>| {
             if best.is_none_or(|b| leaf.t < b.t) {
                 best = Some(ProxyHit { id: leaf.id, t: leaf.t });
             }

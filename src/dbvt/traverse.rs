@@ -33,7 +33,7 @@ pub struct QueryWorkspace {
     pub(crate) subtree: Vec<ChildRef>,
     /// The stack of ray casts over an 8-wide copy of the tree.
     pub(crate) wide_stack: Vec<(crate::wide::ChildRef, f32)>,
-    /// One stack per ray in flight of [`Dbvt::intersect_batch_with`].
+    /// One stack per ray in flight of [`Dbvt::visit_ray_batch`].
     pub(crate) flight_stacks: Vec<Vec<(ChildRef, f32)>>,
     /// The node test used by ray-like queries.
     pub node_test: NodeTest,

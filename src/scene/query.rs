@@ -63,8 +63,8 @@ impl Scene {
         policy: &mut P,
     ) -> Result<crate::dbvt::QueryStats, crate::DbvtError> {
         with_ws(|ws| match self.wide_view(count) {
-            Some(view) => self.tree.intersect_with_wide(view, ray, &mut ws.wide_stack, policy),
-            None => self.tree.intersect_with(ray, ws, policy),
+            Some(view) => self.tree.visit_ray_wide(view, ray, &mut ws.wide_stack, policy),
+            None => self.tree.visit_ray(ray, ws, policy),
         })
     }
 

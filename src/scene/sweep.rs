@@ -1,7 +1,7 @@
 //! The swept box against every instance: the first contact of a world-space box moving by a
 //! displacement with the triangles of any instance, for character controllers.
 //!
-//! The instance tree is box-cast first ([`Dbvt::cast_box_with`](crate::Dbvt::cast_box_with)); each
+//! The instance tree is box-cast first ([`Dbvt::visit_swept_box`](crate::Dbvt::visit_swept_box)); each
 //! instance reached is tested in its own space, where the world box becomes a parallelepiped
 //! (an oriented box when the transform is a rotation, translation and uniform scale): centre
 //! `M⁻¹c`, edge directions the columns of `M⁻¹`, the same half-extents, displacement `M⁻¹d`. An
@@ -197,7 +197,7 @@ impl Scene {
         // The callers check the input and the scene keeps its tree refitted, so the cast cannot
         // be refused; were it, nothing was touched.
         let _ = with_ws(|ws| {
-            self.tree.cast_box_with(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+            self.tree.visit_swept_box(bounds, d, ws, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
                 if leaf.data.mask & mask == 0 {
                     return RayControl::Continue;
                 }

@@ -100,7 +100,7 @@ pub fn brute_pairs(model: &[ModelProxy]) -> Vec<(ProxyId, ProxyId)> {
 
 pub fn tree_ray_all(tree: &Dbvt<u32>, ray: &Ray, ws: &mut QueryWorkspace) -> Vec<(ProxyId, f32)> {
     let mut v = Vec::new();
-    tree.intersect_with(ray, ws, &mut |l: RayLeaf<'_, u32>| {
+    tree.visit_ray(ray, ws, &mut |l: RayLeaf<'_, u32>| {
         v.push((l.id, l.t));
         RayControl::Continue
     })
@@ -111,7 +111,7 @@ pub fn tree_ray_all(tree: &Dbvt<u32>, ray: &Ray, ws: &mut QueryWorkspace) -> Vec
 
 pub fn tree_box_cast_all(tree: &Dbvt<u32>, b: &Aabb, d: Vec3A, ws: &mut QueryWorkspace) -> Vec<(ProxyId, f32)> {
     let mut v = Vec::new();
-    tree.cast_box_with(b, d, ws, &mut |l: RayLeaf<'_, u32>| {
+    tree.visit_swept_box(b, d, ws, &mut |l: RayLeaf<'_, u32>| {
         v.push((l.id, l.t));
         RayControl::Continue
     })
@@ -171,7 +171,7 @@ pub fn tree_pairs(tree: &Dbvt<u32>, ws: &mut QueryWorkspace) -> Vec<(ProxyId, Pr
 /// [`tree_ray_all`] through the tree's 8-wide copy.
 pub fn wide_ray_all(wide: &WideDbvt<'_, u32>, ray: &Ray, ws: &mut QueryWorkspace) -> Vec<(ProxyId, f32)> {
     let mut v = Vec::new();
-    wide.intersect_with(ray, ws, &mut |l: RayLeaf<'_, u32>| {
+    wide.visit_ray(ray, ws, &mut |l: RayLeaf<'_, u32>| {
         v.push((l.id, l.t));
         RayControl::Continue
     })

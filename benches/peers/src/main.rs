@@ -260,8 +260,8 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
         let mut best = f32::INFINITY;
         let mut policy = |leaf: RayLeaf<'_, u32>| nearest_tight(ray, tight, &leaf, &mut best);
         let stats = match &copy {
-            Some(w) => w.intersect_with(ray, &mut ws, &mut policy),
-            None => tree.intersect_with(ray, &mut ws, &mut policy),
+            Some(w) => w.visit_ray(ray, &mut ws, &mut policy),
+            None => tree.visit_ray(ray, &mut ws, &mut policy),
         }
         .expect("valid ray");
         visits[0] += u64::from(stats.nodes);
@@ -290,12 +290,12 @@ fn nearest_tight(ray: &Ray, tight: &[Aabb], leaf: &RayLeaf<'_, u32>, best: &mut 
 }
 
 /// The closest-hit ray workload through slabtree's binary tree with the rays in flight together
-/// ([`Dbvt::intersect_batch_with`]): (hits, sum of hit distances).
+/// ([`Dbvt::visit_ray_batch`]): (hits, sum of hit distances).
 fn slab_queries_rays_batch(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[Ray], best: &mut Vec<f32>) -> (u64, f64) {
     let mut ws = QueryWorkspace::new();
     best.clear();
     best.resize(rays.len(), f32::INFINITY);
-    tree.intersect_batch_with(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| {
+    tree.visit_ray_batch(rays, &mut ws, &mut |i: usize, leaf: RayLeaf<'_, u32>| {
         nearest_tight(&rays[i], tight, &leaf, &mut best[i])
     })
     .expect("valid rays");

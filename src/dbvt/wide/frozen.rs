@@ -19,7 +19,7 @@ use crate::math::{Frustum, Ray};
 ///
 /// Each node holds eight children, tested with one set of `f32x8` operations, so a ray takes a
 /// third of the dependent node loads of the binary tree (Wald, Benthin and Boulos 2008; Embree's
-/// BVH8). The same proxies reach the policy as through [`Dbvt::intersect_with`] and [`Dbvt::frustum`],
+/// BVH8). The same proxies reach the policy as through [`Dbvt::visit_ray`] and [`Dbvt::frustum`],
 /// in another order; closest-hit policies get the same answers. Making the copy costs one pass
 /// over the tree, so it pays when many rays follow before the tree changes again
 /// (`docs/performance.md`, "The dynamic tree's choices, measured").
@@ -75,21 +75,21 @@ impl<T> Dbvt<T> {
 }
 
 impl<T> WideDbvt<'_, T> {
-    /// [`Dbvt::intersect_with`] over the copy: the same proxies reach `policy`, nearest entry first
+    /// [`Dbvt::visit_ray`] over the copy: the same proxies reach `policy`, nearest entry first
     /// among those waiting.
-    pub fn intersect_with<P: RayPolicy<T>>(
+    pub fn visit_ray<P: RayPolicy<T>>(
         &self,
         ray: &Ray,
         ws: &mut QueryWorkspace,
         policy: &mut P,
     ) -> Result<QueryStats, DbvtError> {
-        self.tree.intersect_with_wide(&self.view, ray, &mut ws.wide_stack, policy)
+        self.tree.visit_ray_wide(&self.view, ray, &mut ws.wide_stack, policy)
     }
 
     /// [`Dbvt::intersect`] over the copy: the proxy whose fat box the ray enters first.
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<ProxyHit>, DbvtError> {
         let mut best: Option<ProxyHit> = None;
-        self.intersect_with(ray, ws, &mut closest_hit(&mut best))?;
+        self.visit_ray(ray, ws, &mut closest_hit(&mut best))?;
         Ok(best)
     }
 

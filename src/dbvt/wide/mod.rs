@@ -302,12 +302,12 @@ mod tests {
                 let origin = Vec3A::new(-10.0, (k % 7) as f32 * 6.0, (k % 5) as f32 * 8.0);
                 let ray = Ray::new(origin, target.center() - origin);
                 let (mut a, mut b) = (Vec::new(), Vec::new());
-                tree.intersect_with(&ray, &mut ws, &mut |l: RayLeaf<'_, usize>| {
+                tree.visit_ray(&ray, &mut ws, &mut |l: RayLeaf<'_, usize>| {
                     a.push((*l.data, l.t.to_bits()));
                     RayControl::Continue
                 })
                 .unwrap();
-                tree.intersect_with_wide(&view, &ray, &mut stack, &mut |l: RayLeaf<'_, usize>| {
+                tree.visit_ray_wide(&view, &ray, &mut stack, &mut |l: RayLeaf<'_, usize>| {
                     b.push((*l.data, l.t.to_bits()));
                     RayControl::Continue
                 })
@@ -318,7 +318,7 @@ mod tests {
                 // Closest box entry, clipping as it goes, against brute force over every box.
                 let brute = bx.iter().filter_map(|b| ray_aabb2(&ray, b)).min_by(f32::total_cmp);
                 let mut best: Option<f32> = None;
-                tree.intersect_with_wide(&view, &ray, &mut stack, &mut |l: RayLeaf<'_, usize>| {
+                tree.visit_ray_wide(&view, &ray, &mut stack, &mut |l: RayLeaf<'_, usize>| {
                     let t = ray_aabb2(&ray, &bx[*l.data]);
                     if let Some(t) = t
                         && best.is_none_or(|b| t < b)
@@ -442,7 +442,7 @@ mod tests {
         let mut tree: Dbvt<u32> = Dbvt::new();
         let view = tree.wide_view(None).unwrap();
         let mut hits = 0;
-        tree.intersect_with_wide(&view, &Ray::new(Vec3A::ZERO, Vec3A::X), &mut Vec::new(), &mut |_: RayLeaf<
+        tree.visit_ray_wide(&view, &Ray::new(Vec3A::ZERO, Vec3A::X), &mut Vec::new(), &mut |_: RayLeaf<
             '_,
             u32,
         >| {

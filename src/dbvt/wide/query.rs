@@ -14,7 +14,7 @@ use crate::math::QueryStats;
 use crate::math::{Frustum, Ray, ray_aabb2};
 use crate::wide::{ChildRef, Lanes8, LeafVisitor, Node8, Ray8, WithLanes, closest_first, dispatch};
 
-/// [`Dbvt::intersect_with_wide`]'s walk, as a kernel for [`dispatch`]: it runs at the SIMD level
+/// [`Dbvt::visit_ray_wide`]'s walk, as a kernel for [`dispatch`]: it runs at the SIMD level
 /// [`crate::simd_level`] chose. Returns the nodes and leaves visited.
 struct RayCastWide<'a, V> {
     nodes: &'a [Node8],
@@ -49,11 +49,11 @@ trait VisitCount {
 }
 
 impl<T> Dbvt<T> {
-    /// [`Dbvt::intersect_with`] over `view`, which must have been made from this tree since its last
+    /// [`Dbvt::visit_ray`] over `view`, which must have been made from this tree since its last
     /// change. The same proxies reach `policy`, nearest entry first among those waiting, so
     /// closest-hit policies get the same answer (up to which of two equal distances is kept).
     /// `stack` is scratch, kept by the caller so that queries allocate nothing once it has grown.
-    pub(crate) fn intersect_with_wide<P: RayPolicy<T>>(
+    pub(crate) fn visit_ray_wide<P: RayPolicy<T>>(
         &self,
         view: &WideView,
         ray: &Ray,
@@ -72,7 +72,7 @@ impl<T> Dbvt<T> {
     }
 
     /// Walks `view` (made from this tree since its last change) with a loaded ray packet,
-    /// whose rays take the exact form of the slab test, as [`Dbvt::intersect_with_wide`]'s `Ray8`
+    /// whose rays take the exact form of the slab test, as [`Dbvt::visit_ray_wide`]'s `Ray8`
     /// does: `leaf(packet, at, data)` gets every proxy a ray of the packet may reach, with its
     /// data, and returns `false` to end the walk. With `ANY` (occlusion) the walk takes children
     /// in any order and ends once no ray is live. Returns the wide nodes visited.
