@@ -76,15 +76,24 @@ fn streams(c: &mut Criterion) {
     g.bench_function("single", |b| b.iter(|| rays.iter().filter(|r| big.intersect(r).unwrap().is_some()).count()));
     g.bench_function("stream", |b| {
         b.iter(|| {
-            big.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+            big.intersect_batch(
+                &rays,
+                &mut hits,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
+            .unwrap();
             hits.iter().flatten().count()
         })
     });
     g.bench_function("single_any", |b| b.iter(|| rays.iter().filter(|r| big.occluded(r).unwrap()).count()));
     g.bench_function("stream_any", |b| {
         b.iter(|| {
-            big.occluded_batch(&rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true })
-                .unwrap();
+            big.occluded_batch(
+                &rays,
+                &mut occluded,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
+            .unwrap();
             occluded.iter().filter(|o| **o).count()
         })
     });

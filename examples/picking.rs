@@ -112,7 +112,7 @@ fn tiles(world: &mut World, frames: usize) {
                 &rays,
                 slabtree::Scene::ALL,
                 &mut hits,
-                BatchOptions { threads: Threads::Calling, packets: true },
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
             )
             .unwrap();
         let c = Instant::now();

@@ -182,11 +182,19 @@ fn nan_infinite_rays_and_bad_ranges() {
             let (mut hits, mut occ, mut scene_hits, mut scene_occ) =
                 (vec![None; 2], vec![true; 2], vec![None; 2], vec![true; 2]);
             same(
-                bvh.intersect_batch(&stream, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }),
+                bvh.intersect_batch(
+                    &stream,
+                    &mut hits,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                ),
                 Err(BatchError { index: 55, error: e }),
             );
             same(
-                bvh.occluded_batch(&stream, &mut occ, BatchOptions { threads: Threads::Calling, packets: true }),
+                bvh.occluded_batch(
+                    &stream,
+                    &mut occ,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                ),
                 Err(BatchError { index: 55, error: e }),
             );
             same(
@@ -194,7 +202,7 @@ fn nan_infinite_rays_and_bad_ranges() {
                     &stream,
                     Scene::ALL,
                     &mut scene_hits,
-                    BatchOptions { threads: Threads::Calling, packets: true },
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
                 ),
                 Err(BatchError { index: 55, error: e }),
             );
@@ -203,7 +211,7 @@ fn nan_infinite_rays_and_bad_ranges() {
                     &stream,
                     Scene::ALL,
                     &mut scene_occ,
-                    BatchOptions { threads: Threads::Calling, packets: true },
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
                 ),
                 Err(BatchError { index: 55, error: e }),
             );
@@ -222,14 +230,14 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(
                 {
                     let mut out = Vec::new();
-                    bvh.intersect_batch(&big, &mut out, BatchOptions::default()).map(|()| out)
+                    bvh.intersect_batch(&big, &mut out, BatchOptions::default()).map(|_| out)
                 },
                 Err(BatchError { index: first, error: e }),
             );
             same(
                 {
                     let mut out = Vec::new();
-                    bvh.occluded_batch(&big, &mut out, BatchOptions::default()).map(|()| out)
+                    bvh.occluded_batch(&big, &mut out, BatchOptions::default()).map(|_| out)
                 },
                 Err(BatchError { index: first, error: e }),
             );
@@ -244,14 +252,14 @@ fn nan_infinite_rays_and_bad_ranges() {
             same(
                 {
                     let mut out = Vec::new();
-                    scene.intersect_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|()| out)
+                    scene.intersect_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|_| out)
                 },
                 Err(BatchError { index: first, error: e }),
             );
             same(
                 {
                     let mut out = Vec::new();
-                    scene.occluded_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|()| out)
+                    scene.occluded_batch(&big, Scene::ALL, &mut out, BatchOptions::default()).map(|_| out)
                 },
                 Err(BatchError { index: first, error: e }),
             );
@@ -260,7 +268,7 @@ fn nan_infinite_rays_and_bad_ranges() {
         assert_eq!(
             {
                 let mut out = Vec::new();
-                bvh.intersect_batch(&[good; 3], &mut out, BatchOptions::default()).map(|()| out)
+                bvh.intersect_batch(&[good; 3], &mut out, BatchOptions::default()).map(|_| out)
             }
             .unwrap()
             .iter()
@@ -270,7 +278,7 @@ fn nan_infinite_rays_and_bad_ranges() {
         );
         let big = {
             let mut out = Vec::new();
-            bvh.intersect_batch(&vec![good; 20_000], &mut out, BatchOptions::default()).map(|()| out)
+            bvh.intersect_batch(&vec![good; 20_000], &mut out, BatchOptions::default()).map(|_| out)
         }
         .unwrap();
         assert!(big.len() == 20_000 && big.iter().all(|h| *h == bvh.intersect(&good).unwrap()));

@@ -206,12 +206,12 @@ fn many_threads_query_one_mesh() {
         // The batch entry points on rayon agree too.
         let batch = {
             let mut out = Vec::new();
-            bvh.intersect_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+            bvh.intersect_batch(&rays, &mut out, BatchOptions::default()).map(|_| out)
         }
         .unwrap();
         let occ = {
             let mut out = Vec::new();
-            bvh.occluded_batch(&rays, &mut out, BatchOptions::default()).map(|()| out)
+            bvh.occluded_batch(&rays, &mut out, BatchOptions::default()).map(|_| out)
         }
         .unwrap();
         for i in 0..rays.len() {

@@ -223,8 +223,7 @@ fn check_all(
             assert_eq!(tree_frustum_scan(tree, &f), brute_frustum(model, &f), "frustum_scan differs");
             assert_eq!(wide_frustum(&wide, &f, ws), brute_frustum(model, &f), "wide frustum differs");
             s.push(
-                tree.visit_ray(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue)
-                    .unwrap(),
+                tree.visit_ray(&ray, ws, &mut |_: slabtree::RayLeaf<'_, u32>| slabtree::RayControl::Continue).unwrap(),
             );
         }
         stats.push(s);
@@ -393,7 +392,7 @@ proptest! {
                     trace.push((l.id.index(), l.t.to_bits()));
                     slabtree::RayControl::Continue
                 }).unwrap();
-                trace.push((stats.nodes, stats.leaves));
+                trace.push((stats.nodes as u32, stats.leaves as u32));
             }
             tree.self_pairs(&mut ws, |a, _, b, _| { trace.push((a.index(), b.index())); slabtree::PairControl::Continue }).unwrap();
             (trace, tree.stats().height, tree.stats().sah_cost.to_bits())

@@ -84,13 +84,17 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
         assert_eq!(expect.len(), rays.len());
         let got = {
             let mut out = Vec::new();
-            bvh.occluded_batch(rays, &mut out, BatchOptions::default()).map(|()| out)
+            bvh.occluded_batch(rays, &mut out, BatchOptions::default()).map(|_| out)
         }
         .expect("the shared rays are valid");
         // The same rays as a stream (packets of coherent rays) give the same answers.
         let mut streamed = Vec::new();
-        bvh.occluded_batch(rays, &mut streamed, BatchOptions { threads: Threads::Calling, packets: true })
-            .expect("the shared rays are valid");
+        bvh.occluded_batch(
+            rays,
+            &mut streamed,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .expect("the shared rays are valid");
         assert!(streamed == got, "{kind}: the stream's answers differ from single rays'");
         for (i, (&g, &e)) in got.iter().zip(&expect).enumerate() {
             if g == (e == 1) {
@@ -108,12 +112,16 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     assert_eq!(f.len(), rays.len() * 4);
     let got = {
         let mut out = Vec::new();
-        bvh.intersect_batch(rays, &mut out, BatchOptions::default()).map(|()| out)
+        bvh.intersect_batch(rays, &mut out, BatchOptions::default()).map(|_| out)
     }
     .expect("the shared rays are valid");
     let mut streamed = Vec::new();
-    bvh.intersect_batch(rays, &mut streamed, BatchOptions { threads: Threads::Calling, packets: true })
-        .expect("the shared rays are valid");
+    bvh.intersect_batch(
+        rays,
+        &mut streamed,
+        BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+    )
+    .expect("the shared rays are valid");
     assert!(streamed == got, "{kind}: the stream's answers differ from single rays'");
     for (i, g) in got.iter().enumerate() {
         let (et, eprim) = (f[4 * i], f[4 * i + 1].to_bits() as i32);

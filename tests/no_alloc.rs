@@ -109,10 +109,18 @@ fn ray_queries_allocate_nothing_once_warm() {
         meshes[1].occluded_batch(&stream, &mut batch_occluded, BatchOptions::default()).unwrap();
         *count += batch_hits.iter().flatten().count() + batch_occluded.iter().filter(|&&o| o).count();
         meshes[0]
-            .intersect_batch(&stream, &mut stream_hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .intersect_batch(
+                &stream,
+                &mut stream_hits,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
             .unwrap();
         meshes[1]
-            .occluded_batch(&stream, &mut stream_occluded, BatchOptions { threads: Threads::Calling, packets: true })
+            .occluded_batch(
+                &stream,
+                &mut stream_occluded,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
             .unwrap();
         *count += stream_hits.iter().flatten().count() + stream_occluded.iter().filter(|&&o| o).count();
         scene
@@ -120,7 +128,7 @@ fn ray_queries_allocate_nothing_once_warm() {
                 &stream,
                 Scene::ALL,
                 &mut scene_hits,
-                BatchOptions { threads: Threads::Calling, packets: true },
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
             )
             .unwrap();
         scene
@@ -128,7 +136,7 @@ fn ray_queries_allocate_nothing_once_warm() {
                 &stream,
                 Scene::ALL,
                 &mut scene_occluded,
-                BatchOptions { threads: Threads::Calling, packets: true },
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
             )
             .unwrap();
         *count += scene_hits.iter().flatten().count() + scene_occluded.iter().filter(|&&o| o).count();
@@ -229,8 +237,18 @@ fn streams_through_a_large_bvh_allocate_nothing_once_warm() {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     let mut count = 0usize;
     let mut round = |count: &mut usize| {
-        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
-        bvh.occluded_batch(&rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+        bvh.intersect_batch(
+            &rays,
+            &mut hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .unwrap();
+        bvh.occluded_batch(
+            &rays,
+            &mut occluded,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .unwrap();
         *count += hits.iter().flatten().count() + occluded.iter().filter(|&&o| o).count();
     };
     let warm = allocations(|| round(&mut count));

@@ -343,7 +343,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         assert_eq!(
             {
                 let mut out = Vec::new();
-                scene.intersect_batch(&rays, mask, &mut out, BatchOptions::default()).map(|()| out)
+                scene.intersect_batch(&rays, mask, &mut out, BatchOptions::default()).map(|_| out)
             }
             .unwrap(),
             single_hits
@@ -351,7 +351,7 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         assert_eq!(
             {
                 let mut out = Vec::new();
-                scene.occluded_batch(&rays, mask, &mut out, BatchOptions::default()).map(|()| out)
+                scene.occluded_batch(&rays, mask, &mut out, BatchOptions::default()).map(|_| out)
             }
             .unwrap(),
             single_occluded
@@ -373,10 +373,20 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         let stream: Vec<Ray> = rays.iter().copied().chain(camera).collect();
         let (mut hits, mut occluded) = (Vec::new(), Vec::new());
         scene
-            .intersect_batch(&stream, mask, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+            .intersect_batch(
+                &stream,
+                mask,
+                &mut hits,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
             .unwrap();
         scene
-            .occluded_batch(&stream, mask, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true })
+            .occluded_batch(
+                &stream,
+                mask,
+                &mut occluded,
+                BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+            )
             .unwrap();
         for (i, ray) in stream.iter().enumerate() {
             assert_eq!(hits[i], scene.intersect(ray, mask).unwrap(), "stream ray {i}");

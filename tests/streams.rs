@@ -58,8 +58,18 @@ fn bits(h: &Option<slabtree::Hit>) -> Bits {
 /// Every answer of the stream equals the single ray's; returns the hits and occluded rays.
 fn check(name: &str, bvh: &MeshBvh, rays: &[Ray]) -> (usize, usize) {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
-    bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
-    bvh.occluded_batch(rays, &mut occluded, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+    bvh.intersect_batch(
+        rays,
+        &mut hits,
+        BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+    )
+    .unwrap();
+    bvh.occluded_batch(
+        rays,
+        &mut occluded,
+        BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+    )
+    .unwrap();
     assert_eq!((hits.len(), occluded.len()), (rays.len(), rays.len()));
     for (i, ray) in rays.iter().enumerate() {
         let single = bvh.intersect(ray).unwrap();
@@ -113,7 +123,12 @@ fn shadow_rays_to_one_light_equal_single_rays() {
         let light = c + Vec3::new(-0.3, 1.0, 0.4) * d;
         let primary = camera(eye, c, 64, 64, 1.0);
         let mut hits = Vec::new();
-        bvh.intersect_batch(&primary, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+        bvh.intersect_batch(
+            &primary,
+            &mut hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .unwrap();
         let shadow: Vec<Ray> = primary
             .iter()
             .zip(&hits)
@@ -202,8 +217,20 @@ fn streams_of_every_length_equal_single_rays() {
     // Nothing to hit: an empty mesh.
     let empty = MeshBvh::build(&TriMesh::default(), &BuildOptions::default());
     let (mut hits, mut occ) = (vec![None; 3], vec![true; 3]);
-    empty.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
-    empty.occluded_batch(&rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true }).unwrap();
+    empty
+        .intersect_batch(
+            &rays,
+            &mut hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .unwrap();
+    empty
+        .occluded_batch(
+            &rays,
+            &mut occ,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .unwrap();
     assert!(hits.len() == rays.len() && hits.iter().all(Option::is_none));
     assert!(occ.len() == rays.len() && occ.iter().all(|&o| !o));
 }
@@ -215,19 +242,31 @@ fn an_invalid_ray_refuses_the_stream_and_names_it() {
     rays[77] = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::Z);
     let (mut hits, mut occ) = (Vec::new(), Vec::new());
     assert_eq!(
-        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
-            .map_err(|e| e.index),
+        bvh.intersect_batch(
+            &rays,
+            &mut hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() }
+        )
+        .map_err(|e| e.index),
         Err(77)
     );
     assert_eq!(
-        bvh.occluded_batch(&rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
-            .map_err(|e| e.index),
+        bvh.occluded_batch(
+            &rays,
+            &mut occ,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() }
+        )
+        .map_err(|e| e.index),
         Err(77)
     );
     rays[77] = Ray::new(Vec3A::ZERO, Vec3A::Z).with_range(2.0, 1.0);
     assert_eq!(
-        bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
-            .map_err(|e| e.index),
+        bvh.intersect_batch(
+            &rays,
+            &mut hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() }
+        )
+        .map_err(|e| e.index),
         Err(77)
     );
 }

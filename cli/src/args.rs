@@ -165,8 +165,8 @@ pub struct RenderArgs {
     pub ao: u32,
 
     /// Trace one instance per object (a generated object, a glTF mesh instance) through the
-    /// library's two-level scene, instead of one BVH over every triangle. Not for `--mode heat`,
-    /// which counts the flat BVH's visits.
+    /// library's two-level scene, instead of one BVH over every triangle (`--mode heat` then
+    /// counts the nodes of both levels).
     #[arg(long)]
     pub instances: bool,
 

@@ -88,9 +88,6 @@ fn render_command(a: &RenderArgs) -> CliResult<()> {
         if scene.objects.len() > 1 { format!("{} objects, ", count(scene.objects.len())) } else { String::new() };
     println!("scene: {}: {objects}{} triangles ({verb} in {})", scene.name, count(scene.mesh.len()), ms(load));
 
-    if a.instances && a.mode == Mode::Heat {
-        return Err(error::CliError::new("--mode heat counts the flat BVH's visits: leave out --instances"));
-    }
     let options = progress::build_options(&a.bvh);
     let start = Instant::now();
     let what = if a.instances { "instances" } else { "the BVH" };

@@ -132,12 +132,7 @@ pub fn render(tracer: &Tracer, scene: &Scene, s: &Settings) -> CliResult<(Vec<u8
 
         let start = Instant::now();
         let (hits, visits): (Vec<Option<Surface>>, Vec<u32>) = if s.mode == Mode::Heat {
-            let counted: Option<Vec<(Option<Surface>, u32)>> =
-                rays.par_iter().with_min_len(256).map(|r| tracer.intersect_counting(r)).collect();
-            counted
-                .ok_or_else(|| CliError::new("the heat map needs the flat BVH, which counts its visits"))?
-                .into_iter()
-                .unzip()
+            rays.par_iter().with_min_len(256).map(|r| tracer.intersect_counting(r)).unzip()
         } else {
             (tracer.intersect_batch(&rays), Vec::new())
         };

@@ -107,16 +107,25 @@ impl Tracer {
         }
     }
 
-    /// The closest hit and the wide nodes visited, for the heat map; `None` when the tracer
-    /// cannot count (the two-level scene does not report visits).
-    pub fn intersect_counting(&self, ray: &Ray) -> Option<(Option<Surface>, u32)> {
-        match self {
+    /// The closest hit and the nodes visited (for the two-level scene, of both levels), for the
+    /// heat map.
+    pub fn intersect_counting(&self, ray: &Ray) -> (Option<Surface>, u32) {
+        let (hit, stats) = match self {
             Tracer::Flat(bvh) => {
                 let (h, stats) = bvh.intersect_counting(ray).expect(VALID);
-                Some((h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }), stats.nodes))
+                (h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }), stats)
             }
-            Tracer::Instances { .. } => None,
-        }
+            Tracer::Instances { scene, first } => {
+                let (h, stats) = scene.intersect_counting(ray, slabtree::Scene::ALL).expect(VALID);
+                let surface = |h: slabtree::SceneHit| Surface {
+                    t: h.t,
+                    triangle: first[h.user_id as usize] + h.triangle,
+                    normal: h.normal,
+                };
+                (h.map(surface), stats)
+            }
+        };
+        (hit, u32::try_from(stats.nodes).unwrap_or(u32::MAX))
     }
 }
 
@@ -141,10 +150,10 @@ fn sub_mesh(mesh: &TriMesh, range: std::ops::Range<u32>) -> TriMesh {
 
 /// The renderer's batches: on rayon's threads, as packets (camera rays in scan-line order and
 /// shadow rays to one light are coherent).
-pub const PACKETS: BatchOptions = BatchOptions { threads: Threads::Pool, packets: true };
+pub const PACKETS: BatchOptions = BatchOptions { threads: Threads::Pool, packets: true, count_visits: false };
 
 /// The answers `query` writes into a new vector, for rays the renderer made (always valid).
-fn batch<T>(query: impl FnOnce(&mut Vec<T>) -> Result<(), slabtree::BatchError>) -> Vec<T> {
+fn batch<T>(query: impl FnOnce(&mut Vec<T>) -> Result<slabtree::QueryStats, slabtree::BatchError>) -> Vec<T> {
     let mut out = Vec::new();
     query(&mut out).expect(VALID);
     out

@@ -122,7 +122,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             &rays,
             mask,
             &mut streamed,
-            BatchOptions { threads: Threads::Calling, packets: true },
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
         );
         // An invalid ray is refused by every query, and refuses its stream.
         assert_eq!(stream.is_err(), rays.iter().any(|r| r.validate().is_err()), "stream refusal for {rays:?}");

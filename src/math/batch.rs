@@ -1,5 +1,6 @@
 //! How a batch of rays runs: the options every type's `intersect_batch` and `occluded_batch`
-//! take. They change how long a batch takes, never its answers.
+//! take. They change how long a batch takes, and whether it counts its visits, never its
+//! answers.
 
 /// Where a batch's rays are traced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,4 +36,23 @@ pub struct BatchOptions {
     /// `docs/performance.md`, "Ray streams"); the library does not yet choose them by itself.
     /// The answers are the same either way.
     pub packets: bool,
+    /// Count what every ray visits, and return the sum ([`QueryStats`](crate::QueryStats)) from the batch: for the
+    /// mean cost of a view, or to compare trees and builds without a timer. Counting traces each
+    /// ray alone, on the walk [`MeshBvh::intersect_counting`](crate::MeshBvh::intersect_counting)
+    /// counts (whatever `packets` says), so its counts are the sum of that query's over the
+    /// rays, and the batch is no faster than a loop of it. Without it the batch returns zeros.
+    ///
+    /// ```
+    /// use glam::Vec3;
+    /// use slabtree::{BatchOptions, BuildOptions, MeshBvh, QueryStats, Ray, TriMesh};
+    /// let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 32, 16), &BuildOptions::default());
+    /// let rays: Vec<Ray> = (0..100).map(|i| Ray::new(Vec3::new(i as f32 / 50.0 - 1.0, 0.1, 5.0), -Vec3::Z)).collect();
+    /// let mut hits = Vec::new();
+    /// let counted = bvh.intersect_batch(&rays, &mut hits, BatchOptions { count_visits: true, ..Default::default() })?;
+    /// let one_by_one: QueryStats = rays.iter().map(|r| bvh.intersect_counting(r).unwrap().1).sum();
+    /// assert_eq!(counted, one_by_one);
+    /// println!("{:.1} nodes per ray", counted.nodes as f64 / rays.len() as f64);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub count_visits: bool,
 }

@@ -6,7 +6,7 @@
 
 use super::bvh::{HINT_RUN, Hit, MeshBvh};
 use super::stream::PACKET_RUN;
-use crate::math::{BatchError, BatchOptions, Ray, Threads, validate_rays};
+use crate::math::{BatchError, BatchOptions, QueryStats, Ray, Threads, validate_rays};
 
 impl MeshBvh {
     /// The closest hit of every ray ([`MeshBvh::intersect`]'s answer, bit for bit), into `hits`:
@@ -34,7 +34,7 @@ impl MeshBvh {
     /// }
     /// // On this thread only, as packets: the same answers.
     /// let rays = [Ray::new(Vec3::Z, -Vec3::Z), Ray::new(Vec3::new(5.0, 0.0, 1.0), -Vec3::Z)];
-    /// bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })?;
+    /// bvh.intersect_batch(&rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() })?;
     /// assert_eq!(hits[0].map(|h| h.t), Some(1.0));
     /// assert!(hits[1].is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -44,16 +44,13 @@ impl MeshBvh {
         rays: &[Ray],
         hits: &mut Vec<Option<Hit>>,
         options: BatchOptions,
-    ) -> Result<(), BatchError> {
-        trace_batch(
-            options,
-            rays,
-            HINT_RUN,
-            None,
-            hits,
-            |r, o| self.intersect_valid_rays(r, o),
-            |r, o| self.intersect_stream_unchecked(r, o),
-        )
+    ) -> Result<QueryStats, BatchError> {
+        let walks = BatchWalks {
+            one_by_one: |r: &[Ray], o: &mut [Option<Hit>]| self.intersect_valid_rays(r, o),
+            packets: |r: &[Ray], o: &mut [Option<Hit>]| self.intersect_stream_unchecked(r, o),
+            counting: |r: &Ray| self.intersect_unchecked(r),
+        };
+        trace_batch(options, rays, HINT_RUN, None, hits, walks)
     }
 
     /// Whether each ray hits anything ([`MeshBvh::occluded`]'s answer), into `occluded`, as
@@ -78,40 +75,69 @@ impl MeshBvh {
         rays: &[Ray],
         occluded: &mut Vec<bool>,
         options: BatchOptions,
-    ) -> Result<(), BatchError> {
-        trace_batch(
-            options,
-            rays,
-            HINT_RUN,
-            false,
-            occluded,
-            |r, o| self.occluded_valid_rays(r, o),
-            |r, o| self.occluded_stream_unchecked(r, o),
-        )
+    ) -> Result<QueryStats, BatchError> {
+        let walks = BatchWalks {
+            one_by_one: |r: &[Ray], o: &mut [bool]| self.occluded_valid_rays(r, o),
+            packets: |r: &[Ray], o: &mut [bool]| self.occluded_stream_unchecked(r, o),
+            counting: |r: &Ray| self.occluded_unchecked_counting(r),
+        };
+        trace_batch(options, rays, HINT_RUN, false, occluded, walks)
     }
+}
+
+/// The three ways a batch can trace a run of valid rays, given by each type to [`trace_batch`].
+pub(crate) struct BatchWalks<OneByOne, Packets, Counting> {
+    /// The answers of a run, one ray after another (or several in flight).
+    pub one_by_one: OneByOne,
+    /// The answers of a run as packets.
+    pub packets: Packets,
+    /// One ray's answer and visits, for a batch that counts.
+    pub counting: Counting,
 }
 
 /// Every batch of the mesh and the scene: `out` (cleared first, its room kept) gets one answer
 /// per ray, the rays cut into runs, each run checked ([`validate_rays`]) just before it is
 /// traced, on rayon's threads or the calling thread as `options` say. Runs of `run` rays go to
-/// `one_by_one(run, answers)`, or, with `options.packets`, runs of a regrouping window to
-/// `packets(run, answers)`. On an invalid ray the error names the first and `out` is left empty
-/// (see `crate::par::map_checked_chunks_into`).
-#[allow(clippy::too_many_arguments)]
+/// `walks.one_by_one(run, answers)`; with `options.packets`, runs of a regrouping window go to
+/// `walks.packets(run, answers)`; with `options.count_visits`, each ray goes to
+/// `walks.counting(ray)`, and the visits are summed. On an invalid ray the error names the
+/// first and `out` is left empty (see `crate::par::map_checked_chunks_into`).
 pub(crate) fn trace_batch<R: Clone + Send + Sync>(
     options: BatchOptions,
     rays: &[Ray],
     run: usize,
     fill: R,
     out: &mut Vec<R>,
-    one_by_one: impl Fn(&[Ray], &mut [R]) + Sync + Send,
-    packets: impl Fn(&[Ray], &mut [R]) + Sync + Send,
-) -> Result<(), BatchError> {
+    walks: BatchWalks<
+        impl Fn(&[Ray], &mut [R]) + Sync + Send,
+        impl Fn(&[Ray], &mut [R]) + Sync + Send,
+        impl Fn(&Ray) -> (R, QueryStats) + Sync + Send,
+    >,
+) -> Result<QueryStats, BatchError> {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     let parallel = options.threads == Threads::Pool;
     let check = validate_rays;
-    if options.packets {
-        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, BatchError::rebased, packets)
-    } else {
-        crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, BatchError::rebased, one_by_one)
+    let rebase = BatchError::rebased;
+    if options.count_visits {
+        // Summed per run, then once per run into the totals: no contended add per ray.
+        let (nodes, leaves) = (AtomicU64::new(0), AtomicU64::new(0));
+        let counting = |rays: &[Ray], answers: &mut [R]| {
+            let mut run_stats = QueryStats::default();
+            for (ray, answer) in rays.iter().zip(answers) {
+                let stats;
+                (*answer, stats) = (walks.counting)(ray);
+                run_stats += stats;
+            }
+            nodes.fetch_add(run_stats.nodes, Relaxed);
+            leaves.fetch_add(run_stats.leaves, Relaxed);
+        };
+        crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, counting)?;
+        return Ok(QueryStats { nodes: nodes.into_inner(), leaves: leaves.into_inner() });
     }
+    if options.packets {
+        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, rebase, walks.packets)?;
+    } else {
+        crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, walks.one_by_one)?;
+    }
+    Ok(QueryStats::default())
 }

@@ -30,10 +30,18 @@ type Answer = (Bits, bool, Bits, bool, Option<(u32, u32)>);
 fn answers(bvh: &MeshBvh, rays: &[Ray], level: SimdLevel) -> Vec<Answer> {
     at_level(level, || {
         let (mut stream_hits, mut stream_occluded) = (Vec::new(), Vec::new());
-        bvh.intersect_batch(rays, &mut stream_hits, BatchOptions { threads: Threads::Calling, packets: true })
-            .expect("valid rays");
-        bvh.occluded_batch(rays, &mut stream_occluded, BatchOptions { threads: Threads::Calling, packets: true })
-            .expect("valid rays");
+        bvh.intersect_batch(
+            rays,
+            &mut stream_hits,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .expect("valid rays");
+        bvh.occluded_batch(
+            rays,
+            &mut stream_occluded,
+            BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+        )
+        .expect("valid rays");
         rays.iter()
             .enumerate()
             .map(|(i, ray)| {

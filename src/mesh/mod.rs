@@ -30,7 +30,7 @@ pub use crate::math::QueryStats;
 pub use bvh::{BuildOptions, BuildPhases, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TriangleTest};
 pub use sweep::BoxCastHit;
 
-pub(crate) use batch::trace_batch;
+pub(crate) use batch::{BatchWalks, trace_batch};
 pub use cast::ShapeCastHit;
 pub use closest::ClosestPoint;
 pub use error::MeshError;

@@ -102,15 +102,15 @@ impl MeshBvh {
         });
     }
 
-    /// The closest hit of a ray that may be invalid (then it hits nothing), and the wide nodes
-    /// visited: for rays the crate made itself (an instance's view of a world ray, a packet's
-    /// unused lane).
-    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> Option<Hit> {
+    /// The closest hit of a ray that may be invalid (then it hits nothing and visits nothing),
+    /// and what the walk visited: for rays the crate made itself (an instance's view of a world
+    /// ray).
+    pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> (Option<Hit>, QueryStats) {
         if ray.validate().is_err() {
-            return None;
+            return (None, QueryStats::default());
         }
-        let (hit, _) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
-        hit.map(|(prim, h)| self.finish(prim, h, ray))
+        let (hit, stats) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
+        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
     /// [`MeshBvh::intersect_unchecked`] written to `slot`: for the ray streams' rays traced
@@ -145,6 +145,15 @@ impl MeshBvh {
     /// Any hit of a ray that may be invalid (then it hits nothing).
     pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
         ray.validate().is_ok() && self.trace_valid::<true>(ray, hint).0.is_some()
+    }
+
+    /// [`MeshBvh::occluded_unchecked`] of a coherent ray, and what the walk visited.
+    pub(crate) fn occluded_unchecked_counting(&self, ray: &Ray) -> (bool, QueryStats) {
+        if ray.validate().is_err() {
+            return (false, QueryStats::default());
+        }
+        let (hit, stats) = self.trace_valid::<true>(ray, RayCoherence::Coherent);
+        (hit.is_some(), stats)
     }
 
     /// A valid ray's nearest (or, with `ANY`, first) pack hit, and what the walk visited: the
@@ -361,7 +370,7 @@ impl MeshBvh {
                 )
             }
         };
-        (packs.best, QueryStats { nodes, leaves: packs.tested })
+        (packs.best, QueryStats { nodes: nodes.into(), leaves: packs.tested.into() })
     }
 }
 

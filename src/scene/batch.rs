@@ -5,7 +5,8 @@
 
 use super::Scene;
 use super::query::SceneHit;
-use crate::math::{BatchError, BatchOptions, Ray};
+use crate::math::{BatchError, BatchOptions, QueryStats, Ray};
+use crate::mesh::BatchWalks;
 
 /// Rays checked and traced together one by one: few, since a scene ray costs much more than the
 /// check.
@@ -42,7 +43,7 @@ impl Scene {
         mask: u32,
         hits: &mut Vec<Option<SceneHit>>,
         options: BatchOptions,
-    ) -> Result<(), BatchError> {
+    ) -> Result<QueryStats, BatchError> {
         self.batch(
             options,
             rays,
@@ -77,7 +78,7 @@ impl Scene {
         mask: u32,
         occluded: &mut Vec<bool>,
         options: BatchOptions,
-    ) -> Result<(), BatchError> {
+    ) -> Result<QueryStats, BatchError> {
         self.batch(
             options,
             rays,
@@ -96,15 +97,16 @@ impl Scene {
         rays: &[Ray],
         fill: R,
         out: &mut Vec<R>,
-        each: impl Fn(&Ray) -> R + Sync + Send,
+        each: impl Fn(&Ray) -> (R, QueryStats) + Sync + Send,
         packets: impl Fn(&[Ray], &mut [R]) + Sync + Send,
-    ) -> Result<(), BatchError> {
+    ) -> Result<QueryStats, BatchError> {
         // Rays one by one count towards the wide copy all at once, not one contended add per
         // ray (packets count per run, as they take the copy).
         if !options.packets {
             self.wide_view(rays.len() as u64);
         }
-        let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r));
-        crate::mesh::trace_batch(options, rays, SINGLE_RUN, fill, out, one_by_one, packets)
+        let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r).0);
+        let walks = BatchWalks { one_by_one, packets, counting: &each };
+        crate::mesh::trace_batch(options, rays, SINGLE_RUN, fill, out, walks)
     }
 }

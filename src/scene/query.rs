@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, Frustum, InputError, Ray, RayCoherence};
+use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -87,18 +87,45 @@ impl Scene {
     /// [`Ray::validate`] gives.
     pub fn intersect(&self, ray: &Ray, mask: u32) -> Result<Option<SceneHit>, InputError> {
         ray.validate()?;
+        Ok(self.intersect_counted(ray, mask, 1).0)
+    }
+
+    /// [`Scene::intersect`], and what the query visited, summed over both levels: the instance
+    /// tree's nodes and the instances it reached, and each instance's BVH nodes and triangle
+    /// packs (for a cost heat map of a scene; the instance tree's share depends on whether rays
+    /// walk its binary or its 8-wide form, [`Scene::ray_tree`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use glam::{Affine3A, Vec3};
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, Scene, TriMesh};
+    /// let sphere = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 16, 8), &BuildOptions::default()));
+    /// let mut scene = Scene::new();
+    /// scene.add(sphere.clone(), Affine3A::IDENTITY, 0, Scene::ALL)?;
+    /// let ray = Ray::new(Vec3::new(0.0, 0.0, 5.0), -Vec3::Z);
+    /// let (hit, stats) = scene.intersect_counting(&ray, Scene::ALL)?;
+    /// let (_, in_the_mesh) = sphere.intersect_counting(&ray)?;
+    /// assert!(hit.is_some() && stats.nodes >= in_the_mesh.nodes && stats.leaves > in_the_mesh.leaves);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn intersect_counting(&self, ray: &Ray, mask: u32) -> Result<(Option<SceneHit>, QueryStats), InputError> {
+        ray.validate()?;
         Ok(self.intersect_counted(ray, mask, 1))
     }
 
-    pub(super) fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> Option<SceneHit> {
+    /// The closest hit of a valid ray and what it visited; `count` as for [`Scene::cast`].
+    pub(super) fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> (Option<SceneHit>, QueryStats) {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
+        let mut below = QueryStats::default();
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
             // A ray the transform made invalid (an overflow to infinity) hits nothing there.
-            match inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax)) {
+            let (hit, stats) = inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax));
+            below += stats;
+            match hit {
                 Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
                     best = Some((leaf.data.index, h));
                     RayControl::Clip(h.t)
@@ -106,8 +133,8 @@ impl Scene {
                 _ => RayControl::Continue,
             }
         };
-        self.cast(ray, count, &mut policy).ok()?;
-        best.map(|(s, h)| self.make_hit(s, h))
+        let Ok(top) = self.cast(ray, count, &mut policy) else { return (None, QueryStats::default()) };
+        (best.map(|(s, h)| self.make_hit(s, h)), top + below)
     }
 
     /// `true` when a triangle of an instance whose mask shares a bit with `mask` is hit within
@@ -115,23 +142,34 @@ impl Scene {
     /// rays as in [`Scene::intersect`].
     pub fn occluded(&self, ray: &Ray, mask: u32) -> Result<bool, InputError> {
         ray.validate()?;
+        Ok(self.occluded_counted(ray, mask, 1).0)
+    }
+
+    /// [`Scene::occluded`], and what the query visited, counted as by
+    /// [`Scene::intersect_counting`].
+    pub fn occluded_counting(&self, ray: &Ray, mask: u32) -> Result<(bool, QueryStats), InputError> {
+        ray.validate()?;
         Ok(self.occluded_counted(ray, mask, 1))
     }
 
-    pub(super) fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> bool {
+    /// Any hit of a valid ray and what it visited; `count` as for [`Scene::cast`].
+    pub(super) fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> (bool, QueryStats) {
         let mut hit = false;
-        let _ = self.cast(ray, count, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+        let mut below = QueryStats::default();
+        let top = self.cast(ray, count, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            if inst.mesh.occluded_unchecked(&local_ray(inst, ray, ray.tmax), RayCoherence::Coherent) {
+            let (occluded, stats) = inst.mesh.occluded_unchecked_counting(&local_ray(inst, ray, ray.tmax));
+            below += stats;
+            if occluded {
                 hit = true;
                 return RayControl::Stop;
             }
             RayControl::Continue
         });
-        hit
+        (hit, top.unwrap_or_default() + below)
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly
@@ -191,7 +229,7 @@ impl Scene {
                 None => self.tree.frustum(frustum, ws, &mut policy),
             })
         }?;
-        self.last_in_view.store(stats.leaves, Ordering::Relaxed);
+        self.last_in_view.store(u32::try_from(stats.leaves).unwrap_or(u32::MAX), Ordering::Relaxed);
         Ok(())
     }
 

@@ -331,14 +331,22 @@ fn main() -> Result<(), String> {
             let (mut em, mut aos) = (Vec::new(), Vec::new());
             // The stream against the single rays, and Embree's packets against its single rays.
             if set.any {
-                bvh.occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
-                    .map_err(|e| e.to_string())?;
+                bvh.occluded_batch(
+                    rays,
+                    &mut occ,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                )
+                .map_err(|e| e.to_string())?;
                 for (i, r) in rays.iter().enumerate() {
                     assert_eq!(occ[i], bvh.occluded(r).unwrap(), "{scene} {kind}: ray {i}");
                 }
             } else {
-                bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
-                    .map_err(|e| e.to_string())?;
+                bvh.intersect_batch(
+                    rays,
+                    &mut hits,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                )
+                .map_err(|e| e.to_string())?;
                 for (i, r) in rays.iter().enumerate() {
                     assert_eq!(hits[i], bvh.intersect(r).unwrap(), "{scene} {kind}: ray {i}");
                 }
@@ -372,11 +380,19 @@ fn main() -> Result<(), String> {
                 t[0] = start.elapsed();
                 let start = Instant::now();
                 if set.any {
-                    bvh.occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
-                        .unwrap();
+                    bvh.occluded_batch(
+                        rays,
+                        &mut occ,
+                        BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                    )
+                    .unwrap();
                 } else {
-                    bvh.intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
-                        .unwrap();
+                    bvh.intersect_batch(
+                        rays,
+                        &mut hits,
+                        BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                    )
+                    .unwrap();
                 }
                 std::hint::black_box((&occ, &hits));
                 t[1] = start.elapsed();
@@ -444,10 +460,20 @@ fn profile(dir: &Path, spec: &str) -> Result<(), String> {
             ("single", true) => occ.iter_mut().zip(rays).for_each(|(o, r)| *o = bvh.occluded(r).unwrap()),
             ("single", false) => hits.iter_mut().zip(rays).for_each(|(h, r)| *h = bvh.intersect(r).unwrap()),
             ("stream", true) => bvh
-                .occluded_batch(rays, &mut occ, BatchOptions { threads: Threads::Calling, packets: true })
+                .occluded_batch(
+                    rays,
+                    &mut occ,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                )
+                .map(|_| ())
                 .map_err(|e| e.to_string())?,
             ("stream", false) => bvh
-                .intersect_batch(rays, &mut hits, BatchOptions { threads: Threads::Calling, packets: true })
+                .intersect_batch(
+                    rays,
+                    &mut hits,
+                    BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() },
+                )
+                .map(|_| ())
                 .map_err(|e| e.to_string())?,
             ("embree1", any) => embree1(escene.as_ref().unwrap(), rays, any, &mut answers),
             ("embree8", any) => embree8(escene.as_ref().unwrap(), rays, any, &mut answers),

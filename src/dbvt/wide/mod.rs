@@ -442,10 +442,7 @@ mod tests {
         let mut tree: Dbvt<u32> = Dbvt::new();
         let view = tree.wide_view(None).unwrap();
         let mut hits = 0;
-        tree.visit_ray_wide(&view, &Ray::new(Vec3A::ZERO, Vec3A::X), &mut Vec::new(), &mut |_: RayLeaf<
-            '_,
-            u32,
-        >| {
+        tree.visit_ray_wide(&view, &Ray::new(Vec3A::ZERO, Vec3A::X), &mut Vec::new(), &mut |_: RayLeaf<'_, u32>| {
             hits += 1;
             RayControl::Continue
         })

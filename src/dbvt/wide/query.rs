@@ -67,7 +67,8 @@ impl<T> Dbvt<T> {
             return Ok(stats);
         }
         let proxies = ProxyVisitor { tree: self, nodes: &view.nodes, policy, leaves: 0 };
-        (stats.nodes, stats.leaves) = dispatch(RayCastWide { nodes: &view.nodes, ray, stack, proxies });
+        let (nodes, leaves) = dispatch(RayCastWide { nodes: &view.nodes, ray, stack, proxies });
+        (stats.nodes, stats.leaves) = (nodes.into(), leaves.into());
         Ok(stats)
     }
 
