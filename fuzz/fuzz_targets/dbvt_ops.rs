@@ -102,7 +102,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         }
         let ids: Vec<ProxyId> = model.keys().copied().collect();
         match u.int_in_range(0u8..=10)? {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let b = aabb(u)?;
                 match tree.insert(b, next) {
                     Ok(id) => {
@@ -130,12 +130,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
                     let d = v(u)?;
                     let enlarge = u.arbitrary::<bool>()?;
                     let r = if enlarge { tree.enlarge_proxy(id, b, d) } else { tree.move_proxy(id, b, d) };
-                    match r {
-                        Ok(_) => {
-                            assert!(valid(&b) && d.is_finite());
-                            model.get_mut(&id).unwrap().0 = b;
-                        }
-                        Err(_) => {} // stale id, bad box or displacement, or a fat box that overflowed
+                    // An error: a stale id, a bad box or displacement, or a fat box that overflowed.
+                    if r.is_ok() {
+                        assert!(valid(&b) && d.is_finite());
+                        model.get_mut(&id).unwrap().0 = b;
                     }
                 }
             }
@@ -191,10 +189,8 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 }
                 let b = aabb(u)?;
                 let d = v(u)?;
-                if let Ok(hit) = tree.cast_box(&b, d, &mut ws) {
-                    if let Some(h) = hit {
-                        assert!((0.0..=1.0).contains(&h.t), "box cast t {} outside [0, 1]", h.t);
-                    }
+                if let Ok(Some(h)) = tree.cast_box(&b, d, &mut ws) {
+                    assert!((0.0..=1.0).contains(&h.t), "box cast t {} outside [0, 1]", h.t);
                 }
             }
             _ => {

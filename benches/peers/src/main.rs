@@ -264,8 +264,8 @@ fn slab_queries_rays(tree: &Dbvt<u32>, tight: &[Aabb], rays: &[(Ray, PRay)], wid
             None => tree.visit_ray(ray, &mut ws, &mut policy),
         }
         .expect("valid ray");
-        visits[0] += u64::from(stats.nodes);
-        visits[1] += u64::from(stats.leaves);
+        visits[0] += stats.nodes;
+        visits[1] += stats.leaves;
         if best.is_finite() {
             hits += 1;
             sum += f64::from(best);
