@@ -44,14 +44,12 @@ impl Scene {
         hits: &mut Vec<Option<SceneHit>>,
         options: BatchOptions,
     ) -> Result<QueryStats, BatchError> {
-        self.batch(
-            options,
-            rays,
-            None,
-            hits,
-            |r| self.intersect_counted(r, mask, 0),
-            |r, o| self.intersect_packets(r, mask, o),
-        )
+        let walks = BatchWalks {
+            one_by_one: |r: &Ray| self.intersect_valid::<false>(r, mask, 0).0,
+            packets: |r: &[Ray], o: &mut [Option<SceneHit>]| self.intersect_packets(r, mask, o),
+            counting: |r: &Ray| self.intersect_valid::<true>(r, mask, 0),
+        };
+        self.batch(options, rays, None, hits, walks)
     }
 
     /// Whether each ray hits an instance whose mask shares a bit with `mask`
@@ -79,34 +77,36 @@ impl Scene {
         occluded: &mut Vec<bool>,
         options: BatchOptions,
     ) -> Result<QueryStats, BatchError> {
-        self.batch(
-            options,
-            rays,
-            false,
-            occluded,
-            |r| self.occluded_counted(r, mask, 0),
-            |r, o| self.occluded_packets(r, mask, o),
-        )
+        let walks = BatchWalks {
+            one_by_one: |r: &Ray| self.occluded_valid::<false>(r, mask, 0).0,
+            packets: |r: &[Ray], o: &mut [bool]| self.occluded_packets(r, mask, o),
+            counting: |r: &Ray| self.occluded_valid::<true>(r, mask, 0),
+        };
+        self.batch(options, rays, false, occluded, walks)
     }
 
-    /// `each` of every ray into `out` (cleared first, its room kept), or, with
-    /// `options.packets`, `packets(run, answers)` of each run: `crate::mesh::trace_batch`.
+    /// `crate::mesh::trace_batch` with the scene's walks, of which `one_by_one` takes one ray:
+    /// each ray of a run in turn.
     fn batch<R: Clone + Send + Sync>(
         &self,
         options: BatchOptions,
         rays: &[Ray],
         fill: R,
         out: &mut Vec<R>,
-        each: impl Fn(&Ray) -> (R, QueryStats) + Sync + Send,
-        packets: impl Fn(&[Ray], &mut [R]) + Sync + Send,
+        walks: BatchWalks<
+            impl Fn(&Ray) -> R + Sync + Send,
+            impl Fn(&[Ray], &mut [R]) + Sync + Send,
+            impl Fn(&Ray) -> (R, QueryStats) + Sync + Send,
+        >,
     ) -> Result<QueryStats, BatchError> {
         // Rays one by one count towards the wide copy all at once, not one contended add per
         // ray (packets count per run, as they take the copy).
-        if !options.packets {
+        if !options.packets || options.count_visits {
             self.wide_view(rays.len() as u64);
         }
-        let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r).0);
-        let walks = BatchWalks { one_by_one, packets, counting: &each };
+        let each = walks.one_by_one;
+        let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r));
+        let walks = BatchWalks { one_by_one, packets: walks.packets, counting: walks.counting };
         crate::mesh::trace_batch(options, rays, SINGLE_RUN, fill, out, walks)
     }
 }

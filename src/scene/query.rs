@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray};
+use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray, RayCoherence};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -87,7 +87,7 @@ impl Scene {
     /// [`Ray::validate`] gives.
     pub fn intersect(&self, ray: &Ray, mask: u32) -> Result<Option<SceneHit>, InputError> {
         ray.validate()?;
-        Ok(self.intersect_counted(ray, mask, 1).0)
+        Ok(self.intersect_valid::<false>(ray, mask, 1).0)
     }
 
     /// [`Scene::intersect`], and what the query visited, summed over both levels: the instance
@@ -110,11 +110,17 @@ impl Scene {
     /// ```
     pub fn intersect_counting(&self, ray: &Ray, mask: u32) -> Result<(Option<SceneHit>, QueryStats), InputError> {
         ray.validate()?;
-        Ok(self.intersect_counted(ray, mask, 1))
+        Ok(self.intersect_valid::<true>(ray, mask, 1))
     }
 
-    /// The closest hit of a valid ray and what it visited; `count` as for [`Scene::cast`].
-    pub(super) fn intersect_counted(&self, ray: &Ray, mask: u32, count: u64) -> (Option<SceneHit>, QueryStats) {
+    /// The closest hit of a valid ray, and with `COUNT` what it visited (else zeros, and the
+    /// walk spends nothing on the sums); `rays_cast` as `count` for [`Scene::cast`].
+    pub(super) fn intersect_valid<const COUNT: bool>(
+        &self,
+        ray: &Ray,
+        mask: u32,
+        rays_cast: u64,
+    ) -> (Option<SceneHit>, QueryStats) {
         let mut best: Option<(u32, crate::mesh::Hit)> = None;
         let mut below = QueryStats::default();
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
@@ -124,7 +130,9 @@ impl Scene {
             let inst = self.slot(leaf.data.index);
             // A ray the transform made invalid (an overflow to infinity) hits nothing there.
             let (hit, stats) = inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax));
-            below += stats;
+            if COUNT {
+                below += stats;
+            }
             match hit {
                 Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
                     best = Some((leaf.data.index, h));
@@ -133,8 +141,9 @@ impl Scene {
                 _ => RayControl::Continue,
             }
         };
-        let Ok(top) = self.cast(ray, count, &mut policy) else { return (None, QueryStats::default()) };
-        (best.map(|(s, h)| self.make_hit(s, h)), top + below)
+        let Ok(top) = self.cast(ray, rays_cast, &mut policy) else { return (None, QueryStats::default()) };
+        let stats = if COUNT { top + below } else { QueryStats::default() };
+        (best.map(|(s, h)| self.make_hit(s, h)), stats)
     }
 
     /// `true` when a triangle of an instance whose mask shares a bit with `mask` is hit within
@@ -142,34 +151,40 @@ impl Scene {
     /// rays as in [`Scene::intersect`].
     pub fn occluded(&self, ray: &Ray, mask: u32) -> Result<bool, InputError> {
         ray.validate()?;
-        Ok(self.occluded_counted(ray, mask, 1).0)
+        Ok(self.occluded_valid::<false>(ray, mask, 1).0)
     }
 
     /// [`Scene::occluded`], and what the query visited, counted as by
     /// [`Scene::intersect_counting`].
     pub fn occluded_counting(&self, ray: &Ray, mask: u32) -> Result<(bool, QueryStats), InputError> {
         ray.validate()?;
-        Ok(self.occluded_counted(ray, mask, 1))
+        Ok(self.occluded_valid::<true>(ray, mask, 1))
     }
 
-    /// Any hit of a valid ray and what it visited; `count` as for [`Scene::cast`].
-    pub(super) fn occluded_counted(&self, ray: &Ray, mask: u32, count: u64) -> (bool, QueryStats) {
+    /// Any hit of a valid ray, and with `COUNT` what it visited, as [`Scene::intersect_valid`].
+    pub(super) fn occluded_valid<const COUNT: bool>(&self, ray: &Ray, mask: u32, rays_cast: u64) -> (bool, QueryStats) {
         let mut hit = false;
         let mut below = QueryStats::default();
-        let top = self.cast(ray, count, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
+        let top = self.cast(ray, rays_cast, &mut |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            let (occluded, stats) = inst.mesh.occluded_unchecked_counting(&local_ray(inst, ray, ray.tmax));
-            below += stats;
+            let local = local_ray(inst, ray, ray.tmax);
+            let occluded = if COUNT {
+                let (occluded, stats) = inst.mesh.occluded_unchecked_counting(&local);
+                below += stats;
+                occluded
+            } else {
+                inst.mesh.occluded_unchecked(&local, RayCoherence::Coherent)
+            };
             if occluded {
                 hit = true;
                 return RayControl::Stop;
             }
             RayControl::Continue
         });
-        (hit, top.unwrap_or_default() + below)
+        (hit, if COUNT { top.unwrap_or_default() + below } else { QueryStats::default() })
     }
 
     /// Instances whose mask shares a bit with `mask` and whose (fat) world box is not certainly

@@ -98,12 +98,12 @@ impl Scene {
         self.stream(
             rays,
             hits,
-            |ray| self.intersect_counted(ray, mask, 0).0,
+            |ray| self.intersect_valid::<false>(ray, mask, 0).0,
             |view, pk, work, idx, hits| {
                 let redo = self.pick_packet(view, rays, idx, mask, pk, work);
                 for (k, &i) in idx.iter().enumerate() {
                     hits[i] = if redo & (1 << k) != 0 {
-                        self.intersect_counted(&rays[i], mask, 0).0
+                        self.intersect_valid::<false>(&rays[i], mask, 0).0
                     } else {
                         work.best[k].map(|(slot, h)| self.make_hit(slot, h))
                     };
@@ -119,7 +119,7 @@ impl Scene {
         self.stream(
             rays,
             occluded,
-            |ray| self.occluded_counted(ray, mask, 0).0,
+            |ray| self.occluded_valid::<false>(ray, mask, 0).0,
             |view, pk, work, idx, occluded| {
                 // A tree with refits pending refuses the walk, and then nothing is occluded, as for
                 // the single ray.
