@@ -73,7 +73,7 @@ fn check(tree: &Dbvt<u64>, model: &Model, r: &mut Rng, ws: &mut QueryWorkspace) 
         let o = r.unit3a() * WORLD;
         let ray = Ray::new(o, r.unit3a() * 2.0 - Vec3A::ONE).with_range(0.0, WORLD * 0.5);
         let mut got = Vec::new();
-        tree.intersect_with(&ray, ws, &mut |l: RayLeaf<'_, u64>| {
+        tree.visit_ray(&ray, ws, &mut |l: RayLeaf<'_, u64>| {
             got.push(l.id);
             RayControl::Continue
         })
