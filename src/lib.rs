@@ -57,8 +57,8 @@ pub use math::{
     Threads, ray_aabb2,
 };
 pub use mesh::{
-    AcceptAll, BoxCastHit, BuildOptions, BuildPhases, ClosestPoint, Hit, HitCandidate, HitControl, HitPolicy, MeshBvh,
-    MeshError, MeshStats, SavedBvhError, ShapeCastHit, TriMesh, TriangleTest,
+    AcceptAll, BoxCastHit, BuildOptions, BuildPhases, BuildQuality, ClosestPoint, Hit, HitCandidate, HitControl,
+    HitPolicy, MeshBvh, MeshError, MeshStats, SavedBvhError, ShapeCastHit, TriMesh, TriangleTest,
 };
 pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneBoxCastHit, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate,

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
-use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, BuildQuality, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
 
 use common::triangle::mt64;
 use slabtree_testkit as common;
@@ -180,9 +180,16 @@ fn agrees_with_embree_on_every_shared_ray_set() {
             let mesh_path = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
             let mesh_path = mesh_path.unwrap_or_else(|| panic!("no mesh {scene}.obj or {scene}.ply beside rays/"));
             let mesh = slabtree::io::load_mesh(&mesh_path).unwrap_or_else(|e| panic!("{e}"));
-            let bvhs = [TriangleTest::Watertight, TriangleTest::MollerTrumbore]
-                .map(|t| MeshBvh::build(&mesh, &BuildOptions { triangle_test: t, ..Default::default() }))
-                .to_vec();
+            // Both tests, and the fast build's tree with the watertight one.
+            let bvhs = [
+                (TriangleTest::Watertight, BuildQuality::Medium),
+                (TriangleTest::MollerTrumbore, BuildQuality::Medium),
+                (TriangleTest::Watertight, BuildQuality::Low),
+            ]
+            .map(|(t, quality)| {
+                MeshBvh::build(&mesh, &BuildOptions { triangle_test: t, quality, ..Default::default() })
+            })
+            .to_vec();
             println!(
                 "{scene}: {} triangles, build {:?}, SIMD level {}",
                 mesh.len(),
@@ -198,8 +205,9 @@ fn agrees_with_embree_on_every_shared_ray_set() {
             let t = compare_set(mesh, bvh, &rays, &reference, kind);
             let rate = t.agree as f64 / t.rays as f64;
             println!(
-                "  {stem:<18} {:<14?} {:>6} rays  agree {:>9.5}%  (hit/miss {}, t {}, triangle {}; ties accepted {})",
-                bvh.options().triangle_test,
+                "  {stem:<18} {:<14} {:<6} {:>6} rays  agree {:>9.5}%  (hit/miss {}, t {}, triangle {}; ties accepted {})",
+                format!("{:?}", bvh.options().triangle_test),
+                format!("{:?}", bvh.options().quality),
                 t.rays,
                 100.0 * rate,
                 t.hit_miss,
@@ -208,7 +216,13 @@ fn agrees_with_embree_on_every_shared_ray_set() {
                 t.ties
             );
             if rate < 0.9999 {
-                failures.push(format!("{stem} {:?}: {:.5}%", bvh.options().triangle_test, 100.0 * rate));
+                let options = bvh.options();
+                failures.push(format!(
+                    "{stem} {:?} {:?}: {:.5}%",
+                    options.triangle_test,
+                    options.quality,
+                    100.0 * rate
+                ));
             }
         }
     }

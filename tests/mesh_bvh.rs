@@ -3,8 +3,8 @@
 
 use glam::{DVec3, Vec3, Vec3A};
 use slabtree::{
-    Aabb, AcceptAll, BatchOptions, BuildOptions, HitCandidate, HitControl, InputError, MeshBvh, Ray, RayCoherence,
-    RayOptions, Threads, TriMesh, TriangleTest,
+    Aabb, AcceptAll, BatchOptions, BuildOptions, BuildQuality, HitCandidate, HitControl, InputError, MeshBvh, Ray,
+    RayCoherence, RayOptions, Threads, TriMesh, TriangleTest,
 };
 
 use common::rng::Rng;
@@ -52,10 +52,11 @@ fn check_against_brute(
     rays: &[(Vec3, Vec3, f32)],
     test: TriangleTest,
     rotation_passes: usize,
+    quality: BuildQuality,
 ) -> usize {
     let bvh = MeshBvh::build(
         mesh,
-        &BuildOptions { triangle_test: test, parallel_threshold: 64, rotation_passes, ..Default::default() },
+        &BuildOptions { triangle_test: test, quality, parallel_threshold: 64, rotation_passes, ..Default::default() },
     );
     // Every ray through the single query, through it with each coherence hint (the incoherent
     // one takes the walk with early child loads), and through the batch, which judges the
@@ -154,10 +155,14 @@ fn closest_and_any_hit_match_brute_force() {
             rays.push((o, Vec3::X, f32::INFINITY));
             rays.push((center + Vec3::new(0.13, radius, (k as f32 / 50.0 - 1.0) * 2.0), -Vec3::Y, f32::INFINITY));
         }
-        for (test, passes) in
-            [(TriangleTest::MollerTrumbore, 0), (TriangleTest::Watertight, 0), (TriangleTest::MollerTrumbore, 3)]
-        {
-            let n = check_against_brute(&mesh, &rays, test, passes);
+        for (test, passes, quality) in [
+            (TriangleTest::MollerTrumbore, 0, BuildQuality::Medium),
+            (TriangleTest::Watertight, 0, BuildQuality::Medium),
+            (TriangleTest::MollerTrumbore, 3, BuildQuality::Medium),
+            (TriangleTest::MollerTrumbore, 0, BuildQuality::Low),
+            (TriangleTest::Watertight, 3, BuildQuality::Low),
+        ] {
+            let n = check_against_brute(&mesh, &rays, test, passes, quality);
             assert!(n > rays.len() * 9 / 10, "{name}: only {n} rays compared");
         }
     }

@@ -79,6 +79,20 @@ pub struct BvhArgs {
     /// (like Embree's robust mode); `moller-trumbore` is a little faster.
     #[arg(long = "triangle-test", value_name = "TEST", default_value = "watertight")]
     pub triangle_test: TestArg,
+
+    /// How much work the build puts into the tree: `low` builds several times faster for a tree
+    /// whose rays take longer (for meshes rebuilt every frame); `medium` is the binned SAH.
+    #[arg(long = "build-quality", value_name = "QUALITY", default_value = "medium")]
+    pub build_quality: QualityArg,
+}
+
+/// The build quality, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum QualityArg {
+    /// A linear (Morton) BVH, rotated.
+    Low,
+    /// The binned SAH, rotated.
+    Medium,
 }
 
 /// The ray–triangle test, as named on the command line.

@@ -22,6 +22,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("triangles:          {}", count(s.triangles));
     println!("vertices:           {}", count(scene.mesh.positions().len()));
     println!("bounds:             ({}, {}, {}) to ({}, {}, {})", b.min.x, b.min.y, b.min.z, b.max.x, b.max.y, b.max.z);
+    println!("build quality:      {}", format!("{:?}", bvh.options().quality).to_lowercase());
     println!("SAH cost:           {:.2}", s.sah_cost);
     println!("nodes:              {} (8-wide)", count(s.nodes));
     println!("leaves:             {} (up to 4 triangles each)", count(s.leaves));
@@ -53,7 +54,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     let of = if times.len() == 1 { String::new() } else { format!(" best / median of {} builds", times.len()) };
     println!("build time:         {}{of} ({})", stat(0), progress::threads(threads));
     println!(
-        "  of which:         triangle bounds {}, binary SAH build {}, rotations {}, collapse to 8-wide {}",
+        "  of which:         triangle bounds {}, binary build {}, rotations {}, collapse to 8-wide {}",
         stat(1),
         stat(2),
         stat(3),

@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use args::{Builtin, BvhArgs, Cli, Command, ExportArgs, Input, Mode, RenderArgs, TestArg};
+use args::{Builtin, BvhArgs, Cli, Command, ExportArgs, Input, Mode, QualityArg, RenderArgs, TestArg};
 use camera::Camera;
 use error::CliResult;
 use progress::{count, ms};
@@ -65,7 +65,11 @@ pub fn run() -> CliResult<()> {
                 ao: 0,
                 out: d.out,
                 instances: false,
-                bvh: BvhArgs { threads: d.threads, triangle_test: TestArg::Watertight },
+                bvh: BvhArgs {
+                    threads: d.threads,
+                    triangle_test: TestArg::Watertight,
+                    build_quality: QualityArg::Medium,
+                },
             })
         }
         Some(Command::Render(a)) => render_command(&a),

@@ -5,9 +5,9 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use slabtree::{BuildOptions, MeshBvh, TriangleTest};
+use slabtree::{BuildOptions, BuildQuality, MeshBvh, TriangleTest};
 
-use super::args::{BvhArgs, TestArg};
+use super::args::{BvhArgs, QualityArg, TestArg};
 use super::error::{CliError, CliResult};
 use super::scene::Scene;
 
@@ -68,7 +68,11 @@ pub fn triangle_test(t: TestArg) -> TriangleTest {
 
 /// The library's build options for the command-line choices.
 pub fn build_options(args: &BvhArgs) -> BuildOptions {
-    BuildOptions { triangle_test: triangle_test(args.triangle_test), ..Default::default() }
+    let quality = match args.build_quality {
+        QualityArg::Low => BuildQuality::Low,
+        QualityArg::Medium => BuildQuality::Medium,
+    };
+    BuildOptions { triangle_test: triangle_test(args.triangle_test), quality, ..Default::default() }
 }
 
 /// Builds the BVH of a scene with a spinner; returns it and the build's wall time.

@@ -164,6 +164,8 @@ class MeshBvh:
     any integer type. ``watertight=True`` (the default) uses the watertight triangle test (Woop,
     Benthin and Wald 2013): no ray slips between two triangles that share an edge. ``False`` uses
     Möller–Trumbore, slightly faster. The build runs on ``threads`` threads (default: all).
+    ``quality="low"`` builds several times faster, for a tree whose rays take longer (a mesh
+    rebuilt every frame); ``"medium"`` (the default) is the binned SAH build.
 
     >>> import numpy as np, slabtree
     >>> bvh = slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])
@@ -171,7 +173,9 @@ class MeshBvh:
     (1, True)
     """
 
-    def __init__(self, vertices, faces, watertight: bool = True, threads: Optional[int] = None):
+    def __init__(
+        self, vertices, faces, watertight: bool = True, threads: Optional[int] = None, quality: str = "medium"
+    ):
         v = _real_array(vertices, "vertices")
         if v.ndim != 2 or v.shape[1] != 3:
             raise ValueError(f"vertices must have shape (n, 3), not {v.shape}")
@@ -191,6 +195,7 @@ class MeshBvh:
             np.ascontiguousarray(f, dtype=np.uint32),
             bool(watertight),
             threads,
+            str(quality),
         )
 
     @classmethod

@@ -16,6 +16,7 @@ class MeshBvh:
         faces: npt.NDArray[np.uint32],
         watertight: bool = True,
         threads: Optional[int] = None,
+        quality: str = "medium",
     ) -> None: ...
     def intersect(
         self,

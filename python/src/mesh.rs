@@ -8,7 +8,8 @@ use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use slabtree::mesh::LARGE_BVH_BYTES;
 use slabtree::{
-    AcceptAll, BatchOptions, BuildOptions, MeshBvh, Ray, RayCoherence, RayOptions, Threads, TriMesh, TriangleTest,
+    AcceptAll, BatchOptions, BuildOptions, BuildQuality, MeshBvh, Ray, RayCoherence, RayOptions, Threads, TriMesh,
+    TriangleTest,
 };
 
 use crate::{F32s, I64s, bad_ray, first_refusal, rays, rows, unchecked_rays, with_threads};
@@ -34,16 +35,25 @@ impl PyMeshBvh {
 
 #[pymethods]
 impl PyMeshBvh {
-    /// Builds the BVH of `vertices` (`(n, 3)` float32) and `faces` (`(m, 3)` uint32).
+    /// Builds the BVH of `vertices` (`(n, 3)` float32) and `faces` (`(m, 3)` uint32), with the
+    /// build quality named `"low"` or `"medium"`.
     #[new]
-    #[pyo3(signature = (vertices, faces, watertight = true, threads = None))]
+    #[pyo3(signature = (vertices, faces, watertight = true, threads = None, quality = "medium"))]
     fn new(
         py: Python<'_>,
         vertices: PyReadonlyArray2<'_, f32>,
         faces: PyReadonlyArray2<'_, u32>,
         watertight: bool,
         threads: Option<usize>,
+        quality: &str,
     ) -> PyResult<Self> {
+        let quality = match quality {
+            "low" => BuildQuality::Low,
+            "medium" => BuildQuality::Medium,
+            other => {
+                return Err(PyValueError::new_err(format!("quality must be \"low\" or \"medium\", not {other:?}")));
+            }
+        };
         let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
         let f = faces.as_array();
         if f.ncols() != 3 {
@@ -52,7 +62,7 @@ impl PyMeshBvh {
         let triangles: Vec<[u32; 3]> = f.rows().into_iter().map(|r| [r[0], r[1], r[2]]).collect();
         let mesh = TriMesh::new(positions, triangles).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let triangle_test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
-        let options = BuildOptions { triangle_test, ..BuildOptions::default() };
+        let options = BuildOptions { triangle_test, quality, ..BuildOptions::default() };
         let bvh = py.detach(|| with_threads(threads, || MeshBvh::build(&mesh, &options)))?;
         Ok(PyMeshBvh { bvh })
     }

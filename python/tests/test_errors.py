@@ -120,3 +120,8 @@ def test_bad_trees():
     # A failed call changed nothing.
     assert tree.ids.tolist() == [1]
     np.testing.assert_array_equal(tree.boxes([1]), boxes[1:])
+
+
+def test_unknown_build_quality_is_refused_by_name():
+    with pytest.raises(ValueError, match="quality must be"):
+        slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]], quality="high")

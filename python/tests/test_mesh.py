@@ -12,10 +12,10 @@ def soup():
     return random_soup(300, seed=1)
 
 
-@pytest.mark.parametrize("watertight", [True, False])
-def test_closest_hits_equal_brute_force(soup, watertight):
+@pytest.mark.parametrize("watertight, quality", [(True, "medium"), (False, "medium"), (True, "low"), (False, "low")])
+def test_closest_hits_equal_brute_force(soup, watertight, quality):
     vertices, faces = soup
-    bvh = slabtree.MeshBvh(vertices, faces, watertight=watertight)
+    bvh = slabtree.MeshBvh(vertices, faces, watertight=watertight, quality=quality)
     origins, directions = random_rays(3000, seed=2)
     hits = bvh.intersect(origins, directions)
     t, tri, margin, all_t = closest_hits(vertices, faces, origins, directions)

@@ -5,6 +5,7 @@
 mod binned_sah;
 mod bins;
 mod item;
+mod linear;
 mod morton;
 mod rotate;
 mod segments;
@@ -12,6 +13,7 @@ mod small_split;
 mod split;
 
 pub use item::BuildItem;
-pub use morton::MortonGrid;
+pub use linear::build_linear;
+pub use morton::{MortonGrid, morton_split};
 pub use rotate::rotate_passes;
 pub use split::{BinnedSah, BuildNode};

@@ -53,6 +53,21 @@ impl MortonGrid {
     }
 }
 
+/// Where a range of at least two keys sorted by their codes (`code(key)`) splits: where the
+/// codes' highest differing bit changes (the boundary of the smallest octree cell holding them
+/// all), or in the middle when all codes are equal. Trees cut this way are at most
+/// 64 + log2(n) deep.
+pub fn morton_split<K>(keys: &[K], code: impl Fn(&K) -> u64) -> usize {
+    let n = keys.len();
+    let diff = code(&keys[0]) ^ code(&keys[n - 1]);
+    if diff == 0 {
+        n / 2
+    } else {
+        let bit = 1u64 << (63 - diff.leading_zeros());
+        keys.partition_point(|k| code(k) & bit == 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

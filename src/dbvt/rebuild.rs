@@ -4,8 +4,8 @@ use super::error::DbvtError;
 use super::node::{ChildRef, NULL};
 use super::tree::MortonScratch;
 use super::{Dbvt, DbvtConfig, ProxyId};
-use crate::build::MortonGrid;
 use crate::build::{BinnedSah, BuildItem};
+use crate::build::{MortonGrid, morton_split};
 use crate::math::Aabb;
 
 impl<T> Dbvt<T> {
@@ -223,7 +223,7 @@ impl<T> Dbvt<T> {
         if n == 1 {
             return (ChildRef::leaf(keys[0].1), boxes[first]);
         }
-        let mid = morton_mid(keys);
+        let mid = morton_split(keys, |k| k.0);
         let me = *next;
         *next += 1;
         let (l, lb) = self.emit_morton(&keys[..mid], boxes, leaf_links, first, next);
@@ -254,19 +254,6 @@ impl MortonScratch {
     }
 }
 
-/// Where [`Dbvt::emit_morton`] splits a sorted range of at least two codes: where the highest
-/// differing bit changes, or in the middle when all codes are equal.
-fn morton_mid(keys: &[(u64, u32)]) -> usize {
-    let n = keys.len();
-    let diff = keys[0].0 ^ keys[n - 1].0;
-    if diff == 0 {
-        n / 2
-    } else {
-        let bit = 1u64 << (63 - diff.leading_zeros());
-        keys.partition_point(|k| k.0 & bit == 0)
-    }
-}
-
 /// The bounds of the Morton subtree over `keys` (as [`Dbvt::emit_morton`] would write it, with
 /// `boxes` alongside from `first`), adding both children's half areas at each of its internal
 /// nodes to `area`.
@@ -274,7 +261,7 @@ fn morton_areas(keys: &[(u64, u32)], boxes: &[Aabb], first: usize, area: &mut f6
     if keys.len() == 1 {
         return boxes[first];
     }
-    let mid = morton_mid(keys);
+    let mid = morton_split(keys, |k| k.0);
     let l = morton_areas(&keys[..mid], boxes, first, area);
     let r = morton_areas(&keys[mid..], boxes, first + mid, area);
     *area += f64::from(l.half_area()) + f64::from(r.half_area());

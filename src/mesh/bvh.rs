@@ -1,5 +1,6 @@
-//! The mesh BVH: binned SAH over triangles, collapsed to 8-wide SoA nodes with 4-triangle SoA
-//! leaves; its build, statistics and refit. Its queries are in `super::query`.
+//! The mesh BVH: a binary tree over the triangles (binned SAH, or a linear BVH for
+//! [`BuildQuality::Low`]), collapsed to 8-wide SoA nodes with 4-triangle SoA leaves; its build,
+//! statistics and refit. Its queries are in `super::query`.
 
 use std::time::{Duration, Instant};
 
@@ -38,12 +39,43 @@ impl TriangleTest {
     }
 }
 
+/// How much work a build puts into the tree, as Embree's build qualities: a better tree answers
+/// rays faster and takes longer to build.
+///
+/// ```
+/// use slabtree::{BuildOptions, BuildQuality, MeshBvh, TriMesh};
+/// let mesh = TriMesh::uv_sphere(1.0, 64, 32);
+/// // A mesh that deforms every frame: the fastest build.
+/// let fast = MeshBvh::build(&mesh, &BuildOptions { quality: BuildQuality::Low, ..Default::default() });
+/// assert_eq!(fast.options().quality, BuildQuality::Low);
+/// assert_eq!(fast.mesh().len(), mesh.len());
+/// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BuildQuality {
+    /// A linear BVH: the triangles sorted along a Morton curve and the tree cut on its octree
+    /// cells (Lauterbach et al. 2009), as Embree's low quality builds. About twice as fast to
+    /// build as `Medium`, for a tree whose rays take longer: for meshes rebuilt every frame,
+    /// where the build is most of the frame's cost. Neither `bins` nor `rotation_passes` is
+    /// used.
+    Low,
+    /// A binned SAH build (Wald 2007) over all three axes, then rotated
+    /// ([`BuildOptions::rotation_passes`]): the default, for meshes built once and traced many
+    /// times.
+    #[default]
+    Medium,
+}
+
 /// How to build a [`MeshBvh`].
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BuildOptions {
     /// The triangle test used by every query on this mesh.
     pub triangle_test: TriangleTest,
+    /// How much work the build puts into the tree ([`BuildQuality`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub quality: BuildQuality,
     /// Centroid bins per axis for the binned SAH. Default 32, as Embree's builder: against 16,
     /// an interior's rays test fewer triangle packs and visit fewer nodes, for a little more
     /// build time (`docs/performance.md`).
@@ -60,6 +92,7 @@ impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
             triangle_test: TriangleTest::default(),
+            quality: BuildQuality::default(),
             bins: 32,
             parallel_threshold: 16_384,
             rotation_passes: 3,
@@ -123,9 +156,10 @@ pub struct MeshStats {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BuildPhases {
-    /// The triangles' boxes and centroids.
+    /// The triangles' boxes and centroids (zero for [`BuildQuality::Low`], which makes them
+    /// within its binary build, in the order of its tree).
     pub triangle_bounds: Duration,
-    /// The binned-SAH binary tree (Wald 2007).
+    /// The binary tree: binned SAH (Wald 2007), or the linear BVH of [`BuildQuality::Low`].
     pub binary_build: Duration,
     /// The tree rotations ([`BuildOptions::rotation_passes`]).
     pub rotations: Duration,
@@ -218,10 +252,7 @@ impl MeshBvh {
     /// Builds the BVH of `mesh` (which it keeps a copy of).
     pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
         let start = Instant::now();
-        let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, |i| {
-            BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i)
-        });
-        let bounded = Instant::now();
+        let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
         let builder = BinnedSah {
             bins: options.bins,
             max_leaf: 4,
@@ -235,9 +266,28 @@ impl MeshBvh {
         // than after the build.
         let ((build, c, build_phases), copy) = crate::par::join(
             || {
-                let mut build = builder.build(&mut items);
+                let (items, mut build, bounded) = match options.quality {
+                    // The items are made in the curve's order, from the triangles, once sorted.
+                    BuildQuality::Low => {
+                        let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
+                        let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
+                        let n = mesh.len() as u32;
+                        let (items, build) =
+                            crate::build::build_linear(n, &bounds, centroid, item, 4, options.parallel_threshold);
+                        (items, build, start)
+                    }
+                    BuildQuality::Medium => {
+                        let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, item);
+                        let bounded = Instant::now();
+                        let build = builder.build(&mut items);
+                        (items, build, bounded)
+                    }
+                };
                 let built = Instant::now();
-                crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
+                // The linear BVH's point is its build time, of which rotations would take a tenth.
+                if options.quality != BuildQuality::Low {
+                    crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
+                }
                 let rotated = Instant::now();
                 let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
                 let c = collapse(&build, &items, &rows, parallel);
@@ -261,7 +311,9 @@ impl MeshBvh {
         &self.mesh
     }
 
-    /// The options it was built with.
+    /// The options it was built with. A BVH read from bytes ([`MeshBvh::from_bytes`]) keeps its
+    /// triangle test; its other options read as the defaults, since the saved tree is what it
+    /// is whatever built it.
     pub fn options(&self) -> &BuildOptions {
         &self.options
     }

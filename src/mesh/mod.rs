@@ -27,7 +27,7 @@ pub(crate) mod triangle;
 mod trimesh;
 
 pub use crate::math::QueryStats;
-pub use bvh::{BuildOptions, BuildPhases, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TriangleTest};
+pub use bvh::{BuildOptions, BuildPhases, BuildQuality, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TriangleTest};
 pub use sweep::BoxCastHit;
 
 pub(crate) use batch::{BatchWalks, trace_batch};
