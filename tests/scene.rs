@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use glam::{Affine3A, DVec3, Mat4, Quat, Vec3, Vec3A};
 use slabtree::{
-    Aabb, BatchOptions, BuildOptions, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh, Ray, RayTree,
-    Scene, SceneError, SceneHitCandidate, Threads, TriMesh,
+    Aabb, BatchOptions, BuildOptions, BuildQuality, DbvtConfig, Frustum, HitControl, InputError, InstanceId, MeshBvh,
+    Ray, RayTree, Scene, SceneError, SceneHitCandidate, Threads, TriMesh,
 };
 
 use common::rng::{Rng, triangle_soup};
@@ -816,4 +816,38 @@ fn frustum_culling_scans_or_walks_with_the_same_answer() {
             }
         }
     }
+}
+
+/// A scene may hold meshes built at different qualities: instances of a `Low` BVH answer as
+/// instances of a `Medium` BVH of the same mesh do (the same distance; the same triangle but
+/// for triangles tied at that distance).
+#[test]
+fn meshes_of_different_build_qualities_answer_alike() {
+    let mut rng = Rng(77);
+    let mesh = triangle_soup(&mut rng, 3000, 3.0, 0.5);
+    let at = |quality| Arc::new(MeshBvh::build(&mesh, &BuildOptions { quality, ..Default::default() }));
+    let (low, medium) = (at(BuildQuality::Low), at(BuildQuality::Medium));
+    let (mut mixed, mut uniform) = (Scene::new(), Scene::new());
+    for i in 0..12 {
+        let place = random_transform(&mut rng, 20.0);
+        mixed.add(if i % 2 == 0 { low.clone() } else { medium.clone() }, place, i, Scene::ALL).unwrap();
+        uniform.add(medium.clone(), place, i, Scene::ALL).unwrap();
+    }
+    let mut hits = 0;
+    for _ in 0..3000 {
+        let origin = rng.on_sphere() * 40.0;
+        let ray = Ray::new(origin, rng.in_cube(15.0) - origin);
+        let (a, b) = (mixed.intersect(&ray, Scene::ALL).unwrap(), uniform.intersect(&ray, Scene::ALL).unwrap());
+        assert_eq!(a.map(|h| (h.t.to_bits(), h.user_id)), b.map(|h| (h.t.to_bits(), h.user_id)));
+        if let (Some(a), Some(b)) = (a, b)
+            && a.triangle != b.triangle
+        {
+            let [p, q, r] = mesh.triangle(a.triangle as usize);
+            let n = (q - p).cross(r - p);
+            assert!(n.dot(Vec3::from(ray.origin()) + Vec3::from(ray.dir()) * b.t - p).abs() < 1e-3 * n.length());
+        }
+        hits += usize::from(a.is_some());
+        assert_eq!(mixed.occluded(&ray, Scene::ALL).unwrap(), b.is_some());
+    }
+    assert!(hits > 300, "only {hits} rays hit");
 }
