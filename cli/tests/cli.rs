@@ -664,3 +664,46 @@ fn gltf_position_accessor_out_of_range_is_an_error_not_a_panic() {
     assert!(!stderr.contains("internal error"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// `--build-quality low` builds the linear BVH (as `info` says), whose answers are the default
+/// build's; an unknown quality is refused by name.
+#[test]
+fn build_quality_low_answers_as_medium() {
+    let dir = temp_dir("quality");
+    let (text, _) = torus_obj();
+    std::fs::write(dir.join("torus.obj"), text).unwrap();
+    let mut rng = common::rng::Rng(8);
+    let rays: Vec<Ray> = (0..500)
+        .map(|_| {
+            let origin = rng.on_sphere() * 4.0;
+            Ray::new(origin, rng.in_cube(1.3) - origin)
+        })
+        .collect();
+    std::fs::write(dir.join("r.rays"), ray_bytes(&rays)).unwrap();
+    let mut answers = Vec::new();
+    for quality in ["low", "medium"] {
+        let info = stdout(&run(bin().current_dir(&dir).args(["info", "torus.obj", "--build-quality", quality])));
+        assert!(info.contains(&format!("build quality:      {quality}")), "{info}");
+        let out = format!("{quality}.hits");
+        run(bin().current_dir(&dir).args([
+            "trace",
+            "torus.obj",
+            "--rays",
+            "r.rays",
+            "--out",
+            &out,
+            "--build-quality",
+            quality,
+        ]));
+        answers.push(std::fs::read(dir.join(&out)).unwrap());
+    }
+    assert_eq!(answers[0], answers[1]);
+    let hits = answers[0].chunks(16).filter(|r| f32::from_le_bytes(r[..4].try_into().unwrap()).is_finite()).count();
+    assert!(hits > 100, "only {hits} of the rays hit");
+    // A usage error, as clap reports them: exit code 2, naming the value and the choices.
+    let out = bin().current_dir(&dir).args(["info", "torus.obj", "--build-quality", "best"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'best'") && err.contains("low, medium"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
