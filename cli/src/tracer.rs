@@ -77,20 +77,13 @@ impl Tracer {
     /// camera rays in scan-line order goes as tiled packets.
     pub fn intersect_batch(&self, rays: &[Ray]) -> Vec<Option<Surface>> {
         match self {
-            Tracer::Flat(bvh) => batch(|out| bvh.intersect_batch(rays, out, PACKETS))
-                .into_iter()
-                .map(|h| h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }))
-                .collect(),
+            Tracer::Flat(bvh) => {
+                batch(|out| bvh.intersect_batch(rays, out, PACKETS)).into_iter().map(|h| h.map(flat_surface)).collect()
+            }
             Tracer::Instances { scene, first } => {
                 batch(|out| scene.intersect_batch(rays, slabtree::Scene::ALL, out, PACKETS))
                     .into_iter()
-                    .map(|h| {
-                        h.map(|h| Surface {
-                            t: h.t,
-                            triangle: first[h.user_id as usize] + h.triangle,
-                            normal: h.normal,
-                        })
-                    })
+                    .map(|h| h.map(|h| instance_surface(first, h)))
                     .collect()
             }
         }
@@ -113,16 +106,11 @@ impl Tracer {
         let (hit, stats) = match self {
             Tracer::Flat(bvh) => {
                 let (h, stats) = bvh.intersect_counting(ray).expect(VALID);
-                (h.map(|h| Surface { t: h.t, triangle: h.triangle, normal: h.normal }), stats)
+                (h.map(flat_surface), stats)
             }
             Tracer::Instances { scene, first } => {
                 let (h, stats) = scene.intersect_counting(ray, slabtree::Scene::ALL).expect(VALID);
-                let surface = |h: slabtree::SceneHit| Surface {
-                    t: h.t,
-                    triangle: first[h.user_id as usize] + h.triangle,
-                    normal: h.normal,
-                };
-                (h.map(surface), stats)
+                (h.map(|h| instance_surface(first, h)), stats)
             }
         };
         (hit, u32::try_from(stats.nodes).unwrap_or(u32::MAX))
@@ -146,6 +134,17 @@ fn sub_mesh(mesh: &TriMesh, range: std::ops::Range<u32>) -> TriMesh {
         })
         .collect();
     TriMesh::new(positions, triangles).expect("a part of a valid mesh is valid")
+}
+
+/// The surface a hit on the flat BVH names.
+fn flat_surface(h: slabtree::Hit) -> Surface {
+    Surface { t: h.t, triangle: h.triangle, normal: h.normal }
+}
+
+/// The surface a hit on the two-level scene names: its triangle numbered in the whole scene's
+/// mesh, whose object `o` starts at triangle `first[o]` (the instance's user id is its object).
+fn instance_surface(first: &[u32], h: slabtree::SceneHit) -> Surface {
+    Surface { t: h.t, triangle: first[h.user_id as usize] + h.triangle, normal: h.normal }
 }
 
 /// The renderer's batches: on rayon's threads, as packets (camera rays in scan-line order and

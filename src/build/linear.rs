@@ -10,7 +10,7 @@ use glam::Vec3A;
 use super::item::{Bounds4, BuildItem};
 use super::morton::{MortonGrid, morton_split};
 use super::segments::{PENDING, Segment, place};
-use super::split::BuildNode;
+use super::split::{BuildNode, bounds_of};
 use crate::math::Aabb;
 
 /// Builds the tree over the items `item(0) .. item(n - 1)`, whose centroids `centroid(i)` lie
@@ -105,16 +105,12 @@ fn emit(
 ) -> Aabb {
     let n = keys.len();
     if n <= max_leaf {
-        let bounds = items.iter().fold(Bounds4::EMPTY, |mut b, it| {
-            b.add_item(it);
-            b
-        });
-        let bounds = bounds.aabb();
+        let bounds = bounds_of(items).aabb();
         out.push(BuildNode::Leaf { bounds, first, count: n as u32 });
         return bounds;
     }
-    let mid =
-        if n <= SMALL { small_split(items, morton_split(keys, code), max_leaf) } else { morton_split(keys, code) };
+    let mid = morton_split(keys, code);
+    let mid = if n <= SMALL { leaf_filling_cut(items, mid, max_leaf) } else { mid };
     let me = out.len();
     out.push(BuildNode::Leaf { bounds: Aabb::EMPTY, first: 0, count: 0 }); // set below
     let (left_keys, right_keys) = keys.split_at(mid);
@@ -157,7 +153,7 @@ const SMALL: usize = 16;
 /// many leaves part empty (a range of seven could become leaves of two, one and four), and the
 /// collapse and every ray then pay for the extra leaves; moving a cut that high up in the tree
 /// would throw far-apart items together instead.
-fn small_split(items: &[BuildItem], mid: usize, max_leaf: usize) -> usize {
+fn leaf_filling_cut(items: &[BuildItem], mid: usize, max_leaf: usize) -> usize {
     let n = items.len();
     let mut suffix = [Bounds4::EMPTY; SMALL + 1];
     for k in (0..n).rev() {

@@ -6,7 +6,7 @@
 
 use super::bvh::{HINT_RUN, Hit, MeshBvh};
 use super::stream::PACKET_RUN;
-use crate::math::{BatchError, BatchOptions, QueryStats, Ray, Threads, validate_rays};
+use crate::math::{BatchError, BatchOptions, QueryStats, Ray, RayCoherence, Threads, validate_rays};
 
 impl MeshBvh {
     /// The closest hit of every ray ([`MeshBvh::intersect`]'s answer, bit for bit), into `hits`:
@@ -79,7 +79,7 @@ impl MeshBvh {
         let walks = BatchWalks {
             one_by_one: |r: &[Ray], o: &mut [bool]| self.occluded_valid_rays(r, o),
             packets: |r: &[Ray], o: &mut [bool]| self.occluded_stream_unchecked(r, o),
-            counting: |r: &Ray| self.occluded_unchecked_counting(r),
+            counting: |r: &Ray| self.occluded_unchecked(r, RayCoherence::Coherent),
         };
         trace_batch(options, rays, HINT_RUN, false, occluded, walks)
     }

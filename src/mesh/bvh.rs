@@ -284,7 +284,8 @@ impl MeshBvh {
                     }
                 };
                 let built = Instant::now();
-                // The linear BVH's point is its build time, of which rotations would take a tenth.
+                // The linear BVH's point is its build time, which rotations would add to for a
+                // tree that Low trades away anyway (`docs/performance.md`, "Build qualities").
                 if options.quality != BuildQuality::Low {
                     crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
                 }

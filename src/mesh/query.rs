@@ -142,17 +142,13 @@ impl MeshBvh {
         }
     }
 
-    /// Any hit of a ray that may be invalid (then it hits nothing).
-    pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> bool {
-        ray.validate().is_ok() && self.trace_valid::<true>(ray, hint).0.is_some()
-    }
-
-    /// [`MeshBvh::occluded_unchecked`] of a coherent ray, and what the walk visited.
-    pub(crate) fn occluded_unchecked_counting(&self, ray: &Ray) -> (bool, QueryStats) {
+    /// Any hit of a ray that may be invalid (then it hits nothing and visits nothing), and what
+    /// the walk visited (the kernel counts whether or not the caller keeps the counts).
+    pub(crate) fn occluded_unchecked(&self, ray: &Ray, hint: RayCoherence) -> (bool, QueryStats) {
         if ray.validate().is_err() {
             return (false, QueryStats::default());
         }
-        let (hit, stats) = self.trace_valid::<true>(ray, RayCoherence::Coherent);
+        let (hit, stats) = self.trace_valid::<true>(ray, hint);
         (hit.is_some(), stats)
     }
 

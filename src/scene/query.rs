@@ -170,14 +170,11 @@ impl Scene {
                 return RayControl::Continue;
             }
             let inst = self.slot(leaf.data.index);
-            let local = local_ray(inst, ray, ray.tmax);
-            let occluded = if COUNT {
-                let (occluded, stats) = inst.mesh.occluded_unchecked_counting(&local);
+            let (occluded, stats) =
+                inst.mesh.occluded_unchecked(&local_ray(inst, ray, ray.tmax), RayCoherence::Coherent);
+            if COUNT {
                 below += stats;
-                occluded
-            } else {
-                inst.mesh.occluded_unchecked(&local, RayCoherence::Coherent)
-            };
+            }
             if occluded {
                 hit = true;
                 return RayControl::Stop;

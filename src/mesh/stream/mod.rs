@@ -178,7 +178,7 @@ impl MeshBvh {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         let answer = |ray: &Ray, packed: Option<(Option<_>, bool)>, hint, slot: &mut bool| {
             *slot = match packed {
-                None => self.occluded_unchecked(ray, hint),
+                None => self.occluded_unchecked(ray, hint).0,
                 Some((best, _)) => best.is_some(),
             }
         };
