@@ -4,7 +4,7 @@
 //! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--batch]`
 //!
 //! With `--batch`, each pass also traces the file through `intersect_batch` / `occluded_batch`
-//! in a one-thread rayon pool (which keep several rays in flight through a BVH of
+//! on the calling thread (`Threads::Calling`; they keep several rays in flight through a BVH of
 //! `LARGE_BVH_BYTES` or more), in turn with the single rays, checks that both give the same
 //! answers, and prints the batch's Mrays/s beside the single rays': those of the loop that only
 //! counts the hits, and of the loop that keeps each answer in a vector, as the batch does.
@@ -12,13 +12,13 @@
 use std::time::Instant;
 
 use glam::Vec3;
-use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, TriangleTest, load_mesh};
+use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriangleTest, load_mesh};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let watertight = args.iter().any(|a| a == "--watertight");
     let batch = args.iter().any(|a| a == "--batch");
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let one_thread = BatchOptions { threads: Threads::Calling, ..Default::default() };
     let passes = args.iter().position(|a| a == "--passes").map_or(5, |i| args[i + 1].parse().unwrap_or(5));
     let rotations = args.iter().position(|a| a == "--rotations").map_or(3, |i| args[i + 1].parse().unwrap_or(3));
     let default_bins = BuildOptions::default().bins;
@@ -90,11 +90,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 best_stored = best_stored.min(t.elapsed().as_secs_f64());
                 let t = Instant::now();
                 let same = if shadow {
-                    pool.install(|| bvh.occluded_batch(&rays, &mut occluded, BatchOptions::default()))?;
+                    bvh.occluded_batch(&rays, &mut occluded, one_thread)?;
                     best_batch = best_batch.min(t.elapsed().as_secs_f64());
                     rays.iter().zip(&occluded).all(|(r, o)| bvh.occluded(r).ok() == Some(*o))
                 } else {
-                    pool.install(|| bvh.intersect_batch(&rays, &mut hits_out, BatchOptions::default()))?;
+                    bvh.intersect_batch(&rays, &mut hits_out, one_thread)?;
                     best_batch = best_batch.min(t.elapsed().as_secs_f64());
                     rays.iter().zip(&hits_out).all(|(r, h)| bvh.intersect(r).ok() == Some(*h))
                 };

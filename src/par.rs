@@ -41,6 +41,19 @@ pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + 
     }
 }
 
+/// The threads a parallel map here would run on: the current rayon pool's (1 without the
+/// feature).
+fn threads() -> usize {
+    #[cfg(feature = "parallel")]
+    {
+        rayon::current_num_threads()
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        1
+    }
+}
+
 /// `f` of every element of `items`, taken by value, in order, one task per element.
 pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
@@ -108,7 +121,10 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
         let o = unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) };
         f(i, o);
     };
-    let parallel = parallel && cfg!(feature = "parallel");
+    // A pool of one thread runs the chunks here: handing them to its one worker costs a wake-up
+    // per call, and the worker may run on another core than the one that holds the input in
+    // its caches (`docs/performance.md`, "How a batch runs").
+    let parallel = parallel && threads() > 1;
     #[cfg(feature = "parallel")]
     if parallel {
         use rayon::prelude::*;
