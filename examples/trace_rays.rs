@@ -1,7 +1,7 @@
 //! Traces ray files (the shared scenes' format: 8 f32 per ray) against a mesh on one thread and
 //! prints Mrays/s per file, best of several passes.
 //!
-//! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--batch]`
+//! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--quality low|medium|high] [--batch]`
 //!
 //! With `--batch`, each pass also traces the file through `intersect_batch` / `occluded_batch`
 //! on the calling thread (`Threads::Calling`; they keep several rays in flight through a BVH of
@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use glam::Vec3;
-use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriangleTest, load_mesh};
+use slabtree::{BatchOptions, BuildOptions, BuildQuality, MeshBvh, Ray, Threads, TriangleTest, load_mesh};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,16 +24,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let default_bins = BuildOptions::default().bins;
     let bins =
         args.iter().position(|a| a == "--bins").map_or(default_bins, |i| args[i + 1].parse().unwrap_or(default_bins));
-    let files: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err()).collect();
+    let files: Vec<&String> = args
+        .iter()
+        .filter(|a| {
+            !a.starts_with("--") && a.parse::<usize>().is_err() && !["low", "medium", "high"].contains(&a.as_str())
+        })
+        .collect();
     let Some(mesh_path) = files.first() else {
-        eprintln!("usage: trace_rays MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--batch]");
+        eprintln!(
+            "usage: trace_rays MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--quality low|medium|high] [--batch]"
+        );
         std::process::exit(2);
     };
     let mesh = load_mesh(mesh_path)?;
+    let quality = match args.iter().position(|a| a == "--quality").map(|i| args[i + 1].as_str()) {
+        Some("low") => BuildQuality::Low,
+        Some("high") => BuildQuality::High,
+        _ => BuildQuality::Medium,
+    };
     let test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
     let bvh = MeshBvh::build(
         &mesh,
-        &BuildOptions { triangle_test: test, rotation_passes: rotations, bins, ..Default::default() },
+        &BuildOptions { triangle_test: test, rotation_passes: rotations, bins, quality, ..Default::default() },
     );
     let s = bvh.stats();
     println!(

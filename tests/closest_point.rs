@@ -4,7 +4,7 @@
 //! bad input.
 
 use glam::Vec3;
-use slabtree::{BuildOptions, InputError, MeshBvh, TriMesh, TriangleTest};
+use slabtree::{BuildOptions, BuildQuality, InputError, MeshBvh, TriMesh, TriangleTest};
 
 use common::rng::Rng;
 use common::triangle::{random_triangles, triangle_distance};
@@ -82,8 +82,14 @@ fn points(seed: u64, n: usize, center: Vec3, spread: f32) -> Vec<Vec3> {
 
 #[test]
 fn closest_points_match_brute_force() {
-    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-        let opts = BuildOptions { triangle_test: test, parallel_threshold: 64, ..BuildOptions::default() };
+    // Each triangle test, with the default build and with spatial splits (`BuildQuality::High`,
+    // which puts the soup's larger triangles in several leaves).
+    for (test, quality) in [
+        (TriangleTest::MollerTrumbore, BuildQuality::Medium),
+        (TriangleTest::Watertight, BuildQuality::Medium),
+        (TriangleTest::Watertight, BuildQuality::High),
+    ] {
+        let opts = BuildOptions { triangle_test: test, quality, parallel_threshold: 64, ..BuildOptions::default() };
         for (n, seed) in [(1, 1), (7, 2), (500, 3)] {
             let bvh = MeshBvh::build(&soup(n, seed), &opts);
             check(&bvh, &points(seed, 150, Vec3::splat(10.0), 60.0));

@@ -180,11 +180,13 @@ fn agrees_with_embree_on_every_shared_ray_set() {
             let mesh_path = ["obj", "ply"].iter().map(|e| dir.join(format!("{scene}.{e}"))).find(|p| p.exists());
             let mesh_path = mesh_path.unwrap_or_else(|| panic!("no mesh {scene}.obj or {scene}.ply beside rays/"));
             let mesh = slabtree::io::load_mesh(&mesh_path).unwrap_or_else(|e| panic!("{e}"));
-            // Both tests, and the fast build's tree with the watertight one.
+            // Both tests, and the fast build's and the spatial splits' trees with each.
             let bvhs = [
                 (TriangleTest::Watertight, BuildQuality::Medium),
                 (TriangleTest::MollerTrumbore, BuildQuality::Medium),
                 (TriangleTest::Watertight, BuildQuality::Low),
+                (TriangleTest::Watertight, BuildQuality::High),
+                (TriangleTest::MollerTrumbore, BuildQuality::High),
             ]
             .map(|(t, quality)| {
                 MeshBvh::build(&mesh, &BuildOptions { triangle_test: t, quality, ..Default::default() })

@@ -16,7 +16,9 @@
 //! the tree's ray cast (the conservative slab test may report more, never fewer).
 
 use glam::{DVec3, Vec3, Vec3A};
-use slabtree::{Aabb, BuildOptions, Dbvt, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest};
+use slabtree::{
+    Aabb, BuildOptions, BuildQuality, Dbvt, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf, TriMesh, TriangleTest,
+};
 
 use common::rng::Rng;
 use common::triangle::{margin, mt64};
@@ -51,12 +53,19 @@ struct Counts {
     tri_test_miss: u64,
 }
 
-fn run_mesh(name: &str, base: &(Vec<Vec3>, Vec<[u32; 3]>), offset: f32, test: TriangleTest, rays: usize) -> Counts {
+fn run_mesh(
+    name: &str,
+    base: &(Vec<Vec3>, Vec<[u32; 3]>),
+    offset: f32,
+    test: TriangleTest,
+    quality: BuildQuality,
+    rays: usize,
+) -> Counts {
     let shift = Vec3::new(offset, -offset, offset * 0.5);
     let pos: Vec<Vec3> = base.0.iter().map(|p| *p + shift).collect();
     let mesh = TriMesh::new(pos, base.1.clone()).unwrap();
     let opts = BuildOptions { triangle_test: test, ..Default::default() };
-    let bvh = MeshBvh::build(&mesh, &opts);
+    let bvh = MeshBvh::build(&mesh, &BuildOptions { quality, ..opts });
     let singles: Vec<MeshBvh> = (0..mesh.len())
         .map(|i| MeshBvh::build(&TriMesh::new(mesh.triangle(i).to_vec(), vec![[0, 1, 2]]).unwrap(), &opts))
         .collect();
@@ -173,10 +182,16 @@ fn far_from_origin_the_traversal_never_misses() {
     println!("|---|---:|---|---:|---:|---:|---:|");
     for (name, base) in &scenes {
         for offset in [0.0f32, 1e3, 1e5, 1e6] {
-            for test in [TriangleTest::Watertight, TriangleTest::MollerTrumbore] {
-                let c = run_mesh(name, base, offset, test, rays);
+            // Both tests, and the watertight one on a build with spatial splits, whose boxes
+            // hold parts of triangles clipped at planes.
+            for (test, quality) in [
+                (TriangleTest::Watertight, BuildQuality::Medium),
+                (TriangleTest::MollerTrumbore, BuildQuality::Medium),
+                (TriangleTest::Watertight, BuildQuality::High),
+            ] {
+                let c = run_mesh(name, base, offset, test, quality, rays);
                 println!(
-                    "| {name} | {offset:e} | {test:?} | {} | {} | {} / {} | {} |",
+                    "| {name} | {offset:e} | {test:?} {quality:?} | {} | {} | {} / {} | {} |",
                     c.rays, c.f64_hits, c.traversal_none, c.traversal_farther, c.tri_test_miss
                 );
                 traversal_total += c.traversal_none + c.traversal_farther;

@@ -4,11 +4,12 @@
 
 use glam::{Vec3, Vec3A};
 use slabtree::{
-    BuildOptions, Hit, HitCandidate, HitControl, InputError, MeshBvh, Ray, RayOptions, TriMesh, TriangleTest,
+    BuildOptions, BuildQuality, Hit, HitCandidate, HitControl, InputError, MeshBvh, Ray, RayOptions, TriMesh,
+    TriangleTest,
 };
 
 use common::rng::Rng;
-use common::triangle::{margin, mt64, random_triangles};
+use common::triangle::{margin, mt64, random_triangles, room};
 use slabtree_testkit as common;
 
 /// Barycentric margin and relative distance within which f32 and f64 may disagree.
@@ -21,6 +22,15 @@ fn meshes() -> Vec<(&'static str, TriMesh, Vec3, f32)> {
         ("soup", TriMesh::new(p, t).unwrap(), Vec3::splat(10.0), 25.0),
         ("sphere", TriMesh::uv_sphere(3.0, 40, 20), Vec3::ZERO, 6.0),
         ("torus", TriMesh::torus(2.0, 0.7, 48, 24), Vec3::ZERO, 5.0),
+        (
+            "room",
+            {
+                let (p, t) = room(1500, 12);
+                TriMesh::new(p, t).unwrap()
+            },
+            Vec3::splat(10.0),
+            12.0,
+        ),
     ]
 }
 
@@ -57,8 +67,17 @@ fn clear(ray: &Ray, &(_, t, m): &(u32, f64, f64)) -> bool {
     m > EDGE && !near(ray.tmin) && !near(ray.tmax)
 }
 
-fn build(mesh: &TriMesh, test: TriangleTest) -> MeshBvh {
-    MeshBvh::build(mesh, &BuildOptions { triangle_test: test, parallel_threshold: 64, ..Default::default() })
+/// Each triangle test with the default build and with spatial splits (`BuildQuality::High`),
+/// which puts some triangles in several leaves: a policy must still see each once.
+const BUILDS: [(TriangleTest, BuildQuality); 4] = [
+    (TriangleTest::MollerTrumbore, BuildQuality::Medium),
+    (TriangleTest::Watertight, BuildQuality::Medium),
+    (TriangleTest::MollerTrumbore, BuildQuality::High),
+    (TriangleTest::Watertight, BuildQuality::High),
+];
+
+fn build(mesh: &TriMesh, test: TriangleTest, quality: BuildQuality) -> MeshBvh {
+    MeshBvh::build(mesh, &BuildOptions { triangle_test: test, quality, parallel_threshold: 64, ..Default::default() })
 }
 
 #[test]
@@ -66,8 +85,8 @@ fn all_hits_are_the_brute_force_set() {
     let mut r = Rng(41);
     let mut compared = 0;
     for (name, mesh, center, radius) in meshes() {
-        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-            let bvh = build(&mesh, test);
+        for (test, quality) in BUILDS {
+            let bvh = build(&mesh, test, quality);
             let mut hits = Vec::new();
             for ray in rays(&mut r, 800, center, radius) {
                 bvh.intersect_all(&ray, &mut hits).unwrap();
@@ -98,7 +117,7 @@ fn all_hits_are_the_brute_force_set() {
 fn all_hits_give_the_parity_of_a_closed_mesh() {
     let (big, small) = (2.0f32, 0.7f32);
     let mesh = TriMesh::torus(big, small, 64, 32);
-    let bvh = build(&mesh, TriangleTest::Watertight);
+    let bvh = build(&mesh, TriangleTest::Watertight, BuildQuality::High);
     let mut r = Rng(7);
     let (mut inside, mut outside, mut hits) = (0, 0, Vec::new());
     for _ in 0..3000 {
@@ -120,8 +139,8 @@ fn all_hits_give_the_parity_of_a_closed_mesh() {
 fn accepting_every_hit_is_the_closest_hit_bit_for_bit() {
     let mut r = Rng(5);
     for (_, mesh, center, radius) in meshes() {
-        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-            let bvh = build(&mesh, test);
+        for (test, quality) in BUILDS {
+            let bvh = build(&mesh, test, quality);
             for ray in rays(&mut r, 1500, center, radius) {
                 let fixed = bvh.intersect(&ray).unwrap();
                 let mut offered = 0;
@@ -160,8 +179,8 @@ fn ignored_triangles_are_passed_through() {
     let mut compared = 0;
     let keep = |c: &HitCandidate| if c.triangle.is_multiple_of(2) { HitControl::Accept } else { HitControl::Ignore };
     for (name, mesh, center, radius) in meshes() {
-        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
-            let bvh = build(&mesh, test);
+        for (test, quality) in BUILDS {
+            let bvh = build(&mesh, test, quality);
             for ray in rays(&mut r, 800, center, radius) {
                 let expect: Vec<_> = brute_all(&mesh, &ray).into_iter().filter(|e| e.0 % 2 == 0).collect();
                 if expect.iter().any(|e| !clear(&ray, e)) {
@@ -195,7 +214,7 @@ fn ignored_triangles_are_passed_through() {
 fn stop_ends_the_query_at_its_hit() {
     let mut r = Rng(13);
     for (_, mesh, center, radius) in meshes() {
-        let bvh = build(&mesh, TriangleTest::Watertight);
+        let bvh = build(&mesh, TriangleTest::Watertight, BuildQuality::High);
         let mut hits = Vec::new();
         for ray in rays(&mut r, 500, center, radius) {
             bvh.intersect_all(&ray, &mut hits).unwrap();
@@ -222,7 +241,7 @@ fn stop_ends_the_query_at_its_hit() {
 
 #[test]
 fn invalid_rays_are_refused() {
-    let bvh = build(&TriMesh::cuboid(Vec3::ONE), TriangleTest::Watertight);
+    let bvh = build(&TriMesh::cuboid(Vec3::ONE), TriangleTest::Watertight, BuildQuality::Medium);
     let bad = Ray::new(Vec3A::new(f32::NAN, 0.0, 0.0), Vec3A::X);
     let mut hits = vec![];
     assert!(matches!(bvh.intersect_all(&bad, &mut hits), Err(InputError::NonFiniteRay { .. })));

@@ -8,7 +8,7 @@ use slabtree::{
 };
 
 use common::rng::Rng;
-use common::triangle::{margin, mt64, random_triangles};
+use common::triangle::{margin, mt64, random_triangles, room};
 use slabtree_testkit as common;
 
 fn soup(n: usize, seed: u64) -> TriMesh {
@@ -19,6 +19,13 @@ fn soup(n: usize, seed: u64) -> TriMesh {
     t.push([k, k + 1, k + 2]);
     t.push([k + 3, k + 4, k + 4]);
     t.push([k + 3, k + 1, k + 4]); // collinear: (0,0,0), (5,5,5), (10,10,10)
+    TriMesh::new(p, t).unwrap()
+}
+
+/// An interior of long wall strips and beams around small triangles, where a High build puts
+/// triangles in several leaves (`common::triangle::room`).
+fn room_mesh() -> TriMesh {
+    let (p, t) = room(1500, 11);
     TriMesh::new(p, t).unwrap()
 }
 
@@ -147,6 +154,7 @@ fn closest_and_any_hit_match_brute_force() {
         ("soup", soup(3000, 1), Vec3::splat(10.0), 25.0),
         ("sphere", TriMesh::uv_sphere(3.0, 40, 20), Vec3::ZERO, 6.0),
         ("torus", TriMesh::torus(2.0, 0.7, 48, 24), Vec3::ZERO, 5.0),
+        ("room", room_mesh(), Vec3::splat(10.0), 12.0),
     ] {
         let mut rays = random_rays(&mut r, 1500, center, radius);
         // Axis-aligned rays with exact zero components.
@@ -161,6 +169,8 @@ fn closest_and_any_hit_match_brute_force() {
             (TriangleTest::MollerTrumbore, 3, BuildQuality::Medium),
             (TriangleTest::MollerTrumbore, 0, BuildQuality::Low),
             (TriangleTest::Watertight, 3, BuildQuality::Low),
+            (TriangleTest::MollerTrumbore, 3, BuildQuality::High),
+            (TriangleTest::Watertight, 0, BuildQuality::High),
         ] {
             let n = check_against_brute(&mesh, &rays, test, passes, quality);
             assert!(n > rays.len() * 9 / 10, "{name}: only {n} rays compared");

@@ -818,20 +818,36 @@ fn frustum_culling_scans_or_walks_with_the_same_answer() {
     }
 }
 
-/// A scene may hold meshes built at different qualities: instances of a `Low` BVH answer as
-/// instances of a `Medium` BVH of the same mesh do (the same distance; the same triangle but
-/// for triangles tied at that distance).
+/// A scene may hold meshes built at different qualities: instances of a `Low` and a `High` BVH
+/// answer as instances of a `Medium` BVH of the same mesh do (the same distance; the same
+/// triangle but for triangles tied at that distance), and the scene's box query reports each
+/// triangle of a `High` instance once, though its leaves share triangles.
 #[test]
 fn meshes_of_different_build_qualities_answer_alike() {
     let mut rng = Rng(77);
     let mesh = triangle_soup(&mut rng, 3000, 3.0, 0.5);
     let at = |quality| Arc::new(MeshBvh::build(&mesh, &BuildOptions { quality, ..Default::default() }));
-    let (low, medium) = (at(BuildQuality::Low), at(BuildQuality::Medium));
+    let (low, medium, high) = (at(BuildQuality::Low), at(BuildQuality::Medium), at(BuildQuality::High));
+    assert!(high.stats().references > mesh.len(), "the soup's High build shares no triangle");
     let (mut mixed, mut uniform) = (Scene::new(), Scene::new());
     for i in 0..12 {
         let place = random_transform(&mut rng, 20.0);
-        mixed.add(if i % 2 == 0 { low.clone() } else { medium.clone() }, place, i, Scene::ALL).unwrap();
+        let bvh = [&low, &medium, &high][i as usize % 3];
+        mixed.add(bvh.clone(), place, i, Scene::ALL).unwrap();
         uniform.add(medium.clone(), place, i, Scene::ALL).unwrap();
+    }
+    for _ in 0..200 {
+        let b = Aabb::from_center_half_extents(rng.in_cube(15.0), Vec3A::splat(2.0));
+        let (mut a, mut u) = (Vec::new(), Vec::new());
+        mixed.triangles_in_box(&b, Scene::ALL, &mut a).unwrap();
+        uniform.triangles_in_box(&b, Scene::ALL, &mut u).unwrap();
+        // The two scenes' ids differ in their scene; the slots are the same.
+        let slots = |v: &[(InstanceId, u32)]| {
+            let mut v: Vec<(u32, u32)> = v.iter().map(|&(id, t)| (id.index(), t)).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(slots(&a), slots(&u));
     }
     let mut hits = 0;
     for _ in 0..3000 {

@@ -8,10 +8,10 @@
 //! sampling (128 times over the interval) checks the same claims without the convexity argument.
 
 use glam::{DVec3, Vec3};
-use slabtree::{BuildOptions, InputError, MeshBvh, ShapeCastHit, TriMesh};
+use slabtree::{BuildOptions, BuildQuality, InputError, MeshBvh, ShapeCastHit, TriMesh};
 
 use common::rng::Rng;
-use common::triangle::{random_triangles, triangle_distance};
+use common::triangle::{random_triangles, room, triangle_distance};
 use slabtree_testkit as common;
 
 /// The minimum of convex `f` on `[lo, hi]`, by ternary search.
@@ -115,15 +115,41 @@ fn meshes() -> Vec<(&'static str, TriMesh, Vec3, f32)> {
         ("soup", TriMesh::new(p, t).unwrap(), Vec3::splat(10.0), 14.0),
         ("sphere", TriMesh::uv_sphere(3.0, 24, 12), Vec3::ZERO, 5.0),
         ("torus", TriMesh::torus(2.0, 0.5, 32, 12), Vec3::ZERO, 4.0),
+        (
+            "room",
+            {
+                let (p, t) = room(300, 22);
+                TriMesh::new(p, t).unwrap()
+            },
+            Vec3::splat(10.0),
+            12.0,
+        ),
     ]
+}
+
+/// Each mesh with the default build, and with spatial splits (`BuildQuality::High`), whose
+/// leaves share triangles: the first contact must be the same.
+fn builds() -> Vec<(&'static str, TriMesh, Vec3, f32, MeshBvh)> {
+    let mut out = Vec::new();
+    for (name, mesh, centre, size) in meshes() {
+        // The closed meshes' small triangles are never split: High on the soup and the room.
+        let qualities: &[BuildQuality] = match name {
+            "soup" | "room" => &[BuildQuality::Medium, BuildQuality::High],
+            _ => &[BuildQuality::Medium],
+        };
+        for &quality in qualities {
+            let bvh = MeshBvh::build(&mesh, &BuildOptions { parallel_threshold: 64, quality, ..Default::default() });
+            out.push((name, mesh.clone(), centre, size, bvh));
+        }
+    }
+    out
 }
 
 #[test]
 fn sphere_casts_meet_the_convex_oracle() {
     let mut r = Rng(3);
     let mut hits = 0;
-    for (name, mesh, centre, size) in meshes() {
-        let bvh = MeshBvh::build(&mesh, &BuildOptions { parallel_threshold: 64, ..Default::default() });
+    for (name, mesh, centre, size, bvh) in builds() {
         for k in 0..240 {
             let c = centre + (r.unit3() - Vec3::splat(0.5)) * 2.0 * size;
             // Long moves (through thin walls), short ones, radii from tiny to large.
@@ -141,8 +167,7 @@ fn sphere_casts_meet_the_convex_oracle() {
 fn capsule_casts_meet_the_convex_oracle() {
     let mut r = Rng(4);
     let mut hits = 0;
-    for (name, mesh, centre, size) in meshes() {
-        let bvh = MeshBvh::build(&mesh, &BuildOptions { parallel_threshold: 64, ..Default::default() });
+    for (name, mesh, centre, size, bvh) in builds() {
         for k in 0..150 {
             let a = centre + (r.unit3() - Vec3::splat(0.5)) * 2.0 * size;
             // Upright capsules (a character), and tilted ones.

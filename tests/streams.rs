@@ -6,7 +6,7 @@
 //! and streams of every length from 0 to 300.
 
 use glam::{Vec3, Vec3A};
-use slabtree::{BatchOptions, BuildOptions, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
+use slabtree::{BatchOptions, BuildOptions, BuildQuality, MeshBvh, Ray, Threads, TriMesh, TriangleTest};
 
 use common::rng::{Rng, triangle_soup};
 use slabtree_testkit as common;
@@ -44,6 +44,9 @@ fn meshes() -> Vec<(&'static str, MeshBvh)> {
         for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             out.push((name, MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() })));
         }
+        // With spatial splits, whose leaves share triangles.
+        let high = BuildOptions { quality: BuildQuality::High, ..Default::default() };
+        out.push((name, MeshBvh::build(&mesh, &high)));
     }
     out
 }

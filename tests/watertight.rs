@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use glam::{Vec3, Vec3A};
 use rayon::prelude::*;
-use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh, TriangleTest};
+use slabtree::{BuildOptions, BuildQuality, MeshBvh, Ray, TriMesh, TriangleTest};
 
 // Rays are keyed by their index through SplitMix64's mix, so they are the same whatever the
 // thread count.
@@ -181,7 +181,12 @@ fn rays_at_vertices_and_edges_never_leak_in_watertight_mode() {
         let wt =
             MeshBvh::build(&s.mesh, &BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() });
         let mt = MeshBvh::build(&s.mesh, &BuildOptions::default());
+        // With spatial splits: boxes of triangles' parts, clipped at planes.
+        let high =
+            BuildOptions { triangle_test: TriangleTest::Watertight, quality: BuildQuality::High, ..Default::default() };
+        let wt_high = MeshBvh::build(&s.mesh, &high);
         let (leak_wt, leak_wt_any, leak_mt) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+        let leak_high = AtomicU64::new(0);
         let example = std::sync::Mutex::new(None);
         (0..per as usize).into_par_iter().with_min_len(4096).for_each(|i| {
             let i = i as u64;
@@ -196,13 +201,17 @@ fn rays_at_vertices_and_edges_never_leak_in_watertight_mode() {
             if !wt.occluded(&ray).unwrap() {
                 leak_wt_any.fetch_add(1, Ordering::Relaxed);
             }
+            if wt_high.intersect(&ray).unwrap().is_none() {
+                leak_high.fetch_add(1, Ordering::Relaxed);
+            }
             if mt.intersect(&ray).unwrap().is_none() {
                 leak_mt.fetch_add(1, Ordering::Relaxed);
             }
         });
         let (w, wa, m) = (leak_wt.into_inner(), leak_wt_any.into_inner(), leak_mt.into_inner());
+        let wh = leak_high.into_inner();
         println!(
-            "{:<34} {} tris, {per} rays: watertight leaks {w} (any-hit {wa}); Möller–Trumbore leaks {m} ({:.4}%), {:.1} s",
+            "{:<34} {} tris, {per} rays: watertight leaks {w} (any-hit {wa}, spatial splits {wh}); Möller–Trumbore leaks {m} ({:.4}%), {:.1} s",
             s.name,
             s.mesh.len(),
             m as f64 * 100.0 / per as f64,
@@ -211,7 +220,7 @@ fn rays_at_vertices_and_edges_never_leak_in_watertight_mode() {
         if let Some((o, t)) = *example.lock().unwrap() {
             println!("  first watertight leak: origin {o:?} target {t:?}");
         }
-        all_wt += w + wa;
+        all_wt += w + wa + wh;
     }
     assert_eq!(all_wt, 0, "rays passed through a closed mesh in watertight mode");
 }

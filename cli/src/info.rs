@@ -26,6 +26,11 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     println!("SAH cost:           {:.2}", s.sah_cost);
     println!("nodes:              {} (8-wide)", count(s.nodes));
     println!("leaves:             {} (up to 4 triangles each)", count(s.leaves));
+    println!(
+        "references:         {} ({:.2} per triangle; spatial splits put a triangle in several leaves)",
+        count(s.references),
+        s.references as f64 / s.triangles.max(1) as f64
+    );
     println!("depth:              {}", s.depth);
     println!("bytes per triangle: {:.1}", s.bytes_per_triangle);
     let how = if std::env::var_os("SLABTREE_SIMD").is_some() {

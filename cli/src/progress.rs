@@ -71,6 +71,7 @@ pub fn build_options(args: &BvhArgs) -> BuildOptions {
     let quality = match args.build_quality {
         QualityArg::Low => BuildQuality::Low,
         QualityArg::Medium => BuildQuality::Medium,
+        QualityArg::High => BuildQuality::High,
     };
     BuildOptions { triangle_test: triangle_test(args.triangle_test), quality, ..Default::default() }
 }

@@ -665,10 +665,10 @@ fn gltf_position_accessor_out_of_range_is_an_error_not_a_panic() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
 
-/// `--build-quality low` builds the linear BVH (as `info` says), whose answers are the default
-/// build's; an unknown quality is refused by name.
+/// `--build-quality low` builds the linear BVH and `high` the one with spatial splits (as `info`
+/// says), whose answers are the default build's; an unknown quality is refused by name.
 #[test]
-fn build_quality_low_answers_as_medium() {
+fn build_qualities_answer_as_medium() {
     let dir = temp_dir("quality");
     let (text, _) = torus_obj();
     std::fs::write(dir.join("torus.obj"), text).unwrap();
@@ -681,7 +681,7 @@ fn build_quality_low_answers_as_medium() {
         .collect();
     std::fs::write(dir.join("r.rays"), ray_bytes(&rays)).unwrap();
     let mut answers = Vec::new();
-    for quality in ["low", "medium"] {
+    for quality in ["low", "medium", "high"] {
         let info = stdout(&run(bin().current_dir(&dir).args(["info", "torus.obj", "--build-quality", quality])));
         assert!(info.contains(&format!("build quality:      {quality}")), "{info}");
         let out = format!("{quality}.hits");
@@ -698,12 +698,13 @@ fn build_quality_low_answers_as_medium() {
         answers.push(std::fs::read(dir.join(&out)).unwrap());
     }
     assert_eq!(answers[0], answers[1]);
+    assert_eq!(answers[2], answers[1]);
     let hits = answers[0].chunks(16).filter(|r| f32::from_le_bytes(r[..4].try_into().unwrap()).is_finite()).count();
     assert!(hits > 100, "only {hits} of the rays hit");
     // A usage error, as clap reports them: exit code 2, naming the value and the choices.
     let out = bin().current_dir(&dir).args(["info", "torus.obj", "--build-quality", "best"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("'best'") && err.contains("low, medium"), "{err}");
+    assert!(err.contains("'best'") && err.contains("low, medium, high"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -36,7 +36,7 @@ impl PyMeshBvh {
 #[pymethods]
 impl PyMeshBvh {
     /// Builds the BVH of `vertices` (`(n, 3)` float32) and `faces` (`(m, 3)` uint32), with the
-    /// build quality named `"low"` or `"medium"`.
+    /// build quality named `"low"`, `"medium"` or `"high"` (spatial splits).
     #[new]
     #[pyo3(signature = (vertices, faces, watertight = true, threads = None, quality = "medium"))]
     fn new(
@@ -50,8 +50,11 @@ impl PyMeshBvh {
         let quality = match quality {
             "low" => BuildQuality::Low,
             "medium" => BuildQuality::Medium,
+            "high" => BuildQuality::High,
             other => {
-                return Err(PyValueError::new_err(format!("quality must be \"low\" or \"medium\", not {other:?}")));
+                return Err(PyValueError::new_err(format!(
+                    "quality must be \"low\", \"medium\" or \"high\", not {other:?}"
+                )));
             }
         };
         let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();

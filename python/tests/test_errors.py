@@ -124,4 +124,4 @@ def test_bad_trees():
 
 def test_unknown_build_quality_is_refused_by_name():
     with pytest.raises(ValueError, match="quality must be"):
-        slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]], quality="high")
+        slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]], quality="best")

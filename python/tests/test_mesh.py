@@ -12,7 +12,10 @@ def soup():
     return random_soup(300, seed=1)
 
 
-@pytest.mark.parametrize("watertight, quality", [(True, "medium"), (False, "medium"), (True, "low"), (False, "low")])
+@pytest.mark.parametrize(
+    "watertight, quality",
+    [(True, "medium"), (False, "medium"), (True, "low"), (False, "low"), (True, "high"), (False, "high")],
+)
 def test_closest_hits_equal_brute_force(soup, watertight, quality):
     vertices, faces = soup
     bvh = slabtree.MeshBvh(vertices, faces, watertight=watertight, quality=quality)

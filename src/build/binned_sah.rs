@@ -80,7 +80,7 @@ impl BinnedSah {
     /// pushed to `spawned` (see `super::segments`). `other` is the same range of the other array:
     /// `home` tells whether `items` is the caller's array, where every leaf's items must end.
     #[allow(clippy::too_many_arguments)]
-    fn build_into(
+    pub(super) fn build_into(
         &self,
         items: &mut [BuildItem],
         other: &mut [BuildItem],
@@ -138,7 +138,7 @@ impl BinnedSah {
 
     /// Picks a split and partitions `items`; returns the split, or `None` for a leaf.
     /// `centroids` bounds the items' [`BuildItem::centroid2`].
-    fn choose_split(
+    pub(super) fn choose_split(
         &self,
         items: &mut [BuildItem],
         scratch: &mut [BuildItem],
@@ -179,6 +179,75 @@ impl BinnedSah {
         } else {
             self.binned_split::<MAX_BINS>(items, scratch, bounds, centroids, axis, bins)
         }
+    }
+
+    /// Builds the subtree over `items` (which start at `first` in the caller's array and whose
+    /// leaves stay there; `scratch` is as long) `depth` levels down into `out`, as the whole
+    /// build does, with the right subtrees handed to other threads pushed to `spawned`: for a
+    /// builder that makes the upper levels itself (`super::spatial`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn build_subtree(
+        &self,
+        items: &mut [BuildItem],
+        scratch: &mut [BuildItem],
+        first: u32,
+        depth: u32,
+        bounds: Aabb,
+        centroids: Bounds4,
+        out: &mut Vec<BuildNode>,
+        spawned: &mut Vec<Segment>,
+    ) {
+        if !items.is_empty() {
+            self.build_into(items, scratch, true, first, depth, bounds, centroids, out, spawned);
+        }
+    }
+
+    /// The SAH cost (in [`BinnedSah::sweep`]'s units) of the binned object split of `items`,
+    /// and the half area of the overlap of its two sides' boxes: what a spatial split is weighed
+    /// against (`super::spatial`). The cost is infinite, and the overlap the whole box's, when
+    /// the centroids do not spread.
+    pub(super) fn object_candidate(&self, items: &[BuildItem], bounds: &Aabb, centroids: &Bounds4) -> (f32, f32) {
+        let n = items.len();
+        let bins = if n > FINE_BINNING_ABOVE { self.bins } else { self.bins.min(16) }.clamp(2, MAX_BINS);
+        if bins <= 16 {
+            self.candidate::<16>(items, bounds, centroids, bins)
+        } else if bins <= 32 {
+            self.candidate::<32>(items, bounds, centroids, bins)
+        } else {
+            self.candidate::<MAX_BINS>(items, bounds, centroids, bins)
+        }
+    }
+
+    /// [`BinnedSah::object_candidate`] over `bins` (at most `B`) bins per axis, binned as
+    /// [`BinnedSah::binned_split`] bins.
+    fn candidate<const B: usize>(
+        &self,
+        items: &[BuildItem],
+        bounds: &Aabb,
+        centroids: &Bounds4,
+        bins: usize,
+    ) -> (f32, f32) {
+        let extent = centroids.hi - centroids.lo;
+        let live = [extent.x > 0.0, extent.y > 0.0, extent.z > 0.0];
+        if !live.contains(&true) {
+            return (f32::INFINITY, bounds.half_area());
+        }
+        let binning = Binning {
+            base: xyz(centroids.lo),
+            scale: xyz(Vec4::splat(bins as f32) / extent.max(Vec4::splat(f32::MIN_POSITIVE))),
+            bins,
+        };
+        let mut table = Table::<B>::EMPTY;
+        self.fill_bins::<B>(items, &binning, None, &mut table);
+        let (cost, a, boundary) = self.sweep(&table, bins, live);
+        if !cost.is_finite() {
+            return (f32::INFINITY, bounds.half_area());
+        }
+        let side = |r: std::ops::Range<usize>| table.bounds[a][r].iter().fold(Bounds4::EMPTY, |b, bin| b.union(bin));
+        let (l, r) = (side(0..boundary).aabb(), side(boundary..bins).aabb());
+        let overlap = Aabb { min: l.min.max(r.min), max: l.max.min(r.max) };
+        let overlap = if overlap.min.cmple(overlap.max).all() { overlap.half_area() } else { 0.0 };
+        (cost, overlap)
     }
 
     /// The binned SAH split over `bins` (at most `B`) bins per axis.

@@ -10,10 +10,12 @@ mod morton;
 mod rotate;
 mod segments;
 mod small_split;
+mod spatial;
 mod split;
 
 pub use item::BuildItem;
 pub use linear::build_linear;
 pub use morton::{MortonGrid, morton_split};
 pub use rotate::rotate_passes;
+pub use spatial::SpatialSplits;
 pub use split::{BinnedSah, BuildNode};

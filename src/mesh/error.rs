@@ -26,6 +26,10 @@ pub enum MeshError {
         /// Vertices given.
         got: usize,
     },
+    /// A BVH built with spatial splits ([`BuildQuality::High`](crate::BuildQuality::High)) cannot
+    /// be refitted: its boxes hold parts of triangles, cut at planes that moved vertices would
+    /// cross. Rebuild it, or build a deforming mesh with `Low` or `Medium`.
+    RefitSpatialSplits,
 }
 
 impl fmt::Display for MeshError {
@@ -37,6 +41,9 @@ impl fmt::Display for MeshError {
             MeshError::NonFiniteVertex { vertex } => write!(f, "vertex {vertex} has a NaN or infinite coordinate"),
             MeshError::VertexCountMismatch { expected, got } => {
                 write!(f, "expected {expected} vertex positions, got {got}")
+            }
+            MeshError::RefitSpatialSplits => {
+                write!(f, "a BVH built with spatial splits (high quality) cannot be refitted; rebuild it")
             }
         }
     }

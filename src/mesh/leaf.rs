@@ -4,6 +4,7 @@
 //! offered to the caller's [`HitPolicy`] ([`Offer`], `super::policy`'s queries).
 
 use super::triangle::{PackHit, TriPack, TriRay};
+use super::triangle_set::{SeenOnRay, TriangleSet};
 use crate::math::Ray;
 use crate::wide::packet::raised_tmax;
 
@@ -117,14 +118,33 @@ impl Decide for Nearest {
     }
 }
 
-/// A caller's policy, asked at every hit.
-pub(super) struct Offer<'p, P>(pub(super) &'p mut P);
+/// A caller's policy, asked at every hit, once per triangle: a triangle in several leaves (the
+/// BVH's `shared` ones, from spatial splits) is offered the first time the walk meets it, and
+/// ignored after, whatever the policy said.
+pub(super) struct Offer<'p, P> {
+    policy: &'p mut P,
+    shared: Option<&'p TriangleSet>,
+    seen: SeenOnRay,
+}
+
+impl<'p, P> Offer<'p, P> {
+    /// `policy`, for a BVH whose triangles in several leaves are `shared`.
+    pub(super) fn new(policy: &'p mut P, shared: Option<&'p TriangleSet>) -> Self {
+        Offer { policy, shared, seen: SeenOnRay::new() }
+    }
+}
 
 impl<P: HitPolicy> Decide for Offer<'_, P> {
     const NEAREST: bool = false;
     #[inline(always)]
     fn decide(&mut self, candidate: &HitCandidate) -> HitControl {
-        self.0.visit(candidate)
+        if let Some(shared) = self.shared
+            && shared.contains(candidate.triangle as usize)
+            && !self.seen.first_time(candidate.triangle)
+        {
+            return HitControl::Ignore;
+        }
+        self.policy.visit(candidate)
     }
 }
 

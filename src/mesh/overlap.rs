@@ -87,13 +87,33 @@ impl MeshBvh {
     }
 
     /// Hands `found` every triangle in a leaf whose box overlaps `bounds` for which `hit` says
-    /// yes: the rays' traversal loop in its any-order form, with a box as the node test and a
-    /// visitor that never ends the walk. (The scene's queries pass an instance's triangles to
-    /// `hit` placed in the world.)
-    pub(crate) fn overlapping(&self, bounds: &Aabb, hit: impl Fn([Vec3; 3]) -> bool, found: impl FnMut(u32)) {
+    /// yes, once: the rays' traversal loop in its any-order form, with a box as the node test
+    /// and a visitor that never ends the walk. (The scene's queries pass an instance's triangles
+    /// to `hit` placed in the world.) A triangle in several leaves (spatial splits) is handed
+    /// on after the walk, its repeats dropped.
+    pub(crate) fn overlapping(&self, bounds: &Aabb, hit: impl Fn([Vec3; 3]) -> bool, mut found: impl FnMut(u32)) {
         if self.mesh.is_empty() || !self.bounds.overlaps(bounds) {
             return;
         }
+        let Some(shared) = &self.shared else {
+            return self.overlapping_once(bounds, hit, found);
+        };
+        let mut later = Vec::new();
+        self.overlapping_once(bounds, hit, |prim| {
+            if shared.contains(prim as usize) {
+                later.push(prim);
+            } else {
+                found(prim);
+            }
+        });
+        later.sort_unstable();
+        later.dedup();
+        later.into_iter().for_each(found);
+    }
+
+    /// [`MeshBvh::overlapping`] for a triangle in one leaf: each leaf's triangles as the walk
+    /// meets them.
+    fn overlapping_once(&self, bounds: &Aabb, hit: impl Fn([Vec3; 3]) -> bool, found: impl FnMut(u32)) {
         let lanes = BoxLanes {
             lo: [0, 1, 2].map(|a| f32x8::splat(bounds.min[a])),
             hi: [0, 1, 2].map(|a| f32x8::splat(bounds.max[a])),

@@ -199,7 +199,7 @@ impl MeshBvh {
         policy: &mut P,
         hint: RayCoherence,
     ) -> (Option<(u32, PackHit)>, QueryStats) {
-        let decide = Offer(policy);
+        let decide = Offer::new(policy, self.shared.as_deref());
         if self.loads_early(hint) {
             dispatch(TraceDeciding::<ANY, true, _> { bvh: self, ray, decide })
         } else {

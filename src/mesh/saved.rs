@@ -12,7 +12,7 @@
 //! | 4 | vertex count `v` |
 //! | 4 | triangle count `t` |
 //! | 4 | block count `b` |
-//! | 4 | zero (reserved) |
+//! | 4 | flags: bit 0 set when a triangle may be listed in several packs (spatial splits) |
 //! | 12 `v` | positions, `f32` x, y, z |
 //! | 12 `t` | triangles, `u32` vertex indices |
 //! | 32 `b` | blocks, eight `u32` words each |
@@ -25,8 +25,13 @@
 //! Reading checks what safety needs, whatever made the file: a wrong length, magic, version or
 //! checksum is an error, and so is any structure the traversal could not walk safely (a
 //! reference out of range or backwards, which could make a cycle, records that overlap, an
-//! unused node lane whose box is not the empty one, a triangle listed twice or never, a tree
-//! deeper than the traversal stack). No file makes a query panic, loop or read out of bounds.
+//! unused node lane whose box is not the empty one, a triangle never listed, or listed twice
+//! without the flag that allows it, a tree deeper than the traversal stack). No file makes a
+//! query panic, loop or read out of bounds. Versions 2 and 3 had no flags (the word was zero).
+//!
+//! A BVH with spatial splits ([`BuildQuality::High`](super::BuildQuality::High)) stores the boxes
+//! of its references' parts of triangles; [`MeshBvh::from_untrusted_bytes`] computes every box
+//! again from whole triangles, which is correct but gives up the splits' tighter boxes.
 //!
 //! What the checksum guards is the contents: the boxes and triangle rows, which
 //! [`MeshBvh::from_bytes`] uses as stored. That is the fast read, for a cache one's own program
@@ -42,6 +47,7 @@ use glam::Vec3;
 
 use super::layout::{Blocks, NODE_BLOCKS, PACK_BLOCKS, block_at, starts_block};
 use super::triangle::NO_PRIM;
+use super::triangle_set::TriangleSet;
 use super::{BuildOptions, MeshBvh, MeshError, TriMesh, TriangleTest};
 use crate::child::{ChildRef, MAX_INDEX};
 use crate::math::Aabb;
@@ -50,11 +56,14 @@ use crate::math::Aabb;
 #[doc(hidden)]
 pub const MAGIC: [u8; 8] = *b"SLABBVH\0";
 
-/// The version this library writes. It also reads version 2, whose child references count
-/// 32-byte blocks where version 3's count 8-byte steps (`super::layout`): they are scaled as the
-/// tree is walked on reading.
+/// The version this library writes. It also reads version 3, whose header has no flags, and
+/// version 2, whose child references count 32-byte blocks where later versions' count 8-byte
+/// steps (`super::layout`): they are scaled as the tree is walked on reading.
 #[doc(hidden)]
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The header's flag for a BVH whose packs may list a triangle more than once.
+const FLAG_SHARED: u32 = 1;
 
 /// The oldest version this library reads.
 const OLDEST_READ: u32 = 2;
@@ -225,7 +234,8 @@ impl MeshBvh {
         };
         // Counts fit: vertex and triangle indices are u32, and blocks are addressed by u32.
         let counts = [positions.len(), triangles.len(), blocks].map(|c| u32::try_from(c).expect("counts fit"));
-        for v in [FORMAT_VERSION, test, counts[0], counts[1], counts[2], 0] {
+        let flags = if self.shared.is_some() { FLAG_SHARED } else { 0 };
+        for v in [FORMAT_VERSION, test, counts[0], counts[1], counts[2], flags] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         for p in positions {
@@ -315,7 +325,7 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
         return Err(SavedBvhError::NotASavedBvh);
     }
     let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
-    let [version, test, vertices, triangles, blocks, reserved] = std::array::from_fn(word);
+    let [version, test, vertices, triangles, blocks, flags] = std::array::from_fn(word);
     if !(OLDEST_READ..=FORMAT_VERSION).contains(&version) {
         return Err(SavedBvhError::UnsupportedVersion(version));
     }
@@ -326,8 +336,9 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
         1 => TriangleTest::Watertight,
         value => return Err(SavedBvhError::BadHeader { field: "triangle test", value }),
     };
-    if reserved != 0 {
-        return Err(SavedBvhError::BadHeader { field: "reserved word", value: reserved });
+    let known = if version >= 4 { FLAG_SHARED } else { 0 };
+    if flags & !known != 0 {
+        return Err(SavedBvhError::BadHeader { field: "flags", value: flags });
     }
     // In u64: the counts are u32, so no product overflows.
     let ends = [
@@ -371,26 +382,38 @@ fn read(bytes: &[u8], contents: Contents) -> Result<MeshBvh, SavedBvhError> {
     );
     let mesh = mesh?;
     let options = BuildOptions { triangle_test, ..BuildOptions::default() };
-    let depth = walk_and_fill(&mesh, &mut blocks, &options, contents, ref_scale)?;
+    let may_share = flags & FLAG_SHARED != 0;
+    let (depth, shared) = walk_and_fill(&mesh, &mut blocks, &options, contents, ref_scale, may_share)?;
     let bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
-    Ok(MeshBvh { blocks, mesh, options, bounds, depth, build_time: start.elapsed(), build_phases: Default::default() })
+    Ok(MeshBvh {
+        blocks,
+        mesh,
+        options,
+        bounds,
+        shared: shared.map(Box::new),
+        depth,
+        build_time: start.elapsed(),
+        build_phases: Default::default(),
+    })
 }
 
 /// Checks that `blocks` is a tree the traversal can walk over `mesh` (see the module docs), and
 /// with [`Contents::Recomputed`] writes every pack's rows and every lane's box from the mesh.
-/// Returns the wide depth.
+/// A triangle may be listed more than once only where `may_share`. Returns the wide depth and
+/// the triangles listed more than once.
 fn walk_and_fill(
     mesh: &TriMesh,
     blocks: &mut Blocks,
     options: &BuildOptions,
     contents: Contents,
     ref_scale: u32,
-) -> Result<u32, SavedBvhError> {
+    may_share: bool,
+) -> Result<(u32, Option<TriangleSet>), SavedBvhError> {
     let len = blocks.len() as u64;
     // Errors name blocks; references and the walk use positions (`super::layout`).
     let bad = |block: usize, reason: &'static str| SavedBvhError::BadTree { block: block as u32, reason };
     if mesh.is_empty() {
-        return if len == 0 { Ok(0) } else { Err(bad(0, "blocks for an empty mesh")) };
+        return if len == 0 { Ok((0, None)) } else { Err(bad(0, "blocks for an empty mesh")) };
     }
     if len < NODE_BLOCKS as u64 {
         return Err(bad(0, "no root node"));
@@ -403,9 +426,10 @@ fn walk_and_fill(
     // bit sets: the triangles of consecutive packs are scattered over the mesh, and a bit per
     // triangle keeps the marks in cache where a byte per triangle did not
     // (`docs/performance.md`).
-    let mut seen = Bits::new(len as usize);
+    let mut seen = TriangleSet::new(len as usize);
     let mut claim = |at: u32, size: usize| -> bool { (block_at(at)..block_at(at) + size).all(|b| seen.set(b)) };
-    let mut listed = Bits::new(mesh.len());
+    let mut listed = TriangleSet::new(mesh.len());
+    let mut shared: Option<TriangleSet> = None;
     let mut node_at: Vec<u32> = Vec::new();
     let mut pack_at: Vec<u32> = Vec::new();
     let mut stack = vec![(0u32, 1u32)];
@@ -474,7 +498,10 @@ fn walk_and_fill(
                         return Err(bad(block_at(i), "triangle index out of range"));
                     }
                     if !listed.set(prim as usize) {
-                        return Err(bad(block_at(i), "triangle listed twice"));
+                        if !may_share {
+                            return Err(bad(block_at(i), "triangle listed twice"));
+                        }
+                        shared.get_or_insert_with(|| TriangleSet::new(mesh.len())).set(prim as usize);
                     }
                 }
                 pack_at.push(i);
@@ -493,35 +520,11 @@ fn walk_and_fill(
         return Err(bad(missing, "triangle in no pack"));
     }
     if contents == Contents::Stored {
-        return Ok(depth);
+        return Ok((depth, shared));
     }
     // The contents, from the mesh, as the refit writes them. Children sit at higher blocks than
     // their parents, so descending block order puts them first.
     node_at.sort_unstable_by_key(|&at| std::cmp::Reverse(at));
     super::bvh::write_contents(mesh, blocks, options.triangle_test.pack_rows(), &node_at, &pack_at);
-    Ok(depth)
-}
-
-/// A set of indices below a bound, a bit each.
-struct Bits(Vec<u64>, usize);
-
-impl Bits {
-    fn new(len: usize) -> Bits {
-        Bits(vec![0; len.div_ceil(64)], len)
-    }
-
-    /// Adds `i`; `false` when it was there already.
-    #[inline]
-    fn set(&mut self, i: usize) -> bool {
-        let (w, bit) = (&mut self.0[i / 64], 1u64 << (i % 64));
-        let new = *w & bit == 0;
-        *w |= bit;
-        new
-    }
-
-    /// The least index not in the set, if any.
-    fn first_clear(&self) -> Option<usize> {
-        let (w, word) = self.0.iter().enumerate().find(|(_, w)| **w != u64::MAX)?;
-        Some(64 * w + word.trailing_ones() as usize).filter(|&i| i < self.1)
-    }
+    Ok((depth, shared))
 }

@@ -67,6 +67,45 @@ pub fn random_triangles(n: usize, seed: u64, size: impl Fn(u32) -> f32) -> (Vec<
     (p, t)
 }
 
+/// An interior in `[0, 20]³`, where spatial splits pay and put triangles in several leaves: the
+/// six walls, each cut into eight long strips of two triangles that span the wall; twelve long
+/// thin beams from wall to wall, diagonal and across; and `n` small random triangles inside
+/// (as [`random_triangles`] with size 1.5).
+pub fn room(n: usize, seed: u64) -> (Vec<glam::Vec3>, Vec<[u32; 3]>) {
+    use glam::Vec3;
+    let (mut p, mut t) = random_triangles(n, seed, |_| 1.5);
+    let mut tri = |a: Vec3, b: Vec3, c: Vec3| {
+        let k = p.len() as u32;
+        p.extend([a, b, c]);
+        t.push([k, k + 1, k + 2]);
+    };
+    let s = 20.0;
+    for axis in 0..3 {
+        let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
+        for side in [0.0, s] {
+            for k in 0..8 {
+                let (v0, v1) = (k as f32 * s / 8.0, (k + 1) as f32 * s / 8.0);
+                let corner = |cu: f32, cv: f32| {
+                    let mut q = Vec3::splat(side);
+                    q[u] = cu;
+                    q[v] = cv;
+                    q
+                };
+                tri(corner(0.0, v0), corner(s, v0), corner(s, v1));
+                tri(corner(0.0, v0), corner(s, v1), corner(0.0, v1));
+            }
+        }
+    }
+    let mut r = crate::rng::Rng(seed ^ 0xbea7);
+    for _ in 0..12 {
+        let a = r.unit3() * s;
+        let b = r.unit3() * s;
+        let c = a + (r.unit3() - Vec3::splat(0.5)) * 0.3;
+        tri(a, b, c);
+    }
+    (p, t)
+}
+
 /// Whether the triangle keeps a point after clipping to the box `[lo, hi]` (f64,
 /// Sutherland–Hodgman against the six planes): the triangle–box oracle of the overlap tests.
 pub fn clip_meets(tri: [DVec3; 3], lo: DVec3, hi: DVec3) -> bool {

@@ -20,7 +20,12 @@
 //!   the hint slabtree's batches take themselves;
 //! * `embree-robust`: the same with `RTC_SCENE_FLAG_ROBUST` (watertight triangles);
 //! * `tinybvh`: tinybvh's `BVH8_CPU` from its binned `Build`, `Intersect` / `IsOccluded` one ray at
-//!   a time (vendored header, built for this CPU by `build.rs`).
+//!   a time (vendored header, built for this CPU by `build.rs`);
+//! * `embree-hq`, `embree-hq-robust` and `tinybvh-hq`: the same at their high build quality
+//!   (Embree's `RTC_BUILD_QUALITY_HIGH`, tinybvh's `BuildHQ`: spatial splits), for
+//!   `slabtree trace --build-quality high`.
+//!
+//! The line also gives the build's wall time.
 //!
 //! `camera` writes the camera rays of SCENE (`bunny`, `dragon` or `sponza`) at SIZE × SIZE pixels,
 //! as the shared scenes' README defines its 256 × 256 `primary` rays: `frontier.sh` first checks
@@ -83,15 +88,23 @@ fn trace(args: &[String]) -> Result<(), String> {
     }
     let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
     let rays = read_rays(Path::new(rays))?;
+    let built;
     let (count, times) = match lib.as_str() {
-        "embree" | "embree-robust" => {
+        "embree" | "embree-robust" | "embree-hq" | "embree-hq-robust" => {
             let device = Device::new();
-            let flags = if lib == "embree" { SceneFlags::NONE } else { SceneFlags::ROBUST };
+            let flags = if lib.ends_with("robust") { SceneFlags::ROBUST } else { SceneFlags::NONE };
+            let quality = if lib.contains("-hq") { sys::RTCBuildQuality::HIGH } else { sys::RTCBuildQuality::MEDIUM };
             let mut scene = Scene::new(&device);
-            // SAFETY: the handle is the live scene just created; the flags are valid RTCSceneFlags.
-            unsafe { sys::rtcSetSceneFlags(scene.handle(), flags) };
+            // SAFETY: the handle is the live scene just created; the flags and the quality are
+            // valid values of their enums.
+            unsafe {
+                sys::rtcSetSceneFlags(scene.handle(), flags);
+                sys::rtcSetSceneBuildQuality(scene.handle(), quality);
+            }
             scene.attach_geometry(embree_geometry::triangle_geometry(&device, &mesh));
+            let start = Instant::now();
             let committed = scene.commit();
+            built = start.elapsed();
             let coherent = judge_runs(&rays);
             if any {
                 let mut out = vec![false; rays.len()];
@@ -101,8 +114,10 @@ fn trace(args: &[String]) -> Result<(), String> {
                 timed(passes, || embree_intersect(&committed, &rays, &coherent, &mut out))
             }
         }
-        "tinybvh" => {
-            let peer = TinyBvh::build(&mesh);
+        "tinybvh" | "tinybvh-hq" => {
+            let start = Instant::now();
+            let peer = TinyBvh::build(&mesh, lib == "tinybvh-hq");
+            built = start.elapsed();
             if any {
                 let mut out = vec![0u8; rays.len()];
                 timed(passes, || peer.occluded(&rays, &mut out))
@@ -111,15 +126,20 @@ fn trace(args: &[String]) -> Result<(), String> {
                 timed(passes, || peer.intersect(&rays, &mut out))
             }
         }
-        other => return Err(format!("unknown library {other} (embree, embree-robust or tinybvh)")),
+        other => {
+            return Err(format!(
+                "unknown library {other} (embree, embree-robust, embree-hq, embree-hq-robust, tinybvh or tinybvh-hq)"
+            ));
+        }
     };
     let mrays = |d: Duration| rays.len() as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "{lib}: best {:.2} Mrays/s, median {:.2} Mrays/s ({passes} passes after a warm-up); {count} of {} rays {}",
+        "{lib}: best {:.2} Mrays/s, median {:.2} Mrays/s ({passes} passes after a warm-up); {count} of {} rays {}; build {:.1} ms",
         mrays(times[0]),
         mrays(times[times.len() / 2]),
         rays.len(),
-        if any { "occluded" } else { "hit" }
+        if any { "occluded" } else { "hit" },
+        built.as_secs_f64() * 1e3
     );
     Ok(())
 }
@@ -206,7 +226,7 @@ fn embree_occluded(scene: &CommittedScene, rays: &[RawRay], coherent: &[bool], o
 }
 
 unsafe extern "C" {
-    fn tinybvh_build(xyz: *const f32, triangles: u32) -> *mut std::ffi::c_void;
+    fn tinybvh_build(xyz: *const f32, triangles: u32, hq: bool) -> *mut std::ffi::c_void;
     fn tinybvh_free(peer: *mut std::ffi::c_void);
     fn tinybvh_intersect(peer: *const std::ffi::c_void, rays: *const f32, n: usize, out: *mut f32) -> usize;
     fn tinybvh_occluded(peer: *const std::ffi::c_void, rays: *const f32, n: usize, out: *mut u8) -> usize;
@@ -216,13 +236,14 @@ unsafe extern "C" {
 struct TinyBvh(*mut std::ffi::c_void);
 
 impl TinyBvh {
-    fn build(mesh: &TriMesh) -> TinyBvh {
+    /// Its binned `Build`, or with `hq` its `BuildHQ` (spatial splits).
+    fn build(mesh: &TriMesh, hq: bool) -> TinyBvh {
         let p = mesh.positions();
         let xyz: Vec<f32> =
             mesh.triangles().iter().flat_map(|t| t.iter().flat_map(|&i| p[i as usize].to_array())).collect();
         let triangles = u32::try_from(mesh.triangles().len()).expect("fewer than 2^32 triangles");
         // SAFETY: `xyz` holds 9 floats per triangle; the shim copies them before returning.
-        TinyBvh(unsafe { tinybvh_build(xyz.as_ptr(), triangles) })
+        TinyBvh(unsafe { tinybvh_build(xyz.as_ptr(), triangles, hq) })
     }
 
     fn intersect(&self, rays: &[RawRay], out: &mut [[f32; 4]]) -> usize {

@@ -31,14 +31,19 @@ inline Ray make_ray(const float* r) {
 
 extern "C" {
 
-// Builds a BVH8_CPU (its binned `Build`) over `triangles` triangles of 9 floats each.
-void* tinybvh_build(const float* xyz, uint32_t triangles) {
+// Builds a BVH8_CPU (its binned `Build`, or with `hq` its `BuildHQ`, spatial splits) over
+// `triangles` triangles of 9 floats each.
+void* tinybvh_build(const float* xyz, uint32_t triangles, bool hq) {
     Peer* peer = new Peer();
     peer->vertices.resize(size_t(triangles) * 3);
     for (size_t i = 0; i < peer->vertices.size(); i++) {
         peer->vertices[i] = bvhvec4(xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2], 0.0f);
     }
-    peer->bvh.Build(peer->vertices.data(), triangles);
+    if (hq) {
+        peer->bvh.BuildHQ(peer->vertices.data(), triangles);
+    } else {
+        peer->bvh.Build(peer->vertices.data(), triangles);
+    }
     return peer;
 }
 
