@@ -25,6 +25,9 @@
 # Moller-Trumbore against the better of Embree 3 default and tinybvh, watertight against
 # Embree 3 robust. A WARNING marks a library whose hit count differs from slabtree's by more
 # than 0.1% of the rays. Timings are only meaningful on an otherwise idle machine.
+#
+# FRONTIER_QUALITY=high compares the high-quality builds instead: `slabtree trace --build-quality
+# high` against Embree 3 at RTC_BUILD_QUALITY_HIGH (default and robust) and tinybvh's `BuildHQ`.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -35,6 +38,9 @@ if [ ${#names[@]} -eq 0 ]; then names=(bunny dragon sponza field); fi
 rounds="${FRONTIER_ROUNDS:-3}"
 passes="${FRONTIER_PASSES:-7}"
 size="${FRONTIER_SIZE:-1024}"
+quality="${FRONTIER_QUALITY:-medium}"
+hq=""
+if [ "$quality" = high ]; then hq="-hq"; fi
 work="$root/target/frontier"
 mkdir -p "$work"
 
@@ -52,7 +58,7 @@ echo "# slabtree trace (portable build) against Embree 3 and tinybvh, one thread
 echo
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | tr -d ' '), model $(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | cut -d: -f2 | tr -d ' ')); $(nproc) cores"
 echo "slabtree: $("$slab" info --builtin cornell 2>/dev/null | grep 'SIMD kernels' | tr -s ' ')"
-echo "best / median Mrays/s of $rounds processes per library, each the best of $passes passes"
+echo "build quality: $quality; best / median Mrays/s of $rounds processes per library, each the best of $passes passes"
 echo
 echo "| scene | set | slabtree MT | Embree 3 | tinybvh | MT / better | slabtree WT | Embree 3 robust | WT / robust |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -65,11 +71,14 @@ run_one() {
             local test=moller-trumbore
             if [ "$lib" = slabtree-wt ]; then test=watertight; fi
             line="$("$slab" trace "$mesh" --rays "$rays" --out "$work/answers" --threads 1 --passes "$passes" \
-                --triangle-test "$test" ${any:+--any} | grep '^query:')"
+                --triangle-test "$test" --build-quality "$quality" ${any:+--any} | grep '^query:')"
             echo "$line" | sed -E 's/.*best ([0-9.]+) Mrays\/s, median ([0-9.]+) Mrays\/s.*; ([0-9.]+)% .*/\1 \2 \3/'
             ;;
         *)
-            line="$("$peer" trace "$lib" "$mesh" "$rays" --passes "$passes" ${any:+--any})"
+            # The peer at the quality asked for: embree-hq, embree-hq-robust, tinybvh-hq.
+            local peer_lib="${lib/embree/embree$hq}"
+            peer_lib="${peer_lib/tinybvh/tinybvh$hq}"
+            line="$("$peer" trace "$peer_lib" "$mesh" "$rays" --passes "$passes" ${any:+--any} | grep 'Mrays/s')"
             echo "$line" | sed -E 's/.*best ([0-9.]+) Mrays\/s, median ([0-9.]+) Mrays\/s.*; ([0-9]+) of ([0-9]+) rays.*/\1 \2 \3 \4/' |
                 awk '{ printf "%s %s %.2f\n", $1, $2, 100 * $3 / $4 }'
             ;;

@@ -202,11 +202,12 @@ impl BinnedSah {
         }
     }
 
-    /// The SAH cost (in [`BinnedSah::sweep`]'s units) of the binned object split of `items`,
-    /// and the half area of the overlap of its two sides' boxes: what a spatial split is weighed
-    /// against (`super::spatial`). The cost is infinite, and the overlap the whole box's, when
-    /// the centroids do not spread.
-    pub(super) fn object_candidate(&self, items: &[BuildItem], bounds: &Aabb, centroids: &Bounds4) -> (f32, f32) {
+    /// The binned object split of `items`, not yet made: its SAH cost (in [`BinnedSah::sweep`]'s
+    /// units) and the half area of the overlap of its two sides' boxes, which a spatial split is
+    /// weighed against (`super::spatial`); [`BinnedSah::make_split`] then makes it without
+    /// binning again. The cost is infinite, and the overlap the whole box's, when the centroids
+    /// do not spread.
+    pub(super) fn object_candidate(&self, items: &[BuildItem], bounds: &Aabb, centroids: &Bounds4) -> ObjectCandidate {
         let n = items.len();
         let bins = if n > FINE_BINNING_ABOVE { self.bins } else { self.bins.min(16) }.clamp(2, MAX_BINS);
         if bins <= 16 {
@@ -226,11 +227,12 @@ impl BinnedSah {
         bounds: &Aabb,
         centroids: &Bounds4,
         bins: usize,
-    ) -> (f32, f32) {
+    ) -> ObjectCandidate {
+        let none = ObjectCandidate { cost: f32::INFINITY, overlap: bounds.half_area(), plan: None };
         let extent = centroids.hi - centroids.lo;
         let live = [extent.x > 0.0, extent.y > 0.0, extent.z > 0.0];
         if !live.contains(&true) {
-            return (f32::INFINITY, bounds.half_area());
+            return none;
         }
         let binning = Binning {
             base: xyz(centroids.lo),
@@ -239,15 +241,37 @@ impl BinnedSah {
         };
         let mut table = Table::<B>::EMPTY;
         self.fill_bins::<B>(items, &binning, None, &mut table);
-        let (cost, a, boundary) = self.sweep(&table, bins, live);
+        let (cost, axis, boundary) = self.sweep(&table, bins, live);
         if !cost.is_finite() {
-            return (f32::INFINITY, bounds.half_area());
+            return none;
         }
-        let side = |r: std::ops::Range<usize>| table.bounds[a][r].iter().fold(Bounds4::EMPTY, |b, bin| b.union(bin));
-        let (l, r) = (side(0..boundary).aabb(), side(boundary..bins).aabb());
-        let overlap = Aabb { min: l.min.max(r.min), max: l.max.min(r.max) };
+        let side = |r: std::ops::Range<usize>| table.bounds[axis][r].iter().fold(Bounds4::EMPTY, |b, bin| b.union(bin));
+        let (left, right) = (side(0..boundary).aabb(), side(boundary..bins).aabb());
+        let overlap = Aabb { min: left.min.max(right.min), max: left.max.min(right.max) };
         let overlap = if overlap.min.cmple(overlap.max).all() { overlap.half_area() } else { 0.0 };
-        (cost, overlap)
+        ObjectCandidate { cost, overlap, plan: Some(ObjectPlan { binning, axis, boundary, left, right }) }
+    }
+
+    /// Makes the object split `candidate` planned: `items` partitioned into `scratch`, as
+    /// [`BinnedSah::binned_split`] partitions them. `None` when there is no plan, or when the
+    /// partition leaves a side empty (`items` untouched): the caller then asks
+    /// [`BinnedSah::choose_split`], which has the fallbacks.
+    pub(super) fn make_split(
+        &self,
+        items: &[BuildItem],
+        scratch: &mut [BuildItem],
+        candidate: &ObjectCandidate,
+    ) -> Option<Split> {
+        let plan = candidate.plan.as_ref()?;
+        let (mid, left_centroids, right_centroids) = match plan.axis {
+            0 => partition::<0>(items, scratch, &plan.binning, plan.boundary),
+            1 => partition::<1>(items, scratch, &plan.binning, plan.boundary),
+            _ => partition::<2>(items, scratch, &plan.binning, plan.boundary),
+        };
+        if mid == 0 || mid == items.len() {
+            return None;
+        }
+        Some(Split { mid, left: plan.left, right: plan.right, left_centroids, right_centroids, moved: true })
     }
 
     /// The binned SAH split over `bins` (at most `B`) bins per axis.
@@ -353,6 +377,24 @@ pub(super) fn partition<const AXIS: usize>(
     debug_assert_eq!(l, r);
     let glam = |v: f32x4| Vec4::from_array(v.to_array());
     (l, Bounds4 { lo: glam(left_lo), hi: glam(left_hi) }, Bounds4 { lo: glam(right_lo), hi: glam(right_hi) })
+}
+
+/// A binned object split weighed but not yet made ([`BinnedSah::object_candidate`]).
+pub(super) struct ObjectCandidate {
+    /// Its SAH cost, in [`BinnedSah::sweep`]'s units (infinite when there is none).
+    pub(super) cost: f32,
+    /// The half area of the overlap of its two sides' boxes.
+    pub(super) overlap: f32,
+    plan: Option<ObjectPlan>,
+}
+
+/// Where an [`ObjectCandidate`] cuts: the binning, the axis and boundary, and both sides' boxes.
+struct ObjectPlan {
+    binning: Binning,
+    axis: usize,
+    boundary: usize,
+    left: Aabb,
+    right: Aabb,
 }
 
 /// Nodes of more items than this are binned with all of [`BinnedSah::bins`]; smaller ones with

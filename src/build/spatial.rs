@@ -109,7 +109,8 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
             return self.hand_over(refs, bounds, depth, nodes, items);
         }
         let centroids = centroid_bounds(&refs);
-        let (object_cost, overlap) = object.object_candidate(&refs, &bounds.aabb(), &centroids);
+        let candidate = object.object_candidate(&refs, &bounds.aabb(), &centroids);
+        let (object_cost, overlap) = (candidate.cost, candidate.overlap);
         let spatial =
             if budget > 0 && overlap > self.min_overlap { self.best_plane(&refs, &bounds.aabb()) } else { None };
         let (left, right, added) = match spatial {
@@ -117,8 +118,11 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
             _ => {
                 let mut refs = refs;
                 let mut scratch = refs.clone();
-                let Some(split) = object.choose_split(&mut refs, &mut scratch, &bounds.aabb(), &centroids, depth)
-                else {
+                let split = match object.make_split(&refs, &mut scratch, &candidate) {
+                    Some(split) => Some(split),
+                    None => object.choose_split(&mut refs, &mut scratch, &bounds.aabb(), &centroids, depth),
+                };
+                let Some(split) = split else {
                     return self.hand_over(refs, bounds, depth, nodes, items);
                 };
                 let mut parted = if split.moved { scratch } else { refs };
@@ -192,22 +196,8 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
             if extent.is_nan() || extent <= 0.0 {
                 continue;
             }
-            let planes = Slabs { lo, extent };
-            let mut slab = [Aabb::EMPTY; SPATIAL_BINS];
-            let (mut enter, mut exit) = ([0u32; SPATIAL_BINS], [0u32; SPATIAL_BINS]);
-            for r in refs {
-                let b = r.bounds();
-                let (first, last) = (planes.slab_of(b.min[axis]), planes.slab_of(b.max[axis]));
-                let mut rest = b;
-                for (k, s) in slab.iter_mut().enumerate().take(last).skip(first) {
-                    let (l, r_) = split_box(&(self.triangle)(r.index()), &rest, axis, planes.plane(k + 1));
-                    *s = s.union(&l);
-                    rest = r_;
-                }
-                slab[last] = slab[last].union(&rest);
-                enter[first] += 1;
-                exit[last] += 1;
-            }
+            let planes = Slabs::new(lo, extent);
+            let SlabBins { slab, enter, exit } = self.bin(refs, axis, &planes);
             // Sweep: the right side of boundary k (slabs k..) from the right, then the left.
             let mut right_area = [0.0f32; SPATIAL_BINS];
             let mut right_count = [0u32; SPATIAL_BINS];
@@ -232,6 +222,32 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
             }
         }
         best
+    }
+
+    /// The spatial bins of `refs` along `axis`: each reference clipped into the slabs it spans.
+    /// Large nodes are binned in halves on rayon's threads and the halves merged (unions and
+    /// integer sums, the same in any order).
+    fn bin(&self, refs: &[BuildItem], axis: usize, planes: &Slabs) -> SlabBins {
+        if refs.len() > PARALLEL_SPATIAL_BINNING && refs.len() > self.s.object.parallel_threshold {
+            let (l, r) = refs.split_at(refs.len() / 2);
+            let (a, b) = crate::par::join(|| self.bin(l, axis, planes), || self.bin(r, axis, planes));
+            return a.merged(&b);
+        }
+        let mut bins =
+            SlabBins { slab: [Aabb::EMPTY; SPATIAL_BINS], enter: [0; SPATIAL_BINS], exit: [0; SPATIAL_BINS] };
+        for r in refs {
+            let b = r.bounds();
+            let (first, last) = (planes.slab_of(b.min[axis]), planes.slab_of(b.max[axis]));
+            if first == last {
+                bins.slab[first] = bins.slab[first].union(&b);
+            } else {
+                let t = (self.triangle)(r.index());
+                clip_into_slabs(&t, &b, axis, planes, first, last, &mut bins.slab);
+            }
+            bins.enter[first] += 1;
+            bins.exit[last] += 1;
+        }
+        bins
     }
 
     /// Sends every reference to the side of plane `p` it lies on; a straddling one is clipped
@@ -289,16 +305,47 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
     }
 }
 
+/// Nodes of more references than this bin their spatial splits on two threads.
+const PARALLEL_SPATIAL_BINNING: usize = 1 << 14;
+
+/// One axis's spatial bins: the box of the references' parts in each slab, and how many
+/// references start and end in each.
+struct SlabBins {
+    slab: [Aabb; SPATIAL_BINS],
+    enter: [u32; SPATIAL_BINS],
+    exit: [u32; SPATIAL_BINS],
+}
+
+impl SlabBins {
+    /// The bins of both halves' references.
+    fn merged(&self, other: &SlabBins) -> SlabBins {
+        SlabBins {
+            slab: std::array::from_fn(|k| self.slab[k].union(&other.slab[k])),
+            enter: std::array::from_fn(|k| self.enter[k] + other.enter[k]),
+            exit: std::array::from_fn(|k| self.exit[k] + other.exit[k]),
+        }
+    }
+}
+
 /// The planes between [`SPATIAL_BINS`] slabs of equal width over `[lo, lo + extent]`.
 struct Slabs {
     lo: f32,
     extent: f32,
+    /// `SPATIAL_BINS / extent`.
+    scale: f32,
 }
 
 impl Slabs {
-    /// The slab holding coordinate `x` (clamped to the slabs).
+    /// The slabs over `[lo, lo + extent]` (`extent > 0`).
+    fn new(lo: f32, extent: f32) -> Slabs {
+        Slabs { lo, extent, scale: SPATIAL_BINS as f32 / extent }
+    }
+
+    /// The slab holding coordinate `x` (clamped to the slabs; near a plane, either side of it:
+    /// the binning clamps each part to its slab).
+    #[inline(always)]
     fn slab_of(&self, x: f32) -> usize {
-        let s = ((x - self.lo) / self.extent * SPATIAL_BINS as f32) as usize;
+        let s = ((x - self.lo) * self.scale) as usize;
         s.min(SPATIAL_BINS - 1)
     }
 
@@ -306,6 +353,12 @@ impl Slabs {
     /// goes through here, so the binning and the partition cut at the same coordinate.
     fn plane(&self, k: usize) -> f32 {
         self.lo + self.extent * (k as f32 / SPATIAL_BINS as f32)
+    }
+
+    /// [`Slabs::plane`] `k`, or `outer` for the outer ends (`k` 0 or [`SPATIAL_BINS`]), which
+    /// bound nothing: a reference's box is clamped to the slabs anyway.
+    fn plane_or(&self, k: usize, outer: f32) -> f32 {
+        if k == 0 || k >= SPATIAL_BINS { outer } else { self.plane(k) }
     }
 }
 
@@ -340,15 +393,79 @@ pub(crate) fn split_box(t: &[Vec3; 3], b: &Aabb, axis: usize, at: f32) -> (Aabb,
             right = right.grow(lo).grow(hi);
         }
     }
-    let mut half_left = *b;
-    half_left.max[axis] = half_left.max[axis].min(at);
-    let mut half_right = *b;
-    half_right.min[axis] = half_right.min[axis].max(at);
+    let (half_left, half_right) = (clamp_axis(b, axis, f32::NEG_INFINITY, at), clamp_axis(b, axis, at, f32::INFINITY));
     (clip(&left, &half_left), clip(&right, &half_right))
 }
 
 /// The relative margin around an edge's crossing of a plane (see [`split_box`]): `2⁻²⁰`.
 const CROSSING_MARGIN: f32 = 1.0 / (1u32 << 20) as f32;
+
+/// Grows `slab[first..=last]` by the boxes of the parts of triangle `t` within `b` in each of
+/// those slabs (of `planes`, along `axis`): the part in a slab is a convex polygon whose corners
+/// are the triangle's corners within the slab and its crossings of the slab's two planes, so its
+/// box is theirs (clamped to the slab and to `b`). Each plane's crossing is found once, on the
+/// two edges it cuts, as [`split_box`] finds it, widened by the same margin; the slabs between
+/// take the crossings of both their planes. [`split_box`] plane after plane gives boxes as
+/// conservative, for twice the work.
+fn clip_into_slabs(t: &[Vec3; 3], b: &Aabb, axis: usize, planes: &Slabs, first: usize, last: usize, slab: &mut [Aabb]) {
+    // The corners in order along the axis, each with its coordinate there (a compare-exchange
+    // network: a sort call for three took a twentieth of the build).
+    let mut v = t.map(|c| (c[axis], Vec3A::from(c)));
+    for (i, j) in [(0, 1), (1, 2), (0, 1)] {
+        if v[j].0 < v[i].0 {
+            v.swap(i, j);
+        }
+    }
+    let [(la, lo), (ma, mid), (ha, hi)] = v;
+    // Where plane `at` cuts the triangle: on the long edge, and on the short edge it reaches.
+    let cut = |at: f32| -> Aabb {
+        let short = if at <= ma { crossing(lo, la, mid, ma, at) } else { crossing(mid, ma, hi, ha, at) };
+        crossing(lo, la, hi, ha, at).union(&short)
+    };
+    // The crossing of each plane between the triangle's lowest and highest corner, shared by
+    // the slabs on either side of it.
+    let cut_within = |at: f32| if la < at && at < ha { cut(at) } else { Aabb::EMPTY };
+    let mut below = cut_within(planes.plane_or(first, f32::NEG_INFINITY));
+    for (k, s) in slab.iter_mut().enumerate().take(last + 1).skip(first) {
+        let (from, to) = (planes.plane_or(k, f32::NEG_INFINITY), planes.plane_or(k + 1, f32::INFINITY));
+        let above = cut_within(to);
+        let mut part = below.union(&above);
+        for (c, ca) in [(lo, la), (mid, ma), (hi, ha)] {
+            if from <= ca && ca <= to {
+                part = part.grow(c);
+            }
+        }
+        *s = s.union(&clip(&part, &clamp_axis(b, axis, from, to)));
+        below = above;
+    }
+}
+
+/// The box around where edge `u`–`w` (whose coordinates along the split axis are `ua <= wa`)
+/// crosses the plane at `at` there, widened by [`split_box`]'s margin; both ends for an edge in
+/// the plane.
+#[inline(always)]
+fn crossing(u: Vec3A, ua: f32, w: Vec3A, wa: f32, at: f32) -> Aabb {
+    let du = wa - ua;
+    if du <= 0.0 {
+        return Aabb::EMPTY.grow(u).grow(w);
+    }
+    let s = ((at - ua) / du).clamp(0.0, 1.0);
+    let x = u + (w - u) * s;
+    let margin = (u.abs() + w.abs()) * CROSSING_MARGIN;
+    Aabb { min: x - margin, max: x + margin }
+}
+
+/// `b` with its extent along `axis` clamped to `[from, to]`. Built with a lane select, not by
+/// writing one lane: a one-lane store that the next whole-vector load reads waits on store
+/// forwarding, which was a third of the spatial binning's time.
+#[inline(always)]
+fn clamp_axis(b: &Aabb, axis: usize, from: f32, to: f32) -> Aabb {
+    let on = glam::BVec3A::new(axis == 0, axis == 1, axis == 2);
+    Aabb {
+        min: Vec3A::select(on, b.min.max(Vec3A::splat(from)), b.min),
+        max: Vec3A::select(on, b.max.min(Vec3A::splat(to)), b.max),
+    }
+}
 
 /// Whether `b` holds any point (not [`Aabb::EMPTY`]).
 fn is_box(b: &Aabb) -> bool {
@@ -388,6 +505,52 @@ fn append(
 mod tests {
     use super::*;
     use slabtree_testkit::rng::Rng;
+
+    /// The slab boxes of a reference hold every point of its part of the triangle in their slab:
+    /// random triangles, each first cut once (so that the reference's box is a part of it), then
+    /// binned into slabs over the reference's extent or beyond it.
+    #[test]
+    fn slab_boxes_hold_their_parts_of_the_triangle() {
+        let mut rng = Rng(0x5b1f_0002);
+        let mut checked = 0;
+        for i in 0..5_000 {
+            let scale = [1.0f32, 1e3, 1e-2][i % 3];
+            let t = [0, 1, 2].map(|_| Vec3::from(rng.unit3a() * scale));
+            let whole = Aabb::from_points(t);
+            let (cut_axis, axis) = (i % 3, (i / 3) % 3);
+            let at = whole.min[cut_axis] + (whole.max[cut_axis] - whole.min[cut_axis]) * rng.unit();
+            let (l, r) = split_box(&t, &whole, cut_axis, at);
+            let b = if i % 2 == 0 { l } else { r };
+            if !is_box(&b) || b.max[axis] <= b.min[axis] {
+                continue;
+            }
+            // Slabs over the reference's extent, or over a wider range.
+            let widen = [0.0f32, 0.3][i % 2] * (b.max[axis] - b.min[axis]);
+            let planes = Slabs::new(b.min[axis] - widen, b.max[axis] - b.min[axis] + 2.0 * widen);
+            let (first, last) = (planes.slab_of(b.min[axis]), planes.slab_of(b.max[axis]));
+            let mut slab = [Aabb::EMPTY; SPATIAL_BINS];
+            clip_into_slabs(&t, &b, axis, &planes, first, last, &mut slab);
+            for _ in 0..16 {
+                let (mut s, mut u) = (rng.unit() as f64, rng.unit() as f64);
+                if s + u > 1.0 {
+                    (s, u) = (1.0 - s, 1.0 - u);
+                }
+                let [p0, p1, p2] = t.map(|p| p.as_dvec3());
+                let p = p0 + (p1 - p0) * s + (p2 - p0) * u;
+                let tol = |x: f64| 1e-6 * x.abs().max(scale as f64);
+                let within = |bx: &Aabb| {
+                    (0..3).all(|a| bx.min[a] as f64 - tol(p[a]) <= p[a] && p[a] <= bx.max[a] as f64 + tol(p[a]))
+                };
+                if !within(&b) {
+                    continue;
+                }
+                let k = planes.slab_of(p[axis] as f32).clamp(first, last);
+                assert!(within(&slab[k]), "{t:?} in {b:?}, axis {axis}: {p:?} not in slab {k} {:?}", slab[k]);
+                checked += 1;
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
 
     /// A point of the triangle on one side of the plane lies in that side's box, for random
     /// triangles, planes through them and points on their edges and inside, at every scale.

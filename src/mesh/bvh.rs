@@ -247,7 +247,7 @@ impl std::fmt::Debug for MeshBvh {
 
 /// Stich's α for `BuildQuality::High`: spatial splits are tried where an object split's two
 /// halves overlap by more than this share of the root's surface area (the paper's value).
-const SPATIAL_ALPHA: f32 = 1e-5;
+const SPATIAL_ALPHA: f32 = 1e-4;
 
 /// References a `BuildQuality::High` build may add, as a share of the triangles.
 const SPATIAL_BUDGET: f32 = 0.25;

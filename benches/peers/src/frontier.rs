@@ -36,6 +36,7 @@
 
 use std::hint::black_box;
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use cgmath::Vector3;
@@ -89,6 +90,8 @@ fn trace(args: &[String]) -> Result<(), String> {
     let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
     let rays = read_rays(Path::new(rays))?;
     let built;
+    // The bytes Embree's build allocated (its memory monitor), per triangle.
+    let mut bytes = None;
     let (count, times) = match lib.as_str() {
         "embree" | "embree-robust" | "embree-hq" | "embree-hq-robust" => {
             let device = Device::new();
@@ -102,9 +105,17 @@ fn trace(args: &[String]) -> Result<(), String> {
                 sys::rtcSetSceneBuildQuality(scene.handle(), quality);
             }
             scene.attach_geometry(embree_geometry::triangle_geometry(&device, &mesh));
+            // SAFETY: rtcGetSceneDevice returns the device with one more reference, released
+            // here; the callback is a plain function that only touches an atomic.
+            unsafe {
+                let dev = sys::rtcGetSceneDevice(scene.handle());
+                sys::rtcSetDeviceMemoryMonitorFunction(dev, Some(embree_monitor), std::ptr::null_mut());
+                sys::rtcReleaseDevice(dev);
+            }
             let start = Instant::now();
             let committed = scene.commit();
             built = start.elapsed();
+            bytes = Some(EMBREE_BYTES.load(Ordering::Relaxed));
             let coherent = judge_runs(&rays);
             if any {
                 let mut out = vec![false; rays.len()];
@@ -141,7 +152,18 @@ fn trace(args: &[String]) -> Result<(), String> {
         if any { "occluded" } else { "hit" },
         built.as_secs_f64() * 1e3
     );
+    if let Some(b) = bytes {
+        println!("{lib}: {:.1} bytes per triangle", b as f64 / mesh.len().max(1) as f64);
+    }
     Ok(())
+}
+
+/// Net bytes Embree has allocated, from its memory monitor callback.
+static EMBREE_BYTES: AtomicI64 = AtomicI64::new(0);
+
+unsafe extern "C" fn embree_monitor(_user: *mut std::os::raw::c_void, bytes: sys::ssize_t, _post: bool) -> bool {
+    EMBREE_BYTES.fetch_add(bytes as i64, Ordering::Relaxed);
+    true
 }
 
 /// Runs `pass` once to warm up, then `passes` timed times; the warm-up's count and the sorted
