@@ -409,7 +409,7 @@ const CROSSING_MARGIN: f32 = 1.0 / (1u32 << 20) as f32;
 /// conservative, for twice the work.
 fn clip_into_slabs(t: &[Vec3; 3], b: &Aabb, axis: usize, planes: &Slabs, first: usize, last: usize, slab: &mut [Aabb]) {
     // The corners in order along the axis, each with its coordinate there (a compare-exchange
-    // network: a sort call for three took a twentieth of the build).
+    // network: a sort call for three showed in the build's profile, `docs/performance.md`).
     let mut v = t.map(|c| (c[axis], Vec3A::from(c)));
     for (i, j) in [(0, 1), (1, 2), (0, 1)] {
         if v[j].0 < v[i].0 {
@@ -457,7 +457,7 @@ fn crossing(u: Vec3A, ua: f32, w: Vec3A, wa: f32, at: f32) -> Aabb {
 
 /// `b` with its extent along `axis` clamped to `[from, to]`. Built with a lane select, not by
 /// writing one lane: a one-lane store that the next whole-vector load reads waits on store
-/// forwarding, which was a third of the spatial binning's time.
+/// forwarding (`docs/performance.md`, "High quality: spatial splits").
 #[inline(always)]
 fn clamp_axis(b: &Aabb, axis: usize, from: f32, to: f32) -> Aabb {
     let on = glam::BVec3A::new(axis == 0, axis == 1, axis == 2);
