@@ -3,6 +3,7 @@
 //! once (the brute-force tests of each query run on High builds too: `mesh_bvh.rs`,
 //! `hit_policy.rs`, `triangle_overlap.rs`, `closest_point.rs`, `shape_cast.rs`, `streams.rs`);
 //! such a BVH is refused a refit and saved with the flag that lets its packs repeat a triangle.
+//! (That its tree does not depend on the thread count: `determinism.rs`.)
 
 use glam::Vec3;
 use slabtree::{BuildOptions, BuildQuality, MeshBvh, MeshError, SavedBvhError, TriMesh, TriangleTest};
@@ -81,24 +82,4 @@ fn a_high_build_is_saved_and_read_back() {
     ));
     assert!(matches!(MeshBvh::from_bytes(&with_flags(3)), Err(SavedBvhError::BadHeader { field: "flags", value: 3 })));
     assert!(MeshBvh::from_bytes(&with_flags(1)).is_ok());
-}
-
-/// The tree does not depend on the threads that build it: the budget is shared by size, and the
-/// halves of a large node's bins merge by unions and sums. The same bytes on one thread and two,
-/// and with the parallel paths taken at every size or none. (A merge that dropped one half's
-/// bins, or a budget handed out in the order subtrees finish, fails it.)
-#[test]
-fn a_high_build_is_the_same_on_any_number_of_threads() {
-    // Large enough that the root's spatial bins are filled in halves on two threads.
-    let (p, t) = room(20_000, 9);
-    let mesh = TriMesh::new(p, t).unwrap();
-    let build = |threads: usize, parallel_threshold: usize| {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        let options = BuildOptions { quality: BuildQuality::High, parallel_threshold, ..Default::default() };
-        pool.install(|| MeshBvh::build(&mesh, &options)).to_bytes()
-    };
-    let serial = build(1, usize::MAX);
-    assert_eq!(build(2, 16), serial);
-    assert_eq!(build(1, 16), serial);
-    assert_eq!(build(2, usize::MAX), serial);
 }
