@@ -3,7 +3,7 @@
 //! order in which its queries meet the proxies), on one thread and two, with the parallel paths
 //! taken at every size or at none.
 
-use glam::{Vec3, Vec3A};
+use glam::Vec3A;
 use slabtree::{
     Aabb, BuildOptions, BuildQuality, Dbvt, DbvtConfig, LeafControl, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf,
     TriMesh,
@@ -54,7 +54,7 @@ fn fingerprint(tree: &Dbvt<u32>) -> (u32, u32, usize, Vec<u32>) {
             LeafControl::Continue
         })
         .unwrap();
-        let ray = Ray::new(c, Vec3::from(r.direction()));
+        let ray = Ray::new(c, r.direction());
         tree.visit_ray(&ray, &mut ws, &mut |leaf: RayLeaf<'_, u32>| {
             met.push(*leaf.data);
             RayControl::Continue
