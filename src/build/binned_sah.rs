@@ -78,7 +78,9 @@ impl BinnedSah {
     /// Builds the subtree over `items` (which start at `first` in the caller's array, `depth`
     /// levels down) into `out`, and the right subtrees it hands to other threads into segments
     /// pushed to `spawned` (see `super::segments`). `other` is the same range of the other array:
-    /// `home` tells whether `items` is the caller's array, where every leaf's items must end.
+    /// `home` tells whether `items` is the caller's array, where every leaf's items must end. A
+    /// builder that makes the upper levels itself (`super::spatial`) hands its smaller nodes
+    /// here, `home`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn build_into(
         &self,
@@ -178,27 +180,6 @@ impl BinnedSah {
             self.binned_split::<32>(items, scratch, bounds, centroids, axis, bins)
         } else {
             self.binned_split::<MAX_BINS>(items, scratch, bounds, centroids, axis, bins)
-        }
-    }
-
-    /// Builds the subtree over `items` (which start at `first` in the caller's array and whose
-    /// leaves stay there; `scratch` is as long) `depth` levels down into `out`, as the whole
-    /// build does, with the right subtrees handed to other threads pushed to `spawned`: for a
-    /// builder that makes the upper levels itself (`super::spatial`).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn build_subtree(
-        &self,
-        items: &mut [BuildItem],
-        scratch: &mut [BuildItem],
-        first: u32,
-        depth: u32,
-        bounds: Aabb,
-        centroids: Bounds4,
-        out: &mut Vec<BuildNode>,
-        spawned: &mut Vec<Segment>,
-    ) {
-        if !items.is_empty() {
-            self.build_into(items, scratch, true, first, depth, bounds, centroids, out, spawned);
         }
     }
 

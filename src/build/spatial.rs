@@ -172,9 +172,10 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
         let mut spawned = Vec::new();
         let mut sub = Vec::new();
         let at = u32::try_from(first).expect("fewer than 2^32 references");
-        self.s.object.build_subtree(
+        self.s.object.build_into(
             &mut items[first..],
             &mut scratch,
+            true,
             at,
             depth,
             bounds.aabb(),
@@ -363,16 +364,9 @@ impl Slabs {
 }
 
 /// The boxes of the parts of triangle `t` within `b` on either side of the plane `x[axis] = at`:
-/// each edge's crossing of the plane joins both sides' corners, widened by a margin that covers
-/// its rounding; each side is then clamped to its half-space and to `b`. A side without any of
-/// the triangle is empty ([`Aabb::EMPTY`]).
-///
-/// The crossing `u + (v − u)·s`, `s = (at − u[axis]) / (v[axis] − u[axis])`, is computed in `f32`:
-/// each of its few operations is off by at most half a step of its result, and every
-/// intermediate is at most `|u| + |v|` in magnitude (the crossing lies between `u` and `v`), so
-/// its error is below `3·2⁻²⁴·(|u| + |v|)` per axis, and the margin of `2⁻²⁰·(|u| + |v|)` covers
-/// it and its own rounding with room to spare. (`s` itself may be off by a few steps, which moves
-/// the point along the edge by a few steps of `|v − u|`: covered too.)
+/// the box around each edge's crossing of the plane ([`crossing`]) joins both sides' corners;
+/// each side is then clamped to its half-space and to `b`. A side without any of the triangle is
+/// empty ([`Aabb::EMPTY`]).
 #[inline]
 pub(crate) fn split_box(t: &[Vec3; 3], b: &Aabb, axis: usize, at: f32) -> (Aabb, Aabb) {
     let (mut left, mut right) = (Aabb::EMPTY, Aabb::EMPTY);
@@ -385,26 +379,24 @@ pub(crate) fn split_box(t: &[Vec3; 3], b: &Aabb, axis: usize, at: f32) -> (Aabb,
             right = right.grow(u);
         }
         if (u[axis] < at && v[axis] > at) || (u[axis] > at && v[axis] < at) {
-            let s = (at - u[axis]) / (v[axis] - u[axis]);
-            let x = u + (v - u) * s;
-            let margin = (u.abs() + v.abs()) * CROSSING_MARGIN;
-            let (lo, hi) = (x - margin, x + margin);
-            left = left.grow(lo).grow(hi);
-            right = right.grow(lo).grow(hi);
+            let (lo, hi) = if u[axis] < v[axis] { (u, v) } else { (v, u) };
+            let x = crossing(lo, lo[axis], hi, hi[axis], at);
+            left = left.union(&x);
+            right = right.union(&x);
         }
     }
     let (half_left, half_right) = (clamp_axis(b, axis, f32::NEG_INFINITY, at), clamp_axis(b, axis, at, f32::INFINITY));
     (clip(&left, &half_left), clip(&right, &half_right))
 }
 
-/// The relative margin around an edge's crossing of a plane (see [`split_box`]): `2⁻²⁰`.
+/// The relative margin around an edge's crossing of a plane (see [`crossing`]): `2⁻²⁰`.
 const CROSSING_MARGIN: f32 = 1.0 / (1u32 << 20) as f32;
 
 /// Grows `slab[first..=last]` by the boxes of the parts of triangle `t` within `b` in each of
 /// those slabs (of `planes`, along `axis`): the part in a slab is a convex polygon whose corners
 /// are the triangle's corners within the slab and its crossings of the slab's two planes, so its
 /// box is theirs (clamped to the slab and to `b`). Each plane's crossing is found once, on the
-/// two edges it cuts, as [`split_box`] finds it, widened by the same margin; the slabs between
+/// two edges it cuts ([`crossing`], as [`split_box`] finds it); the slabs between
 /// take the crossings of both their planes. [`split_box`] plane after plane gives boxes as
 /// conservative, for twice the work.
 fn clip_into_slabs(t: &[Vec3; 3], b: &Aabb, axis: usize, planes: &Slabs, first: usize, last: usize, slab: &mut [Aabb]) {
@@ -441,8 +433,14 @@ fn clip_into_slabs(t: &[Vec3; 3], b: &Aabb, axis: usize, planes: &Slabs, first: 
 }
 
 /// The box around where edge `u`–`w` (whose coordinates along the split axis are `ua <= wa`)
-/// crosses the plane at `at` there, widened by [`split_box`]'s margin; both ends for an edge in
-/// the plane.
+/// crosses the plane at `at` there; both ends for an edge in the plane.
+///
+/// The crossing `u + (w − u)·s`, `s = (at − ua) / (wa − ua)`, is computed in `f32`: each of its
+/// few operations is off by at most half a step of its result, and every intermediate is at most
+/// `|u| + |w|` in magnitude (the crossing lies between `u` and `w`), so its error is below
+/// `3·2⁻²⁴·(|u| + |w|)` per axis, and the margin of [`CROSSING_MARGIN`]`·(|u| + |w|)` covers it
+/// and its own rounding with room to spare. (`s` itself may be off by a few steps, which moves
+/// the point along the edge by a few steps of `|w − u|`: covered too.)
 #[inline(always)]
 fn crossing(u: Vec3A, ua: f32, w: Vec3A, wa: f32, at: f32) -> Aabb {
     let du = wa - ua;
@@ -504,7 +502,18 @@ fn append(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use glam::DVec3;
     use slabtree_testkit::rng::Rng;
+
+    /// A uniformly random point of triangle `t`, in `f64`.
+    fn point_of(t: &[Vec3; 3], rng: &mut Rng) -> DVec3 {
+        let (mut s, mut u) = (rng.unit() as f64, rng.unit() as f64);
+        if s + u > 1.0 {
+            (s, u) = (1.0 - s, 1.0 - u);
+        }
+        let [p0, p1, p2] = t.map(|p| p.as_dvec3());
+        p0 + (p1 - p0) * s + (p2 - p0) * u
+    }
 
     /// The slab boxes of a reference hold every point of its part of the triangle in their slab:
     /// random triangles, each first cut once (so that the reference's box is a part of it), then
@@ -531,12 +540,7 @@ mod tests {
             let mut slab = [Aabb::EMPTY; SPATIAL_BINS];
             clip_into_slabs(&t, &b, axis, &planes, first, last, &mut slab);
             for _ in 0..16 {
-                let (mut s, mut u) = (rng.unit() as f64, rng.unit() as f64);
-                if s + u > 1.0 {
-                    (s, u) = (1.0 - s, 1.0 - u);
-                }
-                let [p0, p1, p2] = t.map(|p| p.as_dvec3());
-                let p = p0 + (p1 - p0) * s + (p2 - p0) * u;
+                let p = point_of(&t, &mut rng);
                 let tol = |x: f64| 1e-6 * x.abs().max(scale as f64);
                 let within = |bx: &Aabb| {
                     (0..3).all(|a| bx.min[a] as f64 - tol(p[a]) <= p[a] && p[a] <= bx.max[a] as f64 + tol(p[a]))
@@ -567,13 +571,7 @@ mod tests {
             let at = b.min[axis] + (b.max[axis] - b.min[axis]) * rng.unit();
             let (l, r) = split_box(&t, &b, axis, at);
             for _ in 0..8 {
-                // A point of the triangle, in f64.
-                let (mut s, mut u) = (rng.unit() as f64, rng.unit() as f64);
-                if s + u > 1.0 {
-                    (s, u) = (1.0 - s, 1.0 - u);
-                }
-                let [p0, p1, p2] = t.map(|p| p.as_dvec3());
-                let p = p0 + (p1 - p0) * s + (p2 - p0) * u;
+                let p = point_of(&t, &mut rng);
                 let inside = |bx: &Aabb| {
                     (0..3).all(|a| {
                         bx.min[a] as f64 <= p[a] + 1e-9 * p[a].abs().max(1.0)
