@@ -7,6 +7,8 @@
 //! * [`dbvt`]: a dynamic AABB tree ([`Dbvt`]) with insert, remove, fat-margin moves, refit,
 //!   incremental optimisation and binned-SAH rebuilds; ray, box-cast, overlap, point, frustum and
 //!   pair queries, with SIMD node tests and caller policies at the leaves.
+//! * [`broad_phase`]: a broad phase on the dynamic tree ([`BroadPhase`]): static, kinematic and
+//!   dynamic objects with layer filters, and the pairs that began and ended each frame.
 //! * [`mesh`]: triangle meshes and their 8-wide BVHs ([`MeshBvh`]).
 //! * [`d2`]: 2D collision on the same math core: Box2D-Lite box manifolds, Box2D v3 polygon
 //!   manifolds, GJK distance, time of impact and ray casts, bit-exact with Box2D.
@@ -34,6 +36,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod broad_phase;
 mod build;
 mod child;
 pub mod d2;
@@ -47,6 +50,7 @@ mod par;
 pub mod scene;
 mod wide;
 
+pub use broad_phase::{BodyKind, BroadPhase, BroadPhaseConfig, BroadPhaseError, ObjectId, PairEvents};
 pub use dbvt::{
     Dbvt, DbvtConfig, DbvtError, LeafControl, LeafPolicy, NearestProxy, PairControl, ProxyHit, ProxyId, QueryStats,
     QueryWorkspace, RayBatchPolicy, RayControl, RayLeaf, RayPolicy, TreeStats, ValidationError, WideDbvt, WideStorage,

@@ -257,3 +257,27 @@ fn streams_through_a_large_bvh_allocate_nothing_once_warm() {
     let after = allocations(|| round(&mut count));
     assert_eq!(after, 0, "warm streams through a large BVH allocated {after} times");
 }
+
+/// A broad phase's frame (a batch of moves, a removal and an add, filter and kind changes, and
+/// `update_pairs`) allocates nothing once warm, in each workload, with the search on the calling
+/// thread.
+#[test]
+fn broad_phase_frames_allocate_nothing_once_warm() {
+    use slabtree::broad_phase::BroadPhaseConfig;
+    use slabtree_testkit::worlds::{Driven, Workload, World};
+    for workload in Workload::ALL {
+        let config = BroadPhaseConfig { parallel_threshold: usize::MAX, ..Default::default() };
+        let mut driven = Driven::new(World::new(workload, 2000, 3), config);
+        let mut events = 0;
+        let frame = |driven: &mut Driven, events: &mut usize| {
+            driven.step();
+            let e = driven.phase.update_pairs();
+            *events += e.began().len() + e.ended().len();
+        };
+        let warm = allocations(|| (0..120).for_each(|_| frame(&mut driven, &mut events)));
+        assert!(warm > 0, "the counter sees the warm-up's allocations");
+        let after = allocations(|| (0..20).for_each(|_| frame(&mut driven, &mut events)));
+        assert!(events > 0, "{workload:?}: pairs change");
+        assert_eq!(after, 0, "{workload:?}: warm frames allocated {after} times");
+    }
+}

@@ -117,7 +117,9 @@ impl<T> Dbvt<T> {
         let live = self.nodes.len() - self.free_node_count as usize;
         let mut nodes = std::mem::take(&mut self.spare_nodes);
         nodes.clear();
-        nodes.reserve(live);
+        // Room for some insertions after the relayout (which drops the free list), so that the
+        // next frames' reinsertions do not grow the arena by copying it.
+        nodes.reserve(live + live / 16 + 8);
         // Where each old node goes. The proxies' links to their parents are fixed afterwards in
         // one pass in proxy order: writing them as the walk met the leaves was a cache miss per
         // proxy, most of the cost of the relayout that follows the optimiser's top rebuild.
@@ -125,7 +127,8 @@ impl<T> Dbvt<T> {
         moved_to.clear();
         moved_to.resize(self.nodes.len(), NULL);
         // (old node, new parent, slot in the new parent); child 0 popped first.
-        let mut stack: Vec<(u32, u32, u8)> = Vec::with_capacity(64);
+        let mut stack = std::mem::take(&mut self.walk_stack);
+        stack.clear();
         stack.push((root.index(), NULL, 0));
         while let Some((o, parent, slot)) = stack.pop() {
             let i = nodes.len() as u32;
@@ -163,6 +166,7 @@ impl<T> Dbvt<T> {
                 proxy.slot ^= u8::from(m & SWAPPED != 0);
             }
         }
+        self.walk_stack = stack;
         self.relayout_map = moved_to;
         self.spare_nodes = std::mem::replace(&mut self.nodes, nodes);
         self.free_node = NULL;
@@ -214,7 +218,7 @@ impl<T> Dbvt<T> {
     /// ([`Dbvt::validate`] checks that). Each child's area counts once, internal children as
     /// traversal steps and leaves as intersection tests; the root adds 1. The optimiser's
     /// refresh measures the tree's aging with it every few calls.
-    pub(super) fn sah_cost(&self) -> f32 {
+    pub(crate) fn sah_cost(&self) -> f32 {
         let root_area = f64::from(self.root_bounds.half_area());
         if self.root.is_none() || root_area.is_nan() || root_area <= 0.0 {
             return 0.0;

@@ -46,6 +46,15 @@ impl<T> Dbvt<T> {
     pub fn insert(&mut self, aabb: Aabb, data: T) -> Result<ProxyId, DbvtError> {
         aabb.validate()?;
         let fat = self.fatten(&aabb, Vec3A::ZERO);
+        fat.validate()?;
+        self.insert_stored(fat, data)
+    }
+
+    /// Inserts a proxy whose box is stored exactly as given, already fat (as
+    /// [`Dbvt::from_stored_boxes`] takes them): how a proxy moves from one tree to another with
+    /// its box unchanged. The box must be valid.
+    pub(crate) fn insert_stored(&mut self, fat: Aabb, data: T) -> Result<ProxyId, DbvtError> {
+        debug_assert!(fat.validate().is_ok());
         // A node is needed for every proxy but the first; reserve before changing anything so an
         // allocation failure leaves the tree untouched.
         if self.root.is_some() && self.free_node == NULL && self.nodes.len() as u32 > super::node::MAX_INDEX {

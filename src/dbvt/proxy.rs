@@ -17,6 +17,11 @@ pub struct ProxyId {
 }
 
 impl ProxyId {
+    /// An id no tree ever issued (tree tags start at 1): every tree refuses it as foreign. What
+    /// a record holds where it has no proxy.
+    #[cfg(feature = "serde")]
+    pub(crate) const NONE: ProxyId = ProxyId { index: u32::MAX, generation: 0, tree: 0 };
+
     /// The slot index: dense, stable while the proxy lives, and reused after removal. Useful to
     /// index side tables.
     pub fn index(self) -> u32 {

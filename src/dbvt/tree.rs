@@ -140,6 +140,9 @@ pub struct Dbvt<T> {
     pub(super) topology: u64,
     /// `rebuild_morton`'s buffers.
     pub(super) morton: MortonScratch,
+    /// The explicit stack of the arena walks (`relayout`, `refit`'s post-order walk), kept so
+    /// that a warm tree's per-frame maintenance allocates nothing.
+    pub(super) walk_stack: Vec<(u32, u32, u8)>,
 }
 
 impl<T> Default for Dbvt<T> {
@@ -176,6 +179,7 @@ impl<T> Dbvt<T> {
             refit_pending: false,
             topology: 0,
             morton: Default::default(),
+            walk_stack: Vec::new(),
         }
     }
 

@@ -165,11 +165,7 @@ impl<T> Dbvt<T> {
         for (id, aabb, d) in moves {
             let p = self.check(*id)?;
             self.prefetch_link(p);
-            aabb.validate()?;
-            if !d.is_finite() {
-                return Err(InputError::NonFiniteDisplacement.into());
-            }
-            self.fatten(aabb, *d).validate()?;
+            self.check_move(aabb, *d)?;
         }
         let mut changed = 0;
         for (i, (id, aabb, d)) in moves.iter().enumerate() {
@@ -186,6 +182,18 @@ impl<T> Dbvt<T> {
             }
         }
         Ok(changed)
+    }
+
+    /// Checks that a move to `aabb` by `displacement` can be made: the box, the displacement and
+    /// the fat box they make are all finite (the id is checked apart).
+    #[inline]
+    pub(crate) fn check_move(&self, aabb: &Aabb, displacement: Vec3A) -> Result<(), DbvtError> {
+        aabb.validate()?;
+        if !displacement.is_finite() {
+            return Err(InputError::NonFiniteDisplacement.into());
+        }
+        self.fatten(aabb, displacement).validate()?;
+        Ok(())
     }
 
     #[inline(always)]
@@ -312,11 +320,13 @@ impl<T> Dbvt<T> {
         if root.is_leaf() {
             return;
         }
-        let mut stack: Vec<(u32, bool)> = Vec::with_capacity(64);
-        stack.push((root.index(), false));
-        while let Some((n, children_done)) = stack.pop() {
+        // (node, 1 once its children are done, unused).
+        let mut stack = std::mem::take(&mut self.walk_stack);
+        stack.clear();
+        stack.push((root.index(), 0, 0));
+        while let Some((n, children_done, _)) = stack.pop() {
             let node = &mut self.nodes[n as usize];
-            if children_done {
+            if children_done == 1 {
                 // Every node is recomputed on this path, so the marks are only cleared.
                 node.stale = false;
                 let b = node.union();
@@ -324,13 +334,14 @@ impl<T> Dbvt<T> {
                 self.set_bounds_of(parent, slot, &b);
                 continue;
             }
-            stack.push((n, true));
+            stack.push((n, 1, 0));
             for c in node.child {
                 if !c.is_leaf() {
-                    stack.push((c.index(), false));
+                    stack.push((c.index(), 0, 0));
                 }
             }
         }
+        self.walk_stack = stack;
     }
 }
 

@@ -7,6 +7,7 @@
 //! * [`box2d`]: the reader of the Box2D reference vectors;
 //! * [`gltf`]: glTF files written by hand (base64, the binary container);
 //! * [`moving_instances`]: the moving-instances workload of the scene example, bench and peer;
+//! * [`worlds`]: the broad-phase workloads (a settled pile, a level, a swarm);
 //! * at the top level, the brute-force model of a [`Dbvt`]: every query answered by looping over
 //!   all live proxies, with the scalar reference tests.
 //!
@@ -19,6 +20,7 @@ pub mod moving_instances;
 pub mod rays;
 pub mod rng;
 pub mod triangle;
+pub mod worlds;
 
 use glam::Vec3A;
 use slabtree::{
