@@ -36,15 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let setup = start.elapsed();
 
         let mut steps = Vec::new();
-        let mut moves: Vec<(ObjectId, Aabb, Vec3A)> = Vec::new();
         let (mut total, mut worst) = (0.0f64, 0.0f64);
         let (mut began, mut ended) = (0, 0);
         for _ in 0..frames {
             world.step(&mut steps);
-            moves.clear();
-            moves.extend(steps.iter().map(|&(i, aabb, d)| (ids[i], aabb, d)));
             let t = Instant::now();
-            phase.move_objects(&moves)?;
+            phase.move_objects(steps.iter().map(|&(i, aabb, d)| (ids[i], aabb, d)))?;
             let events = phase.update_pairs();
             let us = t.elapsed().as_secs_f64() * 1e6;
             began += events.began().len();

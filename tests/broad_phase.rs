@@ -13,12 +13,40 @@ use slabtree::{Aabb, LeafControl, QueryWorkspace, Ray, ray_aabb2};
 
 #[derive(Clone, Debug)]
 enum Op {
-    Add { c: [f32; 3], h: [f32; 3], kind: u8 },
-    Move { which: usize, d: [f32; 3] },
-    Teleport { which: usize, c: [f32; 3] },
-    Remove { which: usize },
-    SetFilter { which: usize, category: u8, mask: u8 },
-    SetKind { which: usize, kind: u8 },
+    Add {
+        c: [f32; 3],
+        h: [f32; 3],
+        kind: u8,
+    },
+    Move {
+        which: usize,
+        d: [f32; 3],
+    },
+    /// `move_objects` naming one object twice (the second entry wins), with another object
+    /// between, or, when `bad`, ending with a NaN box (refused, nothing changed).
+    Batch {
+        which: usize,
+        other: usize,
+        d: [f32; 3],
+        back: bool,
+        bad: bool,
+    },
+    Teleport {
+        which: usize,
+        c: [f32; 3],
+    },
+    Remove {
+        which: usize,
+    },
+    SetFilter {
+        which: usize,
+        category: u8,
+        mask: u8,
+    },
+    SetKind {
+        which: usize,
+        kind: u8,
+    },
     Update,
 }
 
@@ -31,6 +59,8 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (v3(-8.0..8.0), v3(0.0..2.0), 0u8..3).prop_map(|(c, h, kind)| Op::Add { c, h, kind }),
         6 => (any::<usize>(), v3(-0.6..0.6)).prop_map(|(which, d)| Op::Move { which, d }),
         2 => (any::<usize>(), v3(-8.0..8.0)).prop_map(|(which, c)| Op::Teleport { which, c }),
+        2 => (any::<usize>(), any::<usize>(), v3(-3.0..3.0), any::<bool>(), proptest::bool::weighted(0.2))
+            .prop_map(|(which, other, d, back, bad)| Op::Batch { which, other, d, back, bad }),
         2 => any::<usize>().prop_map(|which| Op::Remove { which }),
         1 => (any::<usize>(), 1u8..4, 0u8..4).prop_map(|(which, category, mask)| Op::SetFilter { which, category, mask }),
         1 => (any::<usize>(), 0u8..3).prop_map(|(which, kind)| Op::SetKind { which, kind }),
@@ -104,6 +134,26 @@ fn run(ops: &[Op], kinematic_pairs: bool) -> Result<(), TestCaseError> {
                     let m = live.get_mut(&id).unwrap();
                     m.tight = Aabb::new(m.tight.min + Vec3A::from(d), m.tight.max + Vec3A::from(d));
                     bp.move_object(id, m.tight, Vec3A::from(d)).unwrap();
+                }
+            }
+            Op::Batch { which, other, d, back, bad } => {
+                if let (Some(id), Some(o)) = (pick(&live, which), pick(&live, other)) {
+                    let before: Vec<Aabb> = live.keys().map(|&k| bp.fat_aabb(k).unwrap()).collect();
+                    let t = live[&id].tight;
+                    let far = Aabb::new(t.min + Vec3A::from(d), t.max + Vec3A::from(d));
+                    // Far away and (when `back`) back home: the last entry is where it ends.
+                    let last = if back { t } else { far };
+                    let mut batch =
+                        vec![(id, far, Vec3A::from(d)), (o, live[&o].tight, Vec3A::ZERO), (id, last, Vec3A::ZERO)];
+                    if bad {
+                        batch.push((o, Aabb { min: Vec3A::NAN, max: Vec3A::ONE }, Vec3A::ZERO));
+                        prop_assert!(matches!(bp.move_objects(&batch), Err(BroadPhaseError::Input(_))));
+                        let after: Vec<Aabb> = live.keys().map(|&k| bp.fat_aabb(k).unwrap()).collect();
+                        prop_assert_eq!(before, after, "a refused batch changed a box");
+                    } else {
+                        bp.move_objects(&batch).unwrap();
+                        live.get_mut(&id).unwrap().tight = last;
+                    }
                 }
             }
             Op::Teleport { which, c } => {

@@ -24,6 +24,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ._slabtree import BroadPhase as _BroadPhase
 from ._slabtree import Dbvt as _Dbvt
 from ._slabtree import MeshBvh as _MeshBvh
 from ._slabtree import __version__
@@ -31,6 +32,11 @@ from ._slabtree import __version__
 __all__ = [
     "MeshBvh",
     "Dbvt",
+    "BroadPhase",
+    "PairEvents",
+    "STATIC",
+    "KINEMATIC",
+    "DYNAMIC",
     "RayHits",
     "AllHits",
     "ClosestPoints",
@@ -38,6 +44,14 @@ __all__ = [
     "Overlaps",
     "__version__",
 ]
+
+
+class PairEvents(NamedTuple):
+    """What ``BroadPhase.update_pairs`` found: ``(k, 2)`` int64 arrays of ids, each pair with the
+    smaller id first, sorted."""
+
+    began: np.ndarray
+    ended: np.ndarray
 
 
 class RayHits(NamedTuple):
@@ -405,6 +419,116 @@ class Dbvt:
         """Every pair of stored boxes that overlap, as a ``(k, 2)`` array of ids, the smaller
         first, sorted."""
         return self._native.self_pairs()
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __contains__(self, id) -> bool:
+        try:
+            return int(id) in self._native
+        except (TypeError, ValueError, OverflowError):
+            return False
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+STATIC, KINEMATIC, DYNAMIC = 0, 1, 2
+
+
+def _per_object(a, n: int, name: str, dtype) -> np.ndarray:
+    """One value per object: a scalar for all, or ``(n,)``."""
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integers, not {arr.dtype}")
+    if arr.ndim == 0:
+        arr = np.full(n, arr)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must be one value or ({n},), not {arr.shape}")
+    if (arr < 0).any() or (arr > np.iinfo(dtype).max).any():
+        raise ValueError(f"{name} must be between 0 and {np.iinfo(dtype).max}")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+class BroadPhase:
+    """A physics engine's broad phase: boxes named by integer ids, each static (``0``),
+    kinematic (``1``) or dynamic (``2``) with a layer filter, and after each frame's moves the
+    pairs of them that began and ended to overlap.
+
+    A pair needs a dynamic object (static and kinematic objects do not pair with each other),
+    and each object's ``category`` must meet the other's ``mask``. Boxes are stored grown by
+    ``margin`` (and stretched by ``prediction`` times their displacement), so that small moves
+    change nothing; pairs are of these grown boxes. Ids are never reused: a removed id is a
+    ``KeyError``.
+
+    >>> import slabtree
+    >>> world = slabtree.BroadPhase()
+    >>> ground, ball = world.add([[[-9, -1, -9], [9, 0, 9]], [[0, 3, 0], [1, 4, 1]]], kinds=[slabtree.STATIC, slabtree.DYNAMIC])
+    >>> world.update_pairs().began.tolist()
+    []
+    >>> world.move([ball], [[[0, -0.5, 0], [1, 0.5, 1]]], displacements=[[0, -3.5, 0]])
+    1
+    >>> events = world.update_pairs()
+    >>> events.began.tolist(), events.ended.tolist()
+    ([[0, 1]], [])
+    >>> world.remove([ball])
+    >>> world.update_pairs().ended.tolist()
+    [[0, 1]]
+    """
+
+    def __init__(self, margin: float = 0.05, prediction: float = 0.0):
+        self._native = _BroadPhase(float(margin), float(prediction))
+
+    def add(self, boxes, kinds=DYNAMIC, category=1, mask=0xFFFFFFFF) -> np.ndarray:
+        """Adds ``(k, 2, 3)`` boxes of ``kinds`` with layer filters ``category`` and ``mask``
+        (each one value for all or ``(k,)``); returns their new ids. Their pairs begin at the
+        next ``update_pairs``."""
+        b = _boxes(boxes)
+        n = len(b)
+        return self._native.add(
+            b,
+            _per_object(kinds, n, "kinds", np.uint8),
+            _per_object(category, n, "category", np.uint32),
+            _per_object(mask, n, "mask", np.uint32),
+        )
+
+    def remove(self, ids) -> None:
+        """Removes the objects of ``ids``; their pairs end at the next ``update_pairs``. An
+        unknown or removed id is a KeyError, and then nothing is removed."""
+        self._native.remove(_ids(ids))
+
+    def move(self, ids, boxes, displacements=None) -> int:
+        """Moves the objects of ``ids`` to ``boxes`` (``(k, 2, 3)``), each having moved by its row
+        of ``displacements`` (``(k, 3)``, zero by default) since its last move. Returns how many
+        stored boxes changed; a bad id or box changes nothing."""
+        i, b = _ids(ids), _boxes(boxes)
+        d = np.zeros((len(b), 3), np.float32) if displacements is None else _points(displacements, "displacements")
+        return self._native.move_objects(i, b, d)
+
+    def set_filter(self, ids, category, mask) -> None:
+        """Sets the layer filters of ``ids``; pairs they no longer pass end at the next
+        ``update_pairs``."""
+        i = _ids(ids)
+        self._native.set_filter(
+            i, _per_object(category, len(i), "category", np.uint32), _per_object(mask, len(i), "mask", np.uint32)
+        )
+
+    def set_kind(self, ids, kinds) -> None:
+        """Sets the kinds of ``ids`` (0 static, 1 kinematic, 2 dynamic)."""
+        i = _ids(ids)
+        self._native.set_kind(i, _per_object(kinds, len(i), "kinds", np.uint8))
+
+    def update_pairs(self) -> PairEvents:
+        """The pairs that began and those that ended since the last call."""
+        return PairEvents(*self._native.update_pairs())
+
+    def pairs(self) -> np.ndarray:
+        """Every pair tracked, ``(k, 2)`` ids, the smaller first, sorted."""
+        return self._native.pairs()
+
+    def boxes(self, ids) -> np.ndarray:
+        """The stored (grown) boxes of ``ids``, ``(k, 2, 3)`` float32."""
+        return self._native.boxes(_ids(ids))
 
     def __len__(self) -> int:
         return len(self._native)

@@ -1,5 +1,5 @@
-//! The Python module `slabtree._slabtree`: slabtree's mesh BVH and dynamic AABB tree on numpy
-//! arrays. The Python package `slabtree` (`python/slabtree/`) wraps it: it checks and converts
+//! The Python module `slabtree._slabtree`: slabtree's mesh BVH, dynamic AABB tree and broad phase
+//! on numpy arrays. The Python package `slabtree` (`python/slabtree/`) wraps it: it checks and converts
 //! the arrays (dtype, shape, contiguity) and gives the results their names, so this module takes
 //! C-contiguous `float32` and `uint32` arrays of the right shapes only.
 //!
@@ -11,11 +11,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use glam::Vec3A;
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use slabtree::{Ray, RayCoherence};
+use slabtree::{Aabb, Ray, RayCoherence};
 
+mod broad_phase;
 mod mesh;
 mod tree;
 
@@ -45,6 +46,17 @@ fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -
         }
     };
     Ok(pool.install(f))
+}
+
+/// The boxes of an `(n, 2, 3)` array (minimum corner, then maximum corner).
+fn boxes(a: &PyReadonlyArray3<'_, f32>) -> PyResult<Vec<Aabb>> {
+    let a = a.as_array();
+    if a.shape()[1..] != [2, 3] {
+        return Err(PyValueError::new_err(format!("boxes must have shape (n, 2, 3), not {:?}", a.shape())));
+    }
+    Ok(a.outer_iter()
+        .map(|b| Aabb::new(Vec3A::new(b[[0, 0]], b[[0, 1]], b[[0, 2]]), Vec3A::new(b[[1, 0]], b[[1, 1]], b[[1, 2]])))
+        .collect())
 }
 
 /// The rows of an `(n, 3)` array as vectors.
@@ -159,6 +171,7 @@ fn first_refusal<E>(a: Option<(usize, E)>, b: Option<(usize, E)>) -> Option<(usi
 fn _slabtree(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<mesh::PyMeshBvh>()?;
     m.add_class::<tree::PyDbvt>()?;
+    m.add_class::<broad_phase::PyBroadPhase>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

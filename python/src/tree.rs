@@ -31,17 +31,6 @@ fn error(e: DbvtError) -> PyErr {
     }
 }
 
-/// The boxes of an `(n, 2, 3)` array (minimum corner, then maximum corner).
-fn boxes(a: &PyReadonlyArray3<'_, f32>) -> PyResult<Vec<Aabb>> {
-    let a = a.as_array();
-    if a.shape()[1..] != [2, 3] {
-        return Err(PyValueError::new_err(format!("boxes must have shape (n, 2, 3), not {:?}", a.shape())));
-    }
-    Ok(a.outer_iter()
-        .map(|b| Aabb::new(Vec3A::new(b[[0, 0]], b[[0, 1]], b[[0, 2]]), Vec3A::new(b[[1, 0]], b[[1, 1]], b[[1, 2]])))
-        .collect())
-}
-
 /// A dynamic AABB tree (the Python class `slabtree.Dbvt` wraps this one).
 #[pyclass(module = "slabtree._slabtree", name = "Dbvt")]
 pub struct PyDbvt {
@@ -88,7 +77,7 @@ impl PyDbvt {
         if !(margin >= 0.0 && margin.is_finite()) {
             return Err(PyValueError::new_err(format!("margin must be finite and at least 0, not {margin}")));
         }
-        let boxes = crate::tree::boxes(&boxes)?;
+        let boxes = crate::boxes(&boxes)?;
         for (i, b) in boxes.iter().enumerate() {
             b.validate().map_err(|e| PyValueError::new_err(format!("box {i}: {e}")))?;
         }
@@ -103,7 +92,7 @@ impl PyDbvt {
         py: Python<'py>,
         boxes: PyReadonlyArray3<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let boxes = crate::tree::boxes(&boxes)?;
+        let boxes = crate::boxes(&boxes)?;
         Ok(self.insert_all(&boxes)?.into_pyarray(py))
     }
 
@@ -130,7 +119,7 @@ impl PyDbvt {
     /// first: a bad one changes nothing.
     fn update(&mut self, ids: PyReadonlyArray1<'_, i64>, boxes: PyReadonlyArray3<'_, f32>) -> PyResult<()> {
         let ids = ids.as_array().to_vec();
-        let boxes = crate::tree::boxes(&boxes)?;
+        let boxes = crate::boxes(&boxes)?;
         if ids.len() != boxes.len() {
             return Err(PyValueError::new_err(format!("{} ids but {} boxes", ids.len(), boxes.len())));
         }
@@ -221,7 +210,7 @@ impl PyDbvt {
         boxes: PyReadonlyArray3<'py, f32>,
         threads: Option<usize>,
     ) -> PyResult<(I64s<'py>, I64s<'py>)> {
-        let boxes = crate::tree::boxes(&boxes)?;
+        let boxes = crate::boxes(&boxes)?;
         for (i, b) in boxes.iter().enumerate() {
             b.validate().map_err(|e| PyValueError::new_err(format!("box {i}: {e}")))?;
         }

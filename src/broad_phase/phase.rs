@@ -27,8 +27,16 @@ pub struct BroadPhaseConfig {
 }
 
 impl Default for BroadPhaseConfig {
+    /// A margin of 0.05 and no velocity prediction (Bullet's `btDbvtBroadphase` defaults): the
+    /// tracked pairs stay close to the overlapping ones, which is what the narrow phase pays
+    /// for. A tree's own default prediction (2.0) suits slow movers but, on fast ones, tracked
+    /// seven times the pairs (`docs/performance.md`, "The broad phase's choices").
     fn default() -> Self {
-        BroadPhaseConfig { tree: DbvtConfig::default(), kinematic_pairs: false, parallel_threshold: 1024 }
+        BroadPhaseConfig {
+            tree: DbvtConfig { margin: 0.05, prediction: 0.0, ..DbvtConfig::default() },
+            kinematic_pairs: false,
+            parallel_threshold: 1024,
+        }
     }
 }
 
@@ -86,9 +94,6 @@ pub struct BroadPhase<T> {
     /// slot.
     pub(super) trees: [Dbvt<u32>; 3],
     pub(super) objects: Vec<Object>,
-    /// Each slot's fat box, as its tree stores it (read by the pair search without a lookup in
-    /// the tree).
-    pub(super) fat: Vec<Aabb>,
     /// Each slot's user data, `None` while the slot is free.
     pub(super) data: Vec<Option<T>>,
     /// Free object slots, the next to reuse last.
@@ -103,6 +108,8 @@ pub struct BroadPhase<T> {
     /// Pairs of objects removed since the last `update_pairs`.
     pub(super) removed_pairs: Vec<(ObjectId, ObjectId)>,
     pub(super) events: PairEvents,
+    /// `move_objects`' list of the entries whose fat box changes: entry, slot and new box.
+    pub(super) changes: Vec<(u32, u32, Aabb)>,
     /// The pair search's scratch (see `update.rs`).
     pub(super) search: Vec<super::update::SearchScratch>,
     /// Each tree's SAH cost after its last whole rebuild by `update_pairs` (0 before any).
@@ -127,7 +134,6 @@ impl<T> BroadPhase<T> {
             config,
             trees: std::array::from_fn(|_| Dbvt::with_config(config.tree)),
             objects: Vec::new(),
-            fat: Vec::new(),
             data: Vec::new(),
             free: Vec::new(),
             count: 0,
@@ -136,6 +142,7 @@ impl<T> BroadPhase<T> {
             pairs: PairSet::new(),
             removed_pairs: Vec::new(),
             events: PairEvents::default(),
+            changes: Vec::new(),
             search: Vec::new(),
             rebuilt_sah: [0.0; 3],
         }
@@ -175,7 +182,7 @@ impl<T> BroadPhase<T> {
     #[inline]
     pub(super) fn check(&self, id: ObjectId) -> Result<u32, BroadPhaseError> {
         match self.objects.get(id.index as usize) {
-            Some(o) if o.generation == id.generation && self.data[id.index as usize].is_some() => Ok(id.index),
+            Some(o) if o.generation == id.generation && o.live => Ok(id.index),
             _ => Err(BroadPhaseError::StaleObject(id)),
         }
     }
@@ -215,7 +222,7 @@ impl<T> BroadPhase<T> {
 
     /// The fat box stored for an object: the box pairs and queries test.
     pub fn fat_aabb(&self, id: ObjectId) -> Result<Aabb, BroadPhaseError> {
-        Ok(self.fat[self.check(id)? as usize])
+        Ok(self.objects[self.check(id)? as usize].fat)
     }
 
     /// Every object with its data, in slot order.
@@ -252,15 +259,22 @@ impl<T> BroadPhase<T> {
         let proxy = self.trees[kind.tree()].insert(aabb, i)?;
         let fat = self.trees[kind.tree()].fat_aabb(proxy)?;
         let generation = self.objects.get(i as usize).map_or(0, |o| o.generation);
-        let object = Object { generation, kind, filter: Filter::default(), moved: false, proxy };
+        let object = Object {
+            fat,
+            generation,
+            live: true,
+            kind,
+            filter: Filter::default(),
+            moved: false,
+            proxy,
+            batch_entry: 0,
+        };
         if (i as usize) < self.objects.len() {
             self.free.pop();
             self.objects[i as usize] = object;
-            self.fat[i as usize] = fat;
             self.data[i as usize] = Some(data);
         } else {
             self.objects.push(object);
-            self.fat.push(fat);
             self.data.push(Some(data));
             self.pairs.ensure_object(i);
         }
@@ -289,6 +303,7 @@ impl<T> BroadPhase<T> {
             self.moved_per_tree[kind.tree()] -= 1;
         }
         o.generation = o.generation.wrapping_add(1);
+        o.live = false;
         self.free.push(i);
         self.count -= 1;
         Ok(self.data[i as usize].take().expect("checked live"))
@@ -309,24 +324,79 @@ impl<T> BroadPhase<T> {
         let tree = &mut self.trees[o.kind.tree()];
         let changed = tree.enlarge_proxy(o.proxy, aabb, displacement)?;
         if changed {
-            self.fat[i as usize] = tree.fat_aabb(o.proxy)?;
+            self.objects[i as usize].fat = tree.fat_aabb(o.proxy)?;
             self.mark_moved(i);
         }
         Ok(changed)
     }
 
-    /// [`BroadPhase::move_object`] for a batch, the usual shape of a physics step: returns how
-    /// many fat boxes changed. The batch is checked first, and nothing is changed if any entry is
-    /// bad.
-    pub fn move_objects(&mut self, moves: &[(ObjectId, Aabb, Vec3A)]) -> Result<usize, BroadPhaseError> {
-        for (id, aabb, d) in moves {
-            let o = &self.objects[self.check(*id)? as usize];
-            self.trees[o.kind.tree()].check_move(aabb, *d)?;
+    /// [`BroadPhase::move_object`] for a batch, the usual shape of a physics step, and faster
+    /// than one call per object: returns how many fat boxes changed. `moves` is a slice or any
+    /// iterator of `(id, box, displacement)`, read once (so a frame's moves need not be copied
+    /// into a vector first). Every entry is checked before anything changes: if one is bad,
+    /// nothing is. An object listed more than once ends where its last entry puts it.
+    ///
+    /// ```
+    /// use slabtree::{Aabb, BodyKind, BroadPhase};
+    /// use glam::Vec3A;
+    /// let mut world = BroadPhase::new();
+    /// let unit = |x: f32| Aabb::from_center_half_extents(Vec3A::new(x, 0.0, 0.0), Vec3A::splat(0.5));
+    /// let ids = [world.add(unit(0.0), BodyKind::Dynamic, ())?, world.add(unit(5.0), BodyKind::Dynamic, ())?];
+    /// // The solver's new positions, handed over without a copy.
+    /// let xs = [0.01, 1.5];
+    /// let changed = world.move_objects(ids.iter().zip(xs).map(|(&id, x)| (id, unit(x), Vec3A::ZERO)))?;
+    /// assert_eq!(changed, 1); // the first stayed inside its fat box
+    /// # Ok::<(), slabtree::BroadPhaseError>(())
+    /// ```
+    pub fn move_objects<M>(&mut self, moves: impl IntoIterator<Item = M>) -> Result<usize, BroadPhaseError>
+    where
+        M: std::borrow::Borrow<(ObjectId, Aabb, Vec3A)>,
+    {
+        // One pass checks every entry and finds the fat boxes that change, from the copies kept
+        // here (most moves of a frame stay inside their fat box and need nothing more); the
+        // second writes only those. An object listed more than once ends where its last entry
+        // puts it: each change marks the object with its entry, and only the changes whose entry
+        // is still the mark are written.
+        let mut changes = std::mem::take(&mut self.changes);
+        changes.clear();
+        for (k, entry) in moves.into_iter().enumerate() {
+            let (id, aabb, d) = entry.borrow();
+            let k = u32::try_from(k).unwrap_or(u32::MAX - 1);
+            let Ok(i) = self.check(*id) else {
+                self.changes = changes;
+                return Err(BroadPhaseError::StaleObject(*id));
+            };
+            let o = &self.objects[i as usize];
+            match self.trees[o.kind.tree()].checked_refattened(&o.fat, aabb, *d) {
+                Ok(Some(fat)) => {
+                    changes.push((k, i, fat));
+                    self.objects[i as usize].batch_entry = k;
+                }
+                Ok(None) => {
+                    // When an earlier entry of this batch changed this object's box, that change
+                    // is dropped, and the stored box, which holds this entry's box, stays. (A
+                    // mark left by an earlier batch names no change of this one.)
+                    let earlier = o.batch_entry;
+                    if earlier < k && changes.binary_search_by_key(&earlier, |c| c.0).is_ok_and(|at| changes[at].1 == i)
+                    {
+                        self.objects[i as usize].batch_entry = u32::MAX;
+                    }
+                }
+                Err(e) => {
+                    self.changes = changes;
+                    return Err(e.into());
+                }
+            }
         }
-        let mut changed = 0;
-        for (id, aabb, d) in moves {
-            changed += usize::from(self.move_object(*id, *aabb, *d)?);
+        changes.retain(|&(k, i, _)| self.objects[i as usize].batch_entry == k);
+        for &(_, i, fat) in &changes {
+            let o = &mut self.objects[i as usize];
+            o.fat = fat;
+            self.trees[o.kind.tree()].enlarge_checked(o.proxy, fat);
+            self.mark_moved(i);
         }
+        let changed = changes.len();
+        self.changes = changes;
         Ok(changed)
     }
 
@@ -350,7 +420,7 @@ impl<T> BroadPhase<T> {
         if old == kind {
             return Ok(());
         }
-        let new_proxy = self.trees[kind.tree()].insert_stored(self.fat[i as usize], i)?;
+        let new_proxy = self.trees[kind.tree()].insert_stored(self.objects[i as usize].fat, i)?;
         self.trees[old.tree()].remove(proxy)?;
         let o = &mut self.objects[i as usize];
         if o.moved {

@@ -42,12 +42,12 @@ struct Saved<D> {
 
 impl<T: Serialize> Serialize for BroadPhase<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let slots = (self.objects.iter().zip(&self.fat).zip(&self.data))
-            .map(|((o, fat), data)| Slot {
+        let slots = (self.objects.iter().zip(&self.data))
+            .map(|(o, data)| Slot {
                 generation: o.generation,
                 kind: o.kind,
                 filter: o.filter,
-                fat: *fat,
+                fat: o.fat,
                 data: data.as_ref(),
             })
             .collect();
@@ -109,15 +109,16 @@ fn restore<T>(saved: Saved<T>) -> Result<BroadPhase<T>, String> {
     }
     for (i, slot) in saved.slots.into_iter().enumerate() {
         let object = Object {
+            fat: if slot.data.is_some() { slot.fat } else { Aabb::EMPTY },
             generation: slot.generation,
             kind: slot.kind,
             filter: slot.filter,
             moved: false,
             proxy: proxies[i],
+            batch_entry: 0,
         };
         phase.count += u32::from(slot.data.is_some());
         phase.objects.push(object);
-        phase.fat.push(if slot.data.is_some() { slot.fat } else { Aabb::EMPTY });
         phase.data.push(slot.data);
         phase.pairs.ensure_object(i as u32);
     }

@@ -20,7 +20,6 @@ use super::object::Object;
 use super::pair_set::{NO_PAIR, PairEvents};
 use super::{BodyKind, BroadPhase};
 use crate::dbvt::{Dbvt, LeafControl, PairControl, QueryWorkspace};
-use crate::math::Aabb;
 
 /// One search task's scratch, kept between frames so that a warm update allocates nothing.
 #[derive(Clone, Debug, Default)]
@@ -116,7 +115,7 @@ impl<T> BroadPhase<T> {
     /// `true` when slots `a` and `b` (live) may pair and their fat boxes overlap.
     fn still_pairs(&self, a: u32, b: u32) -> bool {
         let (oa, ob) = (&self.objects[a as usize], &self.objects[b as usize]);
-        may_pair(oa, ob, self.config.kinematic_pairs) && self.fat[a as usize].overlaps(&self.fat[b as usize])
+        may_pair(oa, ob, self.config.kinematic_pairs) && oa.fat.overlaps(&ob.fat)
     }
 
     /// Step 3 when most objects changed: every overlapping pair of the trees, from the trees'
@@ -166,12 +165,8 @@ impl<T> BroadPhase<T> {
             return self.find_by_tree_pairs();
         }
         let search = &mut self.search[..tasks];
-        let view = SearchView {
-            objects: &self.objects,
-            fat: &self.fat,
-            trees: &self.trees,
-            kinematic_pairs: self.config.kinematic_pairs,
-        };
+        let view =
+            SearchView { objects: &self.objects, trees: &self.trees, kinematic_pairs: self.config.kinematic_pairs };
         let pairs = &self.pairs;
         let run = |moved: &[u32], scratch: &mut SearchScratch| {
             scratch.found.clear();
@@ -228,7 +223,6 @@ pub(super) fn kinds_pair(a: BodyKind, b: BodyKind, kinematic_pairs: bool) -> boo
 /// What the pair search reads, shared by its tasks.
 struct SearchView<'a> {
     objects: &'a [Object],
-    fat: &'a [Aabb],
     trees: &'a [Dbvt<u32>; 3],
     kinematic_pairs: bool,
 }
@@ -238,7 +232,8 @@ impl SearchView<'_> {
     /// kind pairs with whose fat boxes overlap its own, that its filter passes, and that are not
     /// tracked yet, leaving to a changed partner of lower slot the pairs it finds itself.
     fn search(&self, i: u32, pairs: &super::pair_set::PairSet, scratch: &mut SearchScratch) {
-        let (me, fat) = (self.objects[i as usize], self.fat[i as usize]);
+        let me = self.objects[i as usize];
+        let fat = me.fat;
         let SearchScratch { ws, found } = scratch;
         for kind in BodyKind::ALL {
             if !kinds_pair(me.kind, kind, self.kinematic_pairs) {

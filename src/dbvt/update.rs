@@ -48,10 +48,35 @@ impl<T> Dbvt<T> {
     /// object that moved fast and then stopped, as in Box2D v2). No checks.
     #[inline]
     fn fat_needed(&self, p: u32, aabb: &Aabb, displacement: Vec3A) -> Option<Aabb> {
-        let stored = self.proxies[p as usize].fat();
-        let fat = self.fatten(aabb, displacement);
-        let keep = stored.contains(aabb) && fat.expand(4.0 * self.config.margin).contains(&stored);
+        self.refattened(&self.proxies[p as usize].fat(), self.fatten(aabb, displacement), aabb)
+    }
+
+    /// The rule of [`Dbvt::fat_needed`] for a stored box the caller holds (the broad phase keeps
+    /// a copy of its objects' boxes, and decides its moves without reading the tree).
+    #[inline]
+    fn refattened(&self, stored: &Aabb, fat: Aabb, aabb: &Aabb) -> Option<Aabb> {
+        let keep = stored.contains(aabb) && fat.expand(4.0 * self.config.margin).contains(stored);
         (!keep).then_some(fat)
+    }
+
+    /// Checks a move as [`Dbvt::check_move`] does and applies the rule of [`Dbvt::fat_needed`]
+    /// to a stored box the caller holds (the broad phase keeps a copy of its objects' boxes and
+    /// decides a batch of moves without reading the tree): the new fat box, or `None` when
+    /// `stored` still fits.
+    #[inline]
+    pub(crate) fn checked_refattened(
+        &self,
+        stored: &Aabb,
+        aabb: &Aabb,
+        displacement: Vec3A,
+    ) -> Result<Option<Aabb>, DbvtError> {
+        aabb.validate()?;
+        if !displacement.is_finite() {
+            return Err(InputError::NonFiniteDisplacement.into());
+        }
+        let fat = self.fatten(aabb, displacement);
+        fat.validate()?;
+        Ok(self.refattened(stored, fat, aabb))
     }
 
     /// Stores a moved proxy's new fat box in its leaf slot and marks the parent for the refit.
@@ -89,6 +114,20 @@ impl<T> Dbvt<T> {
     pub fn enlarge_proxy(&mut self, id: ProxyId, aabb: Aabb, displacement: Vec3A) -> Result<bool, DbvtError> {
         let (p, fat) = self.plan_move(id, &aabb, displacement)?;
         let Some(fat) = fat else { return Ok(false) };
+        self.enlarge_to(p, fat);
+        Ok(true)
+    }
+
+    /// The second half of [`Dbvt::enlarge_proxy`], for a caller that checked the move and
+    /// found the new fat box itself ([`Dbvt::checked_refattened`]): stores `fat` as live proxy `id`'s box
+    /// and grows its ancestors until one contains it.
+    pub(crate) fn enlarge_checked(&mut self, id: ProxyId, fat: Aabb) {
+        debug_assert!(self.check(id).is_ok() && fat.validate().is_ok());
+        self.enlarge_to(id.index, fat);
+    }
+
+    /// Stores `fat` as proxy `p`'s box and grows its ancestors until one contains it.
+    fn enlarge_to(&mut self, p: u32, fat: Aabb) {
         self.proxies[p as usize].set_fat(&fat);
         // The ancestors only grow here; the next refit shrinks them back from the leaf's parent.
         let parent = self.proxies[p as usize].parent;
@@ -102,11 +141,11 @@ impl<T> Dbvt<T> {
                 if parent == NULL { self.root_bounds } else { self.nodes[parent as usize].bounds(slot as usize) };
             let grown = if c.is_leaf() { fat } else { stored.union(&fat) };
             if !c.is_leaf() && stored.contains(&fat) {
-                return Ok(true);
+                return;
             }
             self.set_bounds_of(parent, slot, &grown);
             if parent == NULL {
-                return Ok(true);
+                return;
             }
             c = ChildRef::node(parent);
         }

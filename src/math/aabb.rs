@@ -52,6 +52,7 @@ impl Aabb {
     ///
     /// A zero-sized box (a point, a face) is valid. NaN and infinite boxes are refused because a
     /// single one poisons every ancestor's bounds.
+    #[inline]
     pub fn validate(&self) -> Result<(), InputError> {
         if !(self.min.is_finite() && self.max.is_finite()) {
             return Err(InputError::NonFiniteAabb { min: self.min.into(), max: self.max.into() });
