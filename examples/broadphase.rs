@@ -8,8 +8,6 @@
 
 use std::time::Instant;
 
-use glam::Vec3A;
-use slabtree::Aabb;
 use slabtree::broad_phase::{BodyKind, BroadPhase, ObjectId};
 use slabtree_testkit::worlds::{Workload, World};
 
@@ -17,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map_or(Ok(10_000), |a| a.parse())?;
     let frames: usize = args.next().map_or(Ok(200), |a| a.parse())?;
-    println!("{n} objects, {frames} frames, one thread per update (the search goes parallel above 1024 changes)");
+    println!("{n} objects, {frames} frames (the pair search runs on rayon's threads above 1024 changes)");
     println!(
         "{:<8} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10}",
         "world", "setup ms", "frame µs", "worst µs", "began/frame", "ended/frame", "pairs"

@@ -257,8 +257,15 @@ impl<T> Dbvt<T> {
     }
 
     /// The fat box for a tight box moving by `displacement`.
+    #[inline]
     pub(super) fn fatten(&self, aabb: &Aabb, displacement: Vec3A) -> Aabb {
-        aabb.expand(self.config.margin).extend_by_displacement(displacement * self.config.prediction)
+        let fat = aabb.expand(self.config.margin);
+        // Without prediction (the broad phase's default) the displacement adds nothing.
+        if self.config.prediction == 0.0 {
+            fat
+        } else {
+            fat.extend_by_displacement(displacement * self.config.prediction)
+        }
     }
 
     // ----- links -----

@@ -74,9 +74,15 @@ impl<T> Dbvt<T> {
         if !displacement.is_finite() {
             return Err(InputError::NonFiniteDisplacement.into());
         }
-        let fat = self.fatten(aabb, displacement);
-        fat.validate()?;
-        Ok(self.refattened(stored, fat, aabb))
+        // As in `plan_move`, the fat box is checked only when it is needed: one that overflows
+        // still contains the stored box, which is then kept.
+        match self.refattened(stored, self.fatten(aabb, displacement), aabb) {
+            Some(fat) => {
+                fat.validate()?;
+                Ok(Some(fat))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Stores a moved proxy's new fat box in its leaf slot and marks the parent for the refit.
