@@ -2,8 +2,9 @@
 # The broad-phase table: slabtree's BroadPhase against rapier3d's BroadPhaseBvh and Bullet's
 # btDbvtBroadphase on the three seeded worlds (a settled pile, a level with 10% of its objects
 # moving, a swarm of fast movers), single thread. Each library runs alone in its own process,
-# and the processes are alternated round by round; each process reports the mean frame time of
-# its best pass, and every run checks that each overlapping pair is tracked.
+# and the processes are alternated round by round; each process builds its broad phase, warms it
+# with one pair update, and reports the mean time of the frames that follow; every run checks
+# that each overlapping pair is tracked.
 #
 #   benches/peers/broadphase.sh                 # 10k and 100k objects, 3 rounds
 #   ROUNDS=5 benches/peers/broadphase.sh 10000  # chosen sizes and rounds

@@ -29,8 +29,8 @@ pub struct BroadPhaseConfig {
 impl Default for BroadPhaseConfig {
     /// A margin of 0.05 and no velocity prediction (Bullet's `btDbvtBroadphase` defaults): the
     /// tracked pairs stay close to the overlapping ones, which is what the narrow phase pays
-    /// for. A tree's own default prediction (2.0) suits slow movers but, on fast ones, tracked
-    /// seven times the pairs (`docs/performance.md`, "The broad phase's choices").
+    /// for. A tree's own default prediction (2.0) suits slow movers but, on fast ones, tracks
+    /// many more pairs (`docs/performance.md`, "The broad phase's choices, measured").
     fn default() -> Self {
         BroadPhaseConfig {
             tree: DbvtConfig { margin: 0.05, prediction: 0.0, ..DbvtConfig::default() },

@@ -111,6 +111,7 @@ fn restore<T>(saved: Saved<T>) -> Result<BroadPhase<T>, String> {
         let object = Object {
             fat: if slot.data.is_some() { slot.fat } else { Aabb::EMPTY },
             generation: slot.generation,
+            live: slot.data.is_some(),
             kind: slot.kind,
             filter: slot.filter,
             moved: false,

@@ -66,7 +66,7 @@ impl<T> BroadPhase<T> {
     /// whose SAH cost has grown by a quarter since its last rebuild, is rebuilt whole along the
     /// Morton curve (fast movers outrun any incremental repair, as Box2D v3, which rebuilds its
     /// dynamic tree every step, assumes); otherwise an eighth of the moved leaves' worth of
-    /// treelets is rebuilt (`docs/performance.md`, "The broad phase's choices").
+    /// treelets is rebuilt (`docs/performance.md`, "The broad phase's choices, measured").
     fn tidy_trees(&mut self) {
         for k in 0..3 {
             let (tree, moved) = (&mut self.trees[k], self.moved_per_tree[k]);

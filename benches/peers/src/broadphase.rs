@@ -65,7 +65,7 @@ impl Slabtree {
 impl Peer for Slabtree {
     fn frame(&mut self, moves: &[(usize, Aabb, Vec3A)]) {
         // The moves go in as an iterator over the engine's own array, read once, with no copy
-        // into a vector of their own (`docs/performance.md`, "The broad phase's choices").
+        // into a vector of their own (`docs/performance.md`, "The broad phase's choices, measured").
         let ids = &self.ids;
         self.phase.move_objects(moves.iter().map(|&(i, b, d)| (ids[i], b, d))).unwrap();
         std::hint::black_box(self.phase.update_pairs());
