@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use glam::Vec3A;
 use proptest::prelude::*;
 use slabtree::broad_phase::{BodyKind, BroadPhase, BroadPhaseConfig, BroadPhaseError, Filter, ObjectId};
-use slabtree::{Aabb, LeafControl, QueryWorkspace, Ray, ray_aabb2};
+use slabtree::{Aabb, Frustum, LeafControl, QueryWorkspace, Ray, ray_aabb2};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -217,6 +217,20 @@ fn run(ops: &[Op], kinematic_pairs: bool) -> Result<(), TestCaseError> {
         .unwrap();
         let want: BTreeSet<_> = live.keys().copied().filter(|&id| bp.fat_aabb(id).unwrap().overlaps(&probe)).collect();
         prop_assert_eq!(got, want);
+        let eye = glam::Vec3::new(-15.0, (n % 5) as f32 - 2.0, 1.0);
+        let frustum = Frustum::from_view_projection(
+            glam::camera::rh::proj::directx::perspective(0.9, 1.3, 0.5, 40.0)
+                * glam::camera::rh::view::look_at_mat4(eye, glam::Vec3::ZERO, glam::Vec3::Y),
+        );
+        let mut seen = BTreeSet::new();
+        bp.frustum(&frustum, &mut ws, |id, _| {
+            seen.insert(id);
+            LeafControl::Continue
+        })
+        .unwrap();
+        let want: BTreeSet<_> =
+            live.keys().copied().filter(|&id| frustum.may_contain(&bp.fat_aabb(id).unwrap())).collect();
+        prop_assert_eq!(seen, want);
         let ray = Ray::new(Vec3A::new(-20.0, (n % 5) as f32 - 2.0, 0.3), Vec3A::new(1.0, 0.05, 0.02).normalize());
         let hit = bp.intersect(&ray, &mut ws).unwrap();
         let brute = live

@@ -6,7 +6,7 @@
 use glam::Vec3A;
 
 use super::{BroadPhase, BroadPhaseError, ObjectId};
-use crate::dbvt::{LeafControl, QueryWorkspace, RayControl, RayLeaf};
+use crate::dbvt::{Dbvt, DbvtError, LeafControl, ProxyId, QueryStats, QueryWorkspace, RayControl, RayLeaf};
 use crate::math::{Aabb, Frustum, Ray};
 
 /// The closest object box on a ray or box cast.
@@ -142,20 +142,9 @@ impl<T> BroadPhase<T> {
         &self,
         aabb: &Aabb,
         ws: &mut QueryWorkspace,
-        mut policy: impl FnMut(ObjectId, &T) -> LeafControl,
+        policy: impl FnMut(ObjectId, &T) -> LeafControl,
     ) -> Result<(), BroadPhaseError> {
-        let mut go_on = true;
-        for tree in &self.trees {
-            tree.overlap(aabb, ws, &mut |_, &i: &u32| {
-                let control = policy(self.id_of(i), self.data[i as usize].as_ref().expect("live"));
-                go_on = control == LeafControl::Continue;
-                control
-            })?;
-            if !go_on {
-                break;
-            }
-        }
-        Ok(())
+        self.leaves_of_every_tree(policy, |tree, mut leaf| tree.overlap(aabb, ws, &mut leaf))
     }
 
     /// Hands every object whose fat box contains point `p` (boundary included) to `policy`.
@@ -174,12 +163,23 @@ impl<T> BroadPhase<T> {
         &self,
         frustum: &Frustum,
         ws: &mut QueryWorkspace,
+        policy: impl FnMut(ObjectId, &T) -> LeafControl,
+    ) -> Result<(), BroadPhaseError> {
+        self.leaves_of_every_tree(policy, |tree, mut leaf| tree.frustum(frustum, ws, &mut leaf))
+    }
+
+    /// Runs a leaf query (`query` on one tree with a leaf policy) on each tree in turn, handing
+    /// each object it meets to `policy`, until `policy` stops.
+    fn leaves_of_every_tree(
+        &self,
         mut policy: impl FnMut(ObjectId, &T) -> LeafControl,
+        mut query: impl FnMut(&Dbvt<u32>, &mut dyn FnMut(ProxyId, &u32) -> LeafControl) -> Result<QueryStats, DbvtError>,
     ) -> Result<(), BroadPhaseError> {
         let mut go_on = true;
         for tree in &self.trees {
-            tree.frustum(frustum, ws, &mut |_, &i: &u32| {
-                let control = policy(self.id_of(i), self.data[i as usize].as_ref().expect("live"));
+            query(tree, &mut |_, &i: &u32| {
+                let control =
+                    policy(self.id_of(i), self.data[i as usize].as_ref().expect("a tree's proxy is a live object"));
                 go_on = control == LeafControl::Continue;
                 control
             })?;
