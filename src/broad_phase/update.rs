@@ -2,8 +2,8 @@
 //!
 //! Box2D v3's scheme (`b2UpdateBroadPhasePairs`), with Box2D's contact-edge lists for the ends:
 //!
-//! 1. The trees are tightened (refit) and their structure improved a little
-//!    ([`Dbvt::optimize_incremental`], in proportion to what moved).
+//! 1. The trees are tightened (refit) and their structure improved in proportion to what moved
+//!    ([`Dbvt::optimize_incremental`], or a whole rebuild of a tree that mostly moved).
 //! 2. Each changed object's pairs are checked again: a pair whose fat boxes no longer overlap,
 //!    or that the filters or kinds now forbid, ends. A pair of two unchanged objects cannot
 //!    change, so nothing else is looked at.
@@ -62,11 +62,11 @@ impl<T> BroadPhase<T> {
     }
 
     /// Step 1: tightens the boxes the frame's moves grew and removals loosened, and keeps up the
-    /// trees' structure in proportion to their moves. A tree whose proxies mostly moved, and
-    /// whose SAH cost has grown by a quarter since its last rebuild, is rebuilt whole along the
-    /// Morton curve (fast movers outrun any incremental repair, as Box2D v3, which rebuilds its
-    /// dynamic tree every step, assumes); otherwise an eighth of the moved leaves' worth of
-    /// treelets is rebuilt (`docs/performance.md`, "The broad phase's choices, measured").
+    /// trees' structure in proportion to their moves. A tree whose proxies mostly moved (or were
+    /// added), and whose SAH cost has grown by a quarter since its last rebuild, is rebuilt
+    /// whole (fast movers outrun any incremental repair, as Box2D v3, which rebuilds its dynamic
+    /// tree every step, assumes); otherwise an eighth of the moved leaves' worth of treelets is
+    /// rebuilt (`docs/performance.md`, "The broad phase's choices, measured").
     fn tidy_trees(&mut self) {
         for k in 0..3 {
             let (tree, moved) = (&mut self.trees[k], self.moved_per_tree[k]);
