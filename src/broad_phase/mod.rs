@@ -9,6 +9,7 @@
 //! | `update.rs` | [`BroadPhase::update_pairs`]: from the move buffer to the events |
 //! | `queries.rs` | ray, box-cast, overlap, point and frustum queries over every object |
 //! | `save.rs` | saving and restoring with serde (feature `serde`) |
+//! | `scratch.rs` | the pair search's buffers, kept between frames |
 //! | `error.rs` | [`BroadPhaseError`] |
 
 mod error;
@@ -18,6 +19,7 @@ mod phase;
 mod queries;
 #[cfg(feature = "serde")]
 mod save;
+mod scratch;
 mod update;
 
 pub use error::BroadPhaseError;

@@ -111,7 +111,7 @@ pub struct BroadPhase<T> {
     /// `move_objects`' list of the entries whose fat box changes: entry, slot and new box.
     pub(super) changes: Vec<(u32, u32, Aabb)>,
     /// The pair search's scratch (see `update.rs`).
-    pub(super) search: Vec<super::update::SearchScratch>,
+    pub(super) search: Vec<super::scratch::SearchScratch>,
     /// Each tree's SAH cost after its last whole rebuild by `update_pairs` (0 before any).
     pub(super) rebuilt_sah: [f32; 3],
 }

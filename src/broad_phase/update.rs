@@ -18,16 +18,9 @@
 
 use super::object::Object;
 use super::pair_set::{NO_PAIR, PairEvents};
+use super::scratch::SearchScratch;
 use super::{BodyKind, BroadPhase};
-use crate::dbvt::{Dbvt, LeafControl, PairControl, QueryWorkspace};
-
-/// One search task's scratch, kept between frames so that a warm update allocates nothing.
-#[derive(Clone, Debug, Default)]
-pub(super) struct SearchScratch {
-    ws: QueryWorkspace,
-    /// New pairs found, as slots `(low, high)`, in the order found.
-    found: Vec<(u32, u32)>,
-}
+use crate::dbvt::{Dbvt, LeafControl, PairControl};
 
 /// How much a mostly-moved tree's SAH cost may grow after its last rebuild before the next.
 const REBUILD_GROWTH: f32 = 1.25;
