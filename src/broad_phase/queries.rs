@@ -45,6 +45,18 @@ impl<T, P: FnMut(ObjectId, &T, f32) -> RayControl> AcrossTrees<'_, T, P> {
     }
 }
 
+/// The policy of [`BroadPhase::intersect`] and [`BroadPhase::cast_box`]: keeps in `best` the box
+/// entered first, of equal distances the lowest slot, and clips the ray to it (clipping keeps
+/// entries at exactly `t`, so every tie is seen, as in the tree's own closest hit).
+fn closest_object<T>(best: &mut Option<ObjectHit>) -> impl FnMut(ObjectId, &T, f32) -> RayControl + '_ {
+    |id, _, t| {
+        if best.is_none_or(|b| t < b.t || (t == b.t && id.index < b.id.index)) {
+            *best = Some(ObjectHit { id, t });
+        }
+        RayControl::Clip(t)
+    }
+}
+
 impl<T> BroadPhase<T> {
     /// Hands every object whose fat box the ray passes to `policy(id, data, t)`, with `t` where
     /// the ray enters the box, and carries out what the policy answers (continue, clip the ray,
@@ -90,12 +102,7 @@ impl<T> BroadPhase<T> {
     /// one of lowest [`ObjectId::index`].
     pub fn intersect(&self, ray: &Ray, ws: &mut QueryWorkspace) -> Result<Option<ObjectHit>, BroadPhaseError> {
         let mut best: Option<ObjectHit> = None;
-        self.visit_ray(ray, ws, |id, _, t| {
-            if best.is_none_or(|b| t < b.t || (t == b.t && id.index < b.id.index)) {
-                best = Some(ObjectHit { id, t });
-            }
-            RayControl::Clip(t)
-        })?;
+        self.visit_ray(ray, ws, closest_object(&mut best))?;
         Ok(best)
     }
 
@@ -128,12 +135,7 @@ impl<T> BroadPhase<T> {
         ws: &mut QueryWorkspace,
     ) -> Result<Option<ObjectHit>, BroadPhaseError> {
         let mut best: Option<ObjectHit> = None;
-        self.visit_swept_box(aabb, displacement, ws, |id, _, t| {
-            if best.is_none_or(|b| t < b.t || (t == b.t && id.index < b.id.index)) {
-                best = Some(ObjectHit { id, t });
-            }
-            RayControl::Clip(t)
-        })?;
+        self.visit_swept_box(aabb, displacement, ws, closest_object(&mut best))?;
         Ok(best)
     }
 

@@ -51,13 +51,11 @@ impl<T: Serialize> Serialize for BroadPhase<T> {
                 data: data.as_ref(),
             })
             .collect();
-        let live_moved = self.moved.iter().copied().filter(|&i| self.objects[i as usize].moved);
-        let mut moved: Vec<u32> = Vec::with_capacity(self.moved.len());
-        for i in live_moved {
-            if !moved.contains(&i) {
-                moved.push(i);
-            }
-        }
+        // The move buffer as `update_pairs` will take it: flagged slots, each once, in order.
+        let mut seen = vec![false; self.objects.len()];
+        let moved: Vec<u32> = (self.moved.iter().copied())
+            .filter(|&i| self.objects[i as usize].moved && !std::mem::replace(&mut seen[i as usize], true))
+            .collect();
         Saved {
             config: self.config,
             slots,

@@ -211,7 +211,7 @@ fn may_pair(a: &Object, b: &Object, kinematic_pairs: bool) -> bool {
 /// `true` when objects of these kinds can pair: one is dynamic, or (with `kinematic_pairs`) one
 /// is kinematic. Symmetric.
 #[inline(always)]
-pub(super) fn kinds_pair(a: BodyKind, b: BodyKind, kinematic_pairs: bool) -> bool {
+fn kinds_pair(a: BodyKind, b: BodyKind, kinematic_pairs: bool) -> bool {
     use BodyKind::*;
     match (a, b) {
         (Dynamic, _) | (_, Dynamic) => true,

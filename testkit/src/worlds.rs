@@ -43,7 +43,7 @@ impl Workload {
 pub struct Body {
     pub center: Vec3A,
     pub half: Vec3A,
-    /// Displacement per frame (for the pile, the current jitter).
+    /// Displacement per frame (unused by the pile, whose boxes jitter around `rest`).
     pub velocity: Vec3A,
     pub dynamic: bool,
     /// The pile's resting place, which the jitter stays around.
@@ -146,7 +146,6 @@ impl World {
                     }
                 }
             }
-            b.velocity = if self.workload == Workload::Pile { b.center - before } else { b.velocity };
             moves.push((i, b.aabb(), b.center - before));
         }
     }
