@@ -68,7 +68,7 @@ pub use scene::{
     Instance, InstanceId, RayTree, Scene, SceneBoxCastHit, SceneClosestPoint, SceneError, SceneHit, SceneHitCandidate,
     SceneHitPolicy, SceneShapeCastHit,
 };
-pub use wide::{SimdLevel, compiled_simd_level, simd_level};
+pub use wide::{SimdLevel, compiled_simd_level, set_simd_level, simd_level};
 
 /// The README's examples, compiled and run as doctests so that they stay true.
 #[doc = include_str!("../README.md")]

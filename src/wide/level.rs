@@ -61,8 +61,8 @@ impl fmt::Display for SimdLevel {
 ///
 /// The environment variable `SLABTREE_SIMD` (`sse2`, `avx2`, `avx512`, `neon`, `scalar`) chooses
 /// the level instead, for tests and comparisons; it never goes above what the CPU has (a higher
-/// level gives the CPU's best), and a value that names no level is ignored (see
-/// [`SimdLevel::from_name`]).
+/// level gives the CPU's best, and on x86-64 `scalar` gives `sse2`), and a value that names no
+/// level is ignored (see [`SimdLevel::from_name`]). [`set_simd_level`] changes it later.
 ///
 /// Which kernels follow it: the mesh BVH's ray walks (closest and any hit, either triangle test,
 /// alone, in batches and in streams), its swept boxes and shape casts, and the dynamic tree's
@@ -84,6 +84,38 @@ pub fn simd_level() -> SimdLevel {
         4 => SimdLevel::Avx512,
         _ => choose_level(),
     }
+}
+
+/// Sets the SIMD level of slabtree's dispatched kernels for the rest of the process (every
+/// thread), as `SLABTREE_SIMD` would at start-up, and returns the level it set: `level` lowered to
+/// the CPU's best, and on x86-64 raised to [`SimdLevel::Sse2`], the lowest level its kernels
+/// are built for (elsewhere the CPU's one level). Queries already running finish at the level
+/// they began with.
+///
+/// For comparing levels in one process (every level gives the same answers, bit for bit) and for
+/// trying a lower level's speed; a program that never calls it gets [`simd_level`]'s choice.
+///
+/// ```
+/// use slabtree::{SimdLevel, set_simd_level, simd_level};
+/// let before = simd_level();
+/// let set = set_simd_level(SimdLevel::Sse2);
+/// assert_eq!(simd_level(), set);
+/// #[cfg(target_arch = "x86_64")]
+/// assert_eq!(set, SimdLevel::Sse2);
+/// // Asking for more than the CPU has gives the CPU's best.
+/// assert!(set_simd_level(SimdLevel::Avx512) >= before);
+/// set_simd_level(before);
+/// ```
+pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
+    let level = runnable(level, cpu_level());
+    LEVEL.store(level as u8, Ordering::Relaxed);
+    level
+}
+
+/// `asked` as the kernels can run it on a CPU whose best is `cpu`: at most `cpu`, and on x86-64
+/// at least SSE2 (below it the baseline's kernels run anyway); elsewhere the one level there is.
+fn runnable(asked: SimdLevel, cpu: SimdLevel) -> SimdLevel {
+    if cfg!(target_arch = "x86_64") { asked.clamp(SimdLevel::Sse2, cpu) } else { cpu }
 }
 
 /// The first [`simd_level`]: chooses, and keeps the choice in [`LEVEL`].
@@ -151,7 +183,7 @@ static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 fn chosen_level() -> SimdLevel {
     let cpu = cpu_level();
     match std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name) {
-        Some(asked) => asked.min(cpu),
+        Some(asked) => runnable(asked, cpu),
         None => default_level(cpu),
     }
 }
@@ -234,10 +266,16 @@ mod tests {
         assert_eq!(SimdLevel::from_name(level.name()), Some(level));
         assert!(level <= cpu_level());
         let asked = std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name);
-        assert_eq!(level, asked.map_or(default_level(cpu_level()), |a| a.min(cpu_level())));
+        assert_eq!(level, asked.map_or(default_level(cpu_level()), |a| runnable(a, cpu_level())));
         assert!(asked.is_some() || level != SimdLevel::Avx512);
         assert_eq!(default_level(SimdLevel::Avx512), SimdLevel::Avx2);
         assert_eq!(default_level(SimdLevel::Sse2), SimdLevel::Sse2);
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(runnable(SimdLevel::Scalar, SimdLevel::Avx2), SimdLevel::Sse2);
+            assert_eq!(runnable(SimdLevel::Avx512, SimdLevel::Avx2), SimdLevel::Avx2);
+            assert_eq!(runnable(SimdLevel::Avx2, SimdLevel::Avx512), SimdLevel::Avx2);
+        }
         #[cfg(target_arch = "x86_64")]
         {
             let compiled = compiled_simd_level();
