@@ -1,7 +1,8 @@
-//! Builds do not depend on the threads that make them: a mesh BVH of every build quality gives
-//! the same bytes, and a dynamic tree's bulk build the same structure (its statistics, and the
-//! order in which its queries meet the proxies), on one thread and two, with the parallel paths
-//! taken at every size or at none.
+//! Builds do not depend on the threads that make them, nor on the process: a mesh BVH of every
+//! build quality gives the same bytes, and a dynamic tree's bulk build the same structure (its
+//! statistics, and the order in which its queries meet the proxies), on one thread and two, with
+//! the parallel paths taken at every size or at none, and in other processes (other addresses,
+//! other hash seeds, other thread timing).
 
 use glam::Vec3A;
 use slabtree::{
@@ -81,5 +82,53 @@ fn dynamic_tree_bulk_builds_are_the_same_on_any_number_of_threads() {
     assert!(serial.3.len() > 1000, "the queries met too little to compare: {}", serial.3.len());
     for (threads, threshold) in [(2, 64), (1, 64), (2, usize::MAX)] {
         assert!(fingerprint(&tree(threads, threshold)) == serial, "{threads} threads, threshold {threshold}");
+    }
+}
+
+/// One line for everything a process builds: the checksum of each quality's saved mesh BVH, and
+/// a hash of a bulk-built tree's fingerprint; built on two threads with every parallel path taken.
+fn summary() -> String {
+    let (p, t) = room(20_000, 5);
+    let mesh = TriMesh::new(p, t).unwrap();
+    let mut line = String::new();
+    for quality in [BuildQuality::Low, BuildQuality::Medium, BuildQuality::High] {
+        let options = BuildOptions { quality, parallel_threshold: 16, ..Default::default() };
+        let bytes = on_threads(2, || MeshBvh::build(&mesh, &options)).to_bytes();
+        line += &format!("{quality:?} {:016x} ", slabtree::mesh::saved_checksum(&bytes));
+    }
+    let mut r = Rng(33);
+    let boxes: Vec<(Aabb, u32)> = (0..20_000)
+        .map(|i| (Aabb::from_center_half_extents(Vec3A::from(r.unit3()) * 100.0, Vec3A::splat(0.5)), i))
+        .collect();
+    let config = DbvtConfig { parallel_threshold: 64, ..Default::default() };
+    let tree = on_threads(2, || Dbvt::build_with_config(boxes, config).unwrap().0);
+    let (sah, height, nodes, met) = fingerprint(&tree);
+    let met = met.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| (h ^ v as u64).wrapping_mul(0x100_0000_01b3));
+    line + &format!("tree {sah:08x} {height} {nodes} {met:016x}")
+}
+
+/// The same builds in two child processes (this test binary, run again on this test alone)
+/// give the same summary as this process.
+#[test]
+fn builds_are_the_same_in_other_processes() {
+    const CHILD: &str = "SLABTREE_DETERMINISM_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        println!("summary: {}", summary());
+        return;
+    }
+    let here = summary();
+    for child in 0..2 {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "builds_are_the_same_in_other_processes", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            // A longer environment moves the child's stack: other addresses, as well as ASLR's.
+            .env("SLABTREE_DETERMINISM_PADDING", "x".repeat(4096 * (child + 1)))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let there = text.lines().find_map(|l| l.split_once("summary: ").map(|s| s.1)).unwrap_or_else(|| {
+            panic!("child {child} printed no summary: {text} {}", String::from_utf8_lossy(&out.stderr))
+        });
+        assert_eq!(there, here, "child process {child}");
     }
 }
