@@ -718,3 +718,127 @@ mod tree_operations {
         assert!(tree.fat_aabb(ids[7]).unwrap().contains(&far(7)));
     }
 }
+
+/// The rows of the newer entry points: build qualities, the broad phase and the SIMD override.
+mod qualities_broad_phase_and_simd_override {
+    use glam::{Vec3, Vec3A};
+    use slabtree::{
+        Aabb, BodyKind, BroadPhase, BuildOptions, BuildQuality, MeshBvh, MeshError, ObjectId, Ray, SimdLevel, TriMesh,
+        set_simd_level, simd_level,
+    };
+
+    use super::{INF, NAN, bad_boxes, bad_rays};
+
+    /// Every quality refuses what the others refuse, and stays as it was: bad rays, bad refits
+    /// (a High build with spatial splits refuses every refit, `MeshError::RefitSpatialSplits`),
+    /// on a sphere and on an interior where High splits; out-of-range build options
+    /// (0 or 1 bins, threshold 0, many rotation passes) still build a BVH that answers as the
+    /// default one does.
+    #[test]
+    fn every_build_quality_refuses_bad_input_and_stays_unchanged() {
+        let (p, t) = slabtree_testkit::triangle::room(400, 3);
+        let room = TriMesh::new(p, t).unwrap();
+        let high = MeshBvh::build(&room, &BuildOptions { quality: BuildQuality::High, ..Default::default() });
+        assert!(high.stats().references > room.len(), "the interior gets spatial splits");
+        for mesh in [TriMesh::uv_sphere(1.0, 24, 12), room] {
+            qualities_on(&mesh);
+        }
+    }
+
+    fn qualities_on(mesh: &TriMesh) {
+        let reference = MeshBvh::build(mesh, &BuildOptions::default());
+        let probes: Vec<Ray> =
+            (0..64).map(|i| Ray::new(Vec3::new(0.1 * i as f32 - 3.0, 0.05, 5.0), Vec3::new(0.0, 0.0, -1.0))).collect();
+        for quality in [BuildQuality::Low, BuildQuality::Medium, BuildQuality::High] {
+            let mut bvh = MeshBvh::build(mesh, &BuildOptions { quality, ..Default::default() });
+            let bytes = bvh.to_bytes();
+            for r in bad_rays() {
+                let e = r.validate().expect_err("a bad ray");
+                assert_eq!(format!("{:?}", bvh.intersect(&r)), format!("{:?}", Err::<(), _>(e)), "{quality:?}");
+                assert_eq!(format!("{:?}", bvh.occluded(&r)), format!("{:?}", Err::<(), _>(e)), "{quality:?}");
+            }
+            let mut nan = mesh.positions().to_vec();
+            nan[7].y = NAN;
+            let short = &mesh.positions()[1..];
+            let (refit_nan, refit_short) = (bvh.refit(&nan), bvh.refit(short));
+            // A High build whose splits put a triangle in several leaves refuses every refit.
+            if bvh.stats().references > mesh.len() {
+                assert_eq!(refit_nan, Err(MeshError::RefitSpatialSplits));
+                assert_eq!(refit_short, Err(MeshError::RefitSpatialSplits));
+            } else {
+                assert_eq!(refit_nan, Err(MeshError::NonFiniteVertex { vertex: 7 }), "{quality:?}");
+                assert!(matches!(refit_short, Err(MeshError::VertexCountMismatch { .. })), "{quality:?}");
+            }
+            assert!(bvh.to_bytes() == bytes, "{quality:?}: an error changed the BVH");
+            for (bins, parallel_threshold, rotation_passes) in [(0, 16_384, 3), (1, 0, 3), (usize::MAX, 1, 1000)] {
+                let options = BuildOptions { quality, bins, parallel_threshold, rotation_passes, ..Default::default() };
+                let odd = MeshBvh::build(mesh, &options);
+                for r in &probes {
+                    let (got, want) = (odd.intersect(r).unwrap(), reference.intersect(r).unwrap());
+                    assert_eq!(got.map(|h| (h.t, h.triangle)), want.map(|h| (h.t, h.triangle)), "{options:?}");
+                }
+            }
+        }
+    }
+
+    /// The broad phase: NaN, infinite and inverted boxes, bad displacements, stale ids and a
+    /// batch with one bad entry are typed errors, and nothing changes.
+    #[test]
+    fn broad_phase_refuses_bad_input_and_stays_unchanged() {
+        let mut phase: BroadPhase<u32> = BroadPhase::new();
+        let unit = |x: f32| Aabb::from_center_half_extents(Vec3A::new(x, 0.0, 0.0), Vec3A::splat(0.5));
+        let ids: Vec<ObjectId> =
+            (0..6).map(|i| phase.add(unit(i as f32 * 0.8), BodyKind::Dynamic, i).unwrap()).collect();
+        phase.update_pairs();
+        let gone = phase.add(unit(9.0), BodyKind::Static, 99).unwrap();
+        phase.remove(gone).unwrap();
+        let state = |p: &BroadPhase<u32>| {
+            let mut pairs: Vec<_> = p.pairs().collect();
+            pairs.sort_unstable();
+            let boxes: Vec<_> = ids.iter().map(|&id| p.fat_aabb(id).unwrap()).collect();
+            (p.len(), pairs, format!("{boxes:?}"))
+        };
+        let before = state(&phase);
+        for b in bad_boxes() {
+            assert!(matches!(phase.add(b, BodyKind::Dynamic, 7), Err(slabtree::BroadPhaseError::Input(_))), "{b:?}");
+            assert!(matches!(phase.move_object(ids[0], b, Vec3A::ZERO), Err(slabtree::BroadPhaseError::Input(_))));
+            let batch = [(ids[1], unit(3.0), Vec3A::ZERO), (ids[2], b, Vec3A::ZERO)];
+            assert!(phase.move_objects(batch).is_err(), "a batch with {b:?} was applied");
+        }
+        for d in [Vec3A::new(NAN, 0.0, 0.0), Vec3A::new(0.0, INF, 0.0)] {
+            assert!(phase.move_object(ids[0], unit(5.0), d).is_err(), "displacement {d}");
+        }
+        assert_eq!(phase.move_object(gone, unit(1.0), Vec3A::ZERO), Err(slabtree::BroadPhaseError::StaleObject(gone)));
+        assert_eq!(phase.remove(gone), Err(slabtree::BroadPhaseError::StaleObject(gone)));
+        assert!(phase.set_kind(gone, BodyKind::Static).is_err() && phase.get(gone).is_err());
+        let events = phase.update_pairs();
+        assert!(events.began().is_empty() && events.ended().is_empty(), "{events:?}");
+        assert_eq!(state(&phase), before, "an error changed the broad phase");
+    }
+
+    /// The SIMD override: a level the CPU lacks gives the CPU's best, a name that is no level is
+    /// none, and the answers are the same at every level.
+    #[test]
+    fn the_simd_override_never_goes_above_the_cpu() {
+        assert_eq!(SimdLevel::from_name("avx1024"), None);
+        assert_eq!(SimdLevel::from_name(""), None);
+        let chosen = simd_level();
+        let best = set_simd_level(SimdLevel::Avx512);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let cpu_has_512 = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vl");
+            let cpu_has_avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+            assert!(best <= SimdLevel::Avx2 || cpu_has_512, "{best} on a CPU without AVX-512");
+            assert!(best <= SimdLevel::Sse2 || cpu_has_avx2, "{best} on a CPU without AVX2");
+            assert_eq!(set_simd_level(SimdLevel::Scalar), SimdLevel::Sse2);
+        }
+        let mesh = TriMesh::torus(1.0, 0.3, 32, 16);
+        let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+        let ray = Ray::new(Vec3::new(1.0, 0.05, 3.0), Vec3::new(0.01, 0.0, -1.0));
+        set_simd_level(SimdLevel::Sse2);
+        let low = bvh.intersect(&ray).unwrap();
+        set_simd_level(best);
+        assert_eq!(bvh.intersect(&ray).unwrap(), low);
+        set_simd_level(chosen);
+    }
+}
