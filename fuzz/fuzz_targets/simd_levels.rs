@@ -19,11 +19,21 @@ use slabtree::{
     SimdLevel, Threads, TriangleTest, set_simd_level,
 };
 
-/// Everything one level answered, as bits.
-#[derive(Debug, PartialEq, Eq)]
-struct Answers(Vec<u32>);
+/// Everything one level answered, as bits, and which query each word came from.
+#[derive(Debug)]
+struct Answers(Vec<u32>, Vec<(usize, &'static str)>);
 
 impl Answers {
+    /// Marks where the words of `query` begin.
+    fn query(&mut self, query: &'static str) {
+        self.1.push((self.0.len(), query));
+    }
+
+    /// The query whose words include word `at`.
+    fn query_at(&self, at: usize) -> &'static str {
+        self.1.iter().rev().find(|(start, _)| *start <= at).map_or("?", |q| q.1)
+    }
+
     fn f(&mut self, x: f32) {
         self.0.push(x.to_bits());
     }
@@ -56,14 +66,17 @@ fn levels() -> Vec<SimdLevel> {
 }
 
 fn answers(bvhs: &[MeshBvh], tree: &Dbvt<u32>, rays: &[Ray], casts: &[(Aabb, Vec3, f32)]) -> Answers {
-    let mut out = Answers(Vec::new());
+    let mut out = Answers(Vec::new(), Vec::new());
     let mut all = Vec::new();
     let mut batch = Vec::new();
     let mut batch_any = Vec::new();
     for bvh in bvhs {
         for ray in rays {
+            out.query("intersect");
             out.hit(bvh.intersect(ray).unwrap_or(None));
+            out.query("occluded");
             out.0.push(bvh.occluded(ray).unwrap_or(false) as u32);
+            out.query("intersect_all");
             if bvh.intersect_all(ray, &mut all).is_ok() {
                 all.sort_by_key(|h| h.triangle);
                 out.0.push(all.len() as u32);
@@ -74,14 +87,17 @@ fn answers(bvhs: &[MeshBvh], tree: &Dbvt<u32>, rays: &[Ray], casts: &[(Aabb, Vec
         }
         for packets in [false, true] {
             let options = BatchOptions { threads: Threads::Calling, packets, ..Default::default() };
+            out.query(if packets { "intersect_batch, packets" } else { "intersect_batch" });
             if bvh.intersect_batch(rays, &mut batch, options).is_ok() {
                 batch.iter().for_each(|&h| out.hit(h));
             }
+            out.query(if packets { "occluded_batch, packets" } else { "occluded_batch" });
             if bvh.occluded_batch(rays, &mut batch_any, options).is_ok() {
                 out.0.extend(batch_any.iter().map(|&a| a as u32));
             }
         }
         for &(b, d, r) in casts {
+            out.query("cast_box");
             match bvh.cast_box(&b, d.into()) {
                 Ok(Some(s)) => {
                     out.0.push(s.triangle);
@@ -90,6 +106,7 @@ fn answers(bvhs: &[MeshBvh], tree: &Dbvt<u32>, rays: &[Ray], casts: &[(Aabb, Vec
                 _ => out.0.push(u32::MAX),
             }
             let c = Vec3::from(b.center());
+            out.query("cast_sphere, cast_capsule");
             for cast in [bvh.cast_sphere(c, r, d), bvh.cast_capsule(c, Vec3::from(b.max), r, d)] {
                 match cast {
                     Ok(Some(s)) => {
@@ -106,6 +123,7 @@ fn answers(bvhs: &[MeshBvh], tree: &Dbvt<u32>, rays: &[Ray], casts: &[(Aabb, Vec
     let wide = tree.wide().expect("a built tree has no refit pending");
     let mut ws = QueryWorkspace::new();
     for ray in rays {
+        out.query("tree: wide intersect, visit_ray");
         if let Ok(hit) = wide.intersect(ray, &mut ws) {
             match hit {
                 Some(h) => {
@@ -129,6 +147,7 @@ fn answers(bvhs: &[MeshBvh], tree: &Dbvt<u32>, rays: &[Ray], casts: &[(Aabb, Vec
 fn run(u: &mut Unstructured) -> Result<()> {
     let mesh = random_mesh::mesh(u, 160)?;
     let mut bvhs = Vec::new();
+    // (Each BVH's answers are told apart by their position; the message names the query.)
     for quality in [BuildQuality::Low, BuildQuality::Medium, BuildQuality::High] {
         for triangle_test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             bvhs.push(MeshBvh::build(&mesh, &BuildOptions { quality, triangle_test, ..Default::default() }));
@@ -155,9 +174,18 @@ fn run(u: &mut Unstructured) -> Result<()> {
         match &first {
             None => first = Some(got),
             Some(expected) => {
-                if got != *expected {
-                    let at = got.0.iter().zip(&expected.0).position(|(a, b)| a != b);
-                    panic!("{level} differs from {} at word {at:?} of {}", levels[0], expected.0.len());
+                if got.0 != expected.0 {
+                    let at = got.0.iter().zip(&expected.0).position(|(a, b)| a != b).unwrap_or(got.0.len());
+                    let near = |a: &Answers| a.0[at.saturating_sub(2)..(at + 8).min(a.0.len())].to_vec();
+                    panic!(
+                        "{level} differs from {} at word {at} of {} ({}): {:x?} against {:x?}; rays {rays:?}, \
+                         casts {casts:?}, mesh {mesh:?}",
+                        levels[0],
+                        expected.0.len(),
+                        expected.query_at(at),
+                        near(&got),
+                        near(expected),
+                    );
                 }
             }
         }

@@ -397,14 +397,54 @@ impl Swept {
     #[inline(always)]
     pub(crate) fn hit(&self, tri: &[Vec3; 3], limit: f32) -> Option<(f32, (Vec3, Vec3))> {
         let (lo, hi) = (tri[0].min(tri[1]).min(tri[2]), tri[0].max(tri[1]).max(tri[2]));
-        let moved = self.d * limit;
+        // (`beyond`: see below.)
+        let beyond = limit.next_up();
+        let moved = self.d * beyond;
         if lo.cmpgt(self.hi + moved.max(Vec3::ZERO)).any() || hi.cmplt(self.lo + moved.min(Vec3::ZERO)).any() {
             return None;
         }
-        if self.a == self.b {
-            sweep_sphere_triangle(self.a, self.r, self.d, tri, limit)
+        // The exact test finds `t` in f64 and reports it in f32. A contact counts when its f32
+        // `t` is within `limit`, not its f64 one: two triangles whose contacts round to the same
+        // f32 `t` are then both seen, whichever the walk meets first (the leaf keeps the lower
+        // index of a tie), so the SIMD levels, which order children differently, agree. Found
+        // by the `simd_levels` fuzz target.
+        let hit = if self.a == self.b {
+            sweep_sphere_triangle(self.a, self.r, self.d, tri, beyond)
         } else {
-            sweep_capsule_triangle(self.a, self.b, self.r, self.d, tri, limit)
+            sweep_capsule_triangle(self.a, self.b, self.r, self.d, tri, beyond)
+        }?;
+        (hit.0 <= limit).then_some(hit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3;
+
+    use super::Swept;
+
+    /// A contact whose f64 time lies just past an f32 value `t` but rounds to it counts as a
+    /// contact at `t` when the limit is `t`: else, of two triangles touched at the same f32 `t`,
+    /// the one met first would hide the other, and the answer would depend on the walk's order.
+    #[test]
+    fn a_contact_that_rounds_to_the_limit_is_within_it() {
+        let (r, d) = (0.25f32, 3.0f32);
+        let mut checked = 0;
+        for k in 0..200 {
+            // A floor at height h under a sphere falling from the origin by d along +z.
+            let h = 1.0 + k as f32 * 0.013;
+            let exact = (f64::from(h) - f64::from(r)) / f64::from(d);
+            let t = exact as f32;
+            if f64::from(t) >= exact {
+                continue; // rounded up: within the limit in f64 too
+            }
+            let floor = [Vec3::new(-5.0, -5.0, h), Vec3::new(5.0, -5.0, h), Vec3::new(0.0, 5.0, h)];
+            let sphere = Swept::new(Vec3::ZERO, Vec3::ZERO, r, Vec3::new(0.0, 0.0, d)).unwrap();
+            let hit = sphere.hit(&floor, t).map(|h| h.0);
+            assert_eq!(hit, Some(t), "floor at {h}: contact at {exact} (f32 {t}) with limit {t}");
+            assert_eq!(sphere.hit(&floor, t.next_down()), None, "floor at {h}: a contact past the limit");
+            checked += 1;
         }
+        assert!(checked > 20, "only {checked} contacts rounded down");
     }
 }

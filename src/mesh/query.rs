@@ -464,7 +464,7 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
             let limit = best.map_or(tmax, |b| b.1);
             let tri = self.mesh.triangle(prim as usize);
             if let Some((t, n)) = (self.hit)(&tri, limit)
-                && best.is_none_or(|b| t < b.1)
+                && best.is_none_or(|b| t < b.1 || (t == b.1 && prim < b.0))
             {
                 best = Some((prim, t, (t, n)));
             }
