@@ -238,3 +238,87 @@ fn a_bulk_build_of_boxes_with_overflowing_areas_keeps_every_proxy() {
         assert!(found.iter().any(|&(id, d)| d == *i && id == ids[*i as usize]), "proxy {i}: {found:?}");
     }
 }
+
+/// Found by the `ray_query` and `scene_ops` fuzz targets: closest hit found a hit where any hit
+/// found none. The ray (direction `f32::MAX` along z, range `[-0.125, -0]`) passes through a
+/// corner at z = 2.5e-42, whose distance rounds to 0 in f32: closest hit took it, as a distance
+/// within the range, while any hit's scaled check against the range's end (`t·|det| <= tmax·|det|`)
+/// refused it. Both now accept a triangle by its rounded distance, as the single ray, batches,
+/// streams and the scene do.
+#[test]
+fn closest_and_any_hit_agree_where_the_distance_rounds_to_the_range_end() {
+    use glam::{Affine3A, Vec3};
+    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Scene, Threads, TriMesh, TriangleTest};
+    use std::sync::Arc;
+    let mesh = TriMesh::new(
+        vec![Vec3::new(0.0, -0.125, 1e-44), Vec3::new(-4.5, -4.5, -4.5), Vec3::new(0.0, 0.0, 2.51e-42)],
+        vec![[0, 1, 2]],
+    )
+    .unwrap();
+    let ray = Ray::new(Vec3A::splat(-0.0), Vec3A::new(-0.0, -0.0, f32::MAX)).with_range(-0.125, -0.0);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = Arc::new(MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() }));
+        let hit = bvh.intersect(&ray).unwrap();
+        assert_eq!(hit.is_some(), bvh.occluded(&ray).unwrap(), "{test:?}: {hit:?}");
+        // Enough copies for the batch to trace them as packets.
+        let rays = vec![ray; 256];
+        let packets = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+        let (mut hits, mut occluded) = (Vec::new(), Vec::new());
+        bvh.intersect_batch(&rays, &mut hits, packets).unwrap();
+        bvh.occluded_batch(&rays, &mut occluded, packets).unwrap();
+        assert!(hits.iter().zip(&occluded).all(|(h, &o)| h.is_some() == o && o == hit.is_some()), "{test:?}");
+        let mut scene = Scene::new();
+        scene.add(bvh.clone(), Affine3A::IDENTITY, 0, Scene::ALL).unwrap();
+        let in_scene = scene.intersect(&ray, Scene::ALL).unwrap();
+        assert_eq!(in_scene.is_some(), scene.occluded(&ray, Scene::ALL).unwrap(), "{test:?} scene: {in_scene:?}");
+    }
+}
+
+/// The same agreement on ordinary rays: shadow-ray segments that end exactly on a triangle of a
+/// random soup, where a hit's rounded distance is often the range's end itself. Closest hit and
+/// any hit, singly, in batches and with a policy that accepts every hit, must find a hit on
+/// exactly the same rays, and every hit's list must begin at closest hit's distance (`streams.rs` has the
+/// packets' side: `ranges_ending_at_the_hit_equal_single_rays`).
+#[test]
+fn closest_and_any_hit_agree_on_segments_ending_on_triangles() {
+    use slabtree::{BatchOptions, BuildOptions, HitCandidate, HitControl, MeshBvh, RayOptions, Threads, TriangleTest};
+    use slabtree_testkit::rng::{Rng, triangle_soup};
+    let mut rng = Rng(7);
+    let mesh = triangle_soup(&mut rng, 2000, 10.0, 1.0);
+    let rays: Vec<Ray> = (0..20_000)
+        .map(|_| {
+            let [a, b, c] = mesh.triangle(rng.below(mesh.len()));
+            let (u, v) = (rng.unit(), rng.unit());
+            let (u, v) = if u + v > 1.0 { (1.0 - u, 1.0 - v) } else { (u, v) };
+            let end = a + (b - a) * u + (c - a) * v;
+            Ray::segment(rng.in_cube(12.0), Vec3A::from(end))
+        })
+        .collect();
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        let packets = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+        let (mut hits, mut occluded) = (Vec::new(), Vec::new());
+        bvh.intersect_batch(&rays, &mut hits, packets).unwrap();
+        bvh.occluded_batch(&rays, &mut occluded, packets).unwrap();
+        let (mut differ, mut all) = (0, Vec::new());
+        let accept = |_: &HitCandidate| HitControl::Accept;
+        for (i, ray) in rays.iter().enumerate() {
+            let hit = bvh.intersect(ray).unwrap();
+            let any = bvh.occluded(ray).unwrap();
+            // A policy that accepts every hit is offered the same triangles.
+            let with = bvh.intersect_with(ray, &mut { accept }, RayOptions::default()).unwrap();
+            let any_with = bvh.occluded_with(ray, &mut { accept }, RayOptions::default()).unwrap();
+            bvh.intersect_all(ray, &mut all).unwrap();
+            if hit.is_some() != any
+                || hits[i].is_some() != any
+                || occluded[i] != any
+                || with.map(|h| (h.t, h.triangle)) != hit.map(|h| (h.t, h.triangle))
+                || any_with != any
+                || all.first().map(|h| h.t) != hit.map(|h| h.t)
+            {
+                differ += 1;
+            }
+        }
+        assert_eq!(differ, 0, "{test:?}: of {} rays", rays.len());
+    }
+}

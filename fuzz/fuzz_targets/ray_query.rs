@@ -2,9 +2,9 @@
 //! small mesh BVH (both triangle tests) and a dynamic tree of the triangles' boxes.
 //!
 //! Checked: nothing panics; an invalid ray hits nothing (mesh) or is a typed error (tree); a hit
-//! lies in `[tmin, tmax]` on a real triangle with finite barycentrics; closest hit and any hit
-//! agree on whether there is a hit; the tree's closest box equals brute force; swept boxes report
-//! `t` in `[0, 1]`.
+//! lies in `[tmin, tmax]` on a real triangle with finite barycentrics; closest hit, any hit and
+//! all hits agree on whether there is a hit; the tree's closest box equals brute force; swept
+//! boxes report `t` in `[0, 1]`.
 #![no_main]
 
 use glam::{Vec3, Vec3A};
@@ -65,6 +65,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
         .collect();
     let (tree, _) = Dbvt::build(boxes.clone()).expect("valid boxes");
     let mut ws = QueryWorkspace::new();
+    let mut all = Vec::new();
     for _ in 0..u.int_in_range(1u8..=16)? {
         let mut ray = Ray::new(v(u)?, v(u)?);
         if u.arbitrary::<bool>()? {
@@ -88,6 +89,8 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 }
                 (h, a) => panic!("closest and any hit disagree on refusing {ray:?}: {h:?} {a:?}"),
             };
+            bvh.intersect_all(&ray, &mut all).expect("a valid ray");
+            assert_eq!(hit.is_some(), !all.is_empty(), "closest and all hits disagree on {ray:?}");
             assert_eq!(
                 hit.is_some(),
                 any,

@@ -187,8 +187,15 @@ impl<const WATERTIGHT: bool, D: Decide> LeafTest for TriangleLeaf<WATERTIGHT, D>
     #[inline(always)]
     fn test<const ANY: bool>(&mut self, index: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, PackHit)> {
         if D::NEAREST && ANY {
+            // The same acceptance as the closest hit's below (tested up to the band, kept when
+            // the rounded `t` is within the range), so that any hit finds a hit exactly when
+            // closest hit does: a scaled check against the range's end alone can refuse a
+            // triangle whose rounded `t` is that end, which closest hit takes.
             let end = self.end_t;
-            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, end) } else { self.tr.intersect_mt(p, end) }?;
+            let mut h = if WATERTIGHT { self.tr.intersect_watertight(p, tmax) } else { self.tr.intersect_mt(p, tmax) }?;
+            if h.t > end {
+                return None;
+            }
             h.pack = index;
             return Some((p.prim[h.lane], h.t, h));
         }
@@ -203,20 +210,32 @@ impl<const WATERTIGHT: bool, D: Decide> LeafTest for TriangleLeaf<WATERTIGHT, D>
             h.pack = index;
             return Some((prim, h.t, h));
         }
+        // A policy is offered the triangles the fixed queries would take, by the same rule.
         let lanes =
             if WATERTIGHT { self.tr.intersect_watertight_lanes(p, tmax) } else { self.tr.intersect_mt_lanes(p, tmax) }?;
         let mut left = lanes.mask;
         while left != 0 {
+            // Nearest first, so the first lane beyond the range ends the pack.
             let lane = lanes.nearest_of(left);
             left &= !(1 << lane);
             let found = lanes.hit(index, lane);
-            let candidate = HitCandidate { triangle: p.prim[lane], t: found.t, u: found.u, v: found.v, found };
+            let prim = p.prim[lane];
+            if found.t > self.end_t {
+                return None;
+            }
+            if found.t == self.end_t && prim >= self.end_prim {
+                continue;
+            }
+            let candidate = HitCandidate { triangle: prim, t: found.t, u: found.u, v: found.v, found };
             match self.decide.decide(&candidate) {
-                HitControl::Accept => return Some((candidate.triangle, found.t, found)),
+                HitControl::Accept => {
+                    (self.end_t, self.end_prim) = (found.t, prim);
+                    return Some((prim, found.t, found));
+                }
                 HitControl::Ignore => {}
                 HitControl::Stop => {
                     self.stopped = true;
-                    return Some((candidate.triangle, found.t, found));
+                    return Some((prim, found.t, found));
                 }
             }
         }
@@ -230,6 +249,6 @@ impl<const WATERTIGHT: bool, D: Decide> LeafTest for TriangleLeaf<WATERTIGHT, D>
 
     #[inline(always)]
     fn walk_tmax(&self, t: f32) -> f32 {
-        if D::NEAREST { raised_tmax(t) } else { t }
+        raised_tmax(t)
     }
 }

@@ -74,10 +74,9 @@ const LANES_FROM: u32 = 2;
 /// Rays at most that walk a subtree alone rather than in their packet (see `packet_walk`).
 const ALONE: u32 = 8;
 
-/// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax`: any hit ends
-/// the ray. A closest hit was found with the triangle test's range raised to
-/// [`triangle_tmax`]`(tmax)`: one beyond `tmax` is no hit, one before it clips the ray, and either
-/// is a tie, and the ray is traced again singly, when it lies within the band of
+/// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax` and the
+/// triangle test's range was raised to [`triangle_tmax`]`(tmax)`. A hit beyond `tmax` is no hit.
+/// Any hit within it ends the ray. A closest hit within it clips the ray; either is a tie, and the ray is traced again singly, when it lies within the band of
 /// [`lowered_tmax`] and [`raised_tmax`] around `tmax`. Returns whether the ray was clipped.
 ///
 /// Why a band, and not `t == tmax`: the single ray refuses a triangle at `t <= tmax` when the
@@ -97,8 +96,12 @@ fn record<const ANY: bool>(
     tmax: f32,
 ) -> bool {
     if ANY {
-        best[r] = Some((prim, h));
-        pk.live &= !(1u64 << r);
+        // Tested up to the band too, and kept only within the range, as the single ray's leaf
+        // test (`TriangleLeaf`) keeps it: any hit then finds a hit exactly when closest hit does.
+        if h.t <= tmax {
+            best[r] = Some((prim, h));
+            pk.live &= !(1u64 << r);
+        }
         return false;
     }
     if h.t >= lowered_tmax(tmax) {
@@ -112,11 +115,12 @@ fn record<const ANY: bool>(
     true
 }
 
-/// The `tmax` of a triangle test in a packet: a closest hit's raised, so that [`record`] sees
-/// every hit that may tie with the ray's current one.
+/// The `tmax` of a triangle test in a packet: raised, so that [`record`] sees every hit that may
+/// tie with a closest hit's current one, and every hit whose rounded `t` is the end of an any
+/// hit's range, as the single ray's leaf test (`TriangleLeaf`) does.
 #[inline(always)]
-fn triangle_tmax<const ANY: bool>(tmax: f32) -> f32 {
-    if ANY { tmax } else { raised_tmax(tmax) }
+fn triangle_tmax(tmax: f32) -> f32 {
+    raised_tmax(tmax)
 }
 
 /// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing
@@ -392,7 +396,7 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
         // SAFETY: a leaf reference read from this BVH's nodes, not an empty slot's.
         let p = unsafe { self.blocks.pack_of_leaf(leaf) };
         let tmax = self.pk.tmax_of(self.r);
-        let test_tmax = triangle_tmax::<ANY>(tmax);
+        let test_tmax = triangle_tmax(tmax);
         let h = if self.watertight {
             self.tr.intersect_watertight(p, test_tmax)
         } else {
@@ -402,7 +406,8 @@ impl<const ANY: bool> LeafVisitor for Alone<'_, ANY> {
         h.pack = leaf.index();
         let clipped = record::<ANY>(self.pk, self.best, self.ties, self.r, p.prim[h.lane], h, tmax);
         if ANY {
-            return false;
+            // The walk ends once the ray has its hit (`record` ends it).
+            return self.pk.live & (1u64 << self.r) != 0;
         }
         if clipped {
             *box_tmax = raised_tmax(h.t);
@@ -450,7 +455,7 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
                 // Möller–Trumbore with the group's rays across the lanes: four tests of eight
                 // rays, against one of four triangles per ray that enters.
                 let (o, d, tmin, tmax) = pk.group_rays::<L>(g);
-                let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, if ANY { tmax } else { raised_tmax8(tmax) });
+                let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, raised_tmax8(tmax));
                 m &= rh.mask;
                 let (t, u, v, tmax) = (rh.t, rh.u, rh.v, tmax.to_array());
                 while m != 0 {
@@ -468,7 +473,7 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
                 let tmax = pk.tmax_of(r);
                 let (o, d, tmin) = pk.ray_parts(r);
                 let tr = TriRay::new(o, d, tmin, watertight);
-                let test_tmax = triangle_tmax::<ANY>(tmax);
+                let test_tmax = triangle_tmax(tmax);
                 let h = if watertight { tr.intersect_watertight(p, test_tmax) } else { tr.intersect_mt(p, test_tmax) };
                 if let Some(mut h) = h {
                     h.pack = leaf.index;
