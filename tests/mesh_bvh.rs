@@ -331,3 +331,35 @@ fn sweep_box_matches_clipping_oracle() {
     }
     assert!(hits > 30, "only {hits} sweeps hit: the test is not exercising contacts");
 }
+
+/// The collapse to 8-wide nodes keeps the wide nodes near the fewest that can hold the leaves
+/// (`ceil((leaves - 1) / 7)`, every node full) at every size, whatever the binary depth modulo
+/// three: heightfield grids, whose binary trees are nearly balanced, from 128 to 32,768 leaves.
+/// Opening by area alone left the bottom wide level two or four lanes wide at some sizes (up to
+/// 4× the fewest nodes).
+#[test]
+fn wide_nodes_stay_near_the_fewest_at_every_size() {
+    let grid = |cells: u32| {
+        let side = cells + 1;
+        let positions = (0..side * side)
+            .map(|k| Vec3::new((k % side) as f32, (k / side) as f32, ((k * 7) % 5) as f32 * 0.01))
+            .collect();
+        let tris = (0..cells * cells)
+            .flat_map(|k| {
+                let a = k / cells * side + k % cells;
+                [[a, a + 1, a + side], [a + 1, a + side + 1, a + side]]
+            })
+            .collect();
+        TriMesh::new(positions, tris).unwrap()
+    };
+    for cells in [16u32, 23, 32, 45, 64, 90, 128, 181, 256] {
+        let stats = MeshBvh::build(&grid(cells), &BuildOptions::default()).stats();
+        let fewest = (stats.leaves - 1).div_ceil(7);
+        assert!(
+            stats.nodes as f64 <= 1.8 * fewest as f64,
+            "{cells}² cells: {} wide nodes over {} leaves, the fewest {fewest}",
+            stats.nodes,
+            stats.leaves
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Collapsing a binary BVH into 8-wide nodes (Wald, Benthin and Boulos, "Getting Rid of Packets",
-//! 2008; Embree's BVH8): each wide node takes a binary node's children and repeatedly opens the
-//! internal child of largest surface area until it has 8 children or only leaves remain.
+//! 2008; Embree's BVH8): each wide node takes a binary node's children and opens internal ones,
+//! the largest in surface area first, near the top until it has 8 children, and near the leaves
+//! by their leaf counts, so that the wide nodes there are full ([`open`]).
 //!
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
@@ -60,8 +61,9 @@ pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl Tria
     let sizes: Vec<(AtomicU32, AtomicU32)> =
         (0..if parallel { build.len() } else { 0 }).map(|_| (AtomicU32::new(0), AtomicU32::new(0))).collect();
     let levels = if parallel { PARALLEL_LEVELS } else { 0 };
+    let leaves = leaf_counts(build);
     let mut plan_out = Vec::new();
-    let (len, _) = plan(build, root, &sizes, levels, &mut plan_out);
+    let (len, _) = plan(build, &leaves, root, &sizes, levels, &mut plan_out);
     let mut blocks = Blocks::zeroed(len);
     let mut out = blocks.writer();
     let depth = if parallel {
@@ -89,12 +91,13 @@ const PARALLEL_LEVELS: u32 = 2;
 /// when serial); each entry is written by one thread only.
 fn plan(
     build: &[BuildNode],
+    leaves: &[u32],
     children: Lanes,
     sizes: &[(AtomicU32, AtomicU32)],
     levels: u32,
     out: &mut Vec<Lanes>,
 ) -> (usize, usize) {
-    let children = open(build, children);
+    let children = open(build, leaves, children);
     out.push(children);
     let record = |c: u32, size: (usize, usize)| {
         if let Some((blocks, wides)) = sizes.get(c as usize) {
@@ -107,7 +110,7 @@ fn plan(
         let below = crate::par::map(children.as_slice(), 1, |&c| {
             let BuildNode::Inner { left, right, .. } = build[c as usize] else { return None };
             let mut sub = Vec::new();
-            let size = plan(build, Lanes::two(left, right), sizes, levels - 1, &mut sub);
+            let size = plan(build, leaves, Lanes::two(left, right), sizes, levels - 1, &mut sub);
             record(c, size);
             Some((size, sub))
         });
@@ -126,7 +129,7 @@ fn plan(
                 blocks += PACK_BLOCKS;
                 continue;
             };
-            let size = plan(build, Lanes::two(left, right), sizes, 0, out);
+            let size = plan(build, leaves, Lanes::two(left, right), sizes, 0, out);
             record(c, size);
             (blocks, wides) = (blocks + size.0, wides + size.1);
         }
@@ -271,38 +274,111 @@ impl Lanes {
     }
 }
 
-/// Opens internal children (largest area first) until there are 8 or only leaves remain. A
-/// single internal child (the root case) is opened first.
-///
-/// Each lane's area, and whether it is internal, is read from its binary node once, when the lane
-/// is made: the binary nodes are scattered over memory, and reading them again at every step of
-/// the opening and every comparison of the sort below made the collapse slower
+/// The number of leaves in each binary node's subtree, by node index.
+fn leaf_counts(build: &[BuildNode]) -> Vec<u32> {
+    let mut leaves = vec![0u32; build.len()];
+    // Children before parents, by an explicit post-order walk: the builders do not all number a
+    // node's children after it (the rotation passes reuse indices).
+    let mut stack = vec![(0u32, false)];
+    while let Some((i, children_done)) = stack.pop() {
+        match build[i as usize] {
+            BuildNode::Leaf { .. } => leaves[i as usize] = 1,
+            BuildNode::Inner { left, right, .. } if children_done => {
+                leaves[i as usize] = leaves[left as usize] + leaves[right as usize];
+            }
+            BuildNode::Inner { left, right, .. } => stack.extend([(i, true), (left, false), (right, false)]),
+        }
+    }
+    leaves
+}
+
+/// Wide nodes over at most this many leaves are opened by their leaf counts ([`open`]); those
+/// above it by area alone.
+const BOTTOM_LEAVES: u32 = 64;
+
+/// The most leaves each child of a wide node over `total` leaves may hold for the node's subtree
+/// to take no more wide levels than it must: the largest power of 8 below `total` (1 from 2 to 8
+/// leaves: every child a leaf).
+fn fitting_leaves(total: u32) -> u32 {
+    let mut fits = 1u32;
+    while fits.saturating_mul(8) < total {
+        fits *= 8;
+    }
+    fits
+}
+
+/// One lane of a wide node being opened, read from its binary node once, when the lane is made:
+/// the binary nodes are scattered over memory, and reading them again at every step of the
+/// opening and every comparison of the sort below made the collapse slower
 /// (`docs/performance.md`).
-fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
+#[derive(Clone, Copy, Default)]
+struct Lane {
+    node: u32,
+    area: f32,
+    /// Leaves in the subtree; 0 for a leaf itself, which is never opened.
+    leaves: u32,
+    /// Whether opening it needs no more wide nodes below than keeping it: its children's
+    /// subtrees, each packed into full wide nodes, take no more than its own does.
+    opens_free: bool,
+}
+
+impl Lane {
+    fn new(build: &[BuildNode], leaves: &[u32], node: u32) -> Lane {
+        let area = build[node as usize].bounds().half_area();
+        let BuildNode::Inner { left, right, .. } = build[node as usize] else {
+            return Lane { node, area, leaves: 0, opens_free: false };
+        };
+        // At least ceil((n - 1) / 7) wide nodes hold a subtree of n leaves; a leaf needs none.
+        let wides = |x: u32| match build[x as usize] {
+            BuildNode::Leaf { .. } => 0,
+            BuildNode::Inner { .. } => leaves[x as usize].div_ceil(7),
+        };
+        let n = leaves[node as usize];
+        Lane { node, area, leaves: n, opens_free: wides(left) + wides(right) <= (n - 1).div_ceil(7) }
+    }
+}
+
+/// Opens internal children into one wide node's lanes, at most 8. A single internal child (the
+/// root case) is opened first.
+///
+/// Near the top, the internal lane of largest area is opened while lanes are free (Wald et al.;
+/// Embree's BVH8). That alone cuts the wide levels from the top, and leaves the bottom wide level
+/// with what remains of the binary depth: on a balanced tree, two, four or eight lanes by the
+/// depth modulo three, and up to twice the wide nodes per triangle at some sizes. So a wide node
+/// over at most [`BOTTOM_LEAVES`] leaves opens by counts: first each child too large to fit in
+/// one wide level fewer ([`fitting_leaves`]), then those that open at no cost in wide nodes
+/// ([`Lane::opens_free`]), each the largest in area first; other lanes stay empty. The wide
+/// nodes near the leaves are then full, and a subtree's top node takes what is left.
+fn open(build: &[BuildNode], leaves: &[u32], mut children: Lanes) -> Lanes {
     if children.len == 1
         && let BuildNode::Inner { left, right, .. } = build[children.child[0] as usize]
     {
         children = Lanes::two(left, right);
     }
-    // The lanes being opened: each child with its area and whether it is internal.
-    let lane = |c: u32| {
-        let node = &build[c as usize];
-        (c, node.bounds().half_area(), matches!(node, BuildNode::Inner { .. }))
-    };
-    let mut lanes = [(0u32, 0.0f32, false); 8];
+    let mut lanes = [Lane::default(); 8];
     let mut len = children.len;
     for (l, &c) in lanes.iter_mut().zip(children.as_slice()) {
-        *l = lane(c);
+        *l = Lane::new(build, leaves, c);
     }
+    let total: u32 = children.as_slice().iter().map(|&c| leaves[c as usize]).sum();
+    let fits = fitting_leaves(total);
     while len < 8 {
-        // The largest internal lane, the last of equals (as `max_by` keeps).
-        let Some(i) = (0..len).filter(|&i| lanes[i].2).max_by(|&a, &b| lanes[a].1.total_cmp(&lanes[b].1)) else {
+        // The largest lane that `opens`, the last of equals (as `max_by` keeps).
+        let largest = |opens: &dyn Fn(&Lane) -> bool| {
+            (0..len).filter(|&i| opens(&lanes[i])).max_by(|&a, &b| lanes[a].area.total_cmp(&lanes[b].area))
+        };
+        let pick = if total > BOTTOM_LEAVES {
+            largest(&|l| l.leaves > 0)
+        } else {
+            largest(&|l| l.leaves > fits).or_else(|| largest(&|l| l.leaves > 0 && l.opens_free))
+        };
+        let Some(i) = pick else {
             break;
         };
-        let BuildNode::Inner { left, right, .. } = build[lanes[i].0 as usize] else { unreachable!() };
+        let BuildNode::Inner { left, right, .. } = build[lanes[i].node as usize] else { unreachable!() };
         // It gives way to its two children, in its place.
         lanes.copy_within(i + 1..len, i + 2);
-        (lanes[i], lanes[i + 1]) = (lane(left), lane(right));
+        (lanes[i], lanes[i + 1]) = (Lane::new(build, leaves, left), Lane::new(build, leaves, right));
         len += 1;
     }
     // Largest box first. Embree's builder sorts a wide node's children likewise ("for faster
@@ -313,8 +389,8 @@ fn open(build: &[BuildNode], mut children: Lanes) -> Lanes {
     // (`docs/performance.md`).
     // Closest-hit walks order children by distance, so only their ties see this order. The sort
     // is stable: equal areas keep their order.
-    lanes[..len].sort_by(|a, b| b.1.total_cmp(&a.1));
-    Lanes { child: lanes.map(|l| l.0), len }
+    lanes[..len].sort_by(|a, b| b.area.total_cmp(&a.area));
+    Lanes { child: lanes.map(|l| l.node), len }
 }
 
 #[cfg(test)]
