@@ -322,3 +322,51 @@ fn closest_and_any_hit_agree_on_segments_ending_on_triangles() {
         assert_eq!(differ, 0, "{test:?}: of {} rays", rays.len());
     }
 }
+
+/// Found by the `simd_levels` fuzz target: a box cast from 2.5e6 away kept triangle 23 at SSE2
+/// and triangle 10 at AVX2, two contacts at one f32 `t` (near 1, where a rounding of `t` is
+/// 0.15 units of travel). The walk culled nodes with the contact's own `t`, and a node's rounded
+/// entry distance can lie just past it, so which tied leaves a level reached depended on its
+/// order. Checked against brute force: each triangle cast alone, the nearest contact kept and,
+/// among contacts at one `t`, the lowest triangle.
+#[test]
+fn far_box_casts_keep_the_lowest_of_tied_contacts() {
+    use glam::Vec3;
+    use slabtree::{BuildOptions, MeshBvh, TriMesh};
+    use slabtree_testkit::rng::Rng;
+    let mut rng = Rng(23);
+    // A floor of small triangles and a cloud of tilted ones above it, near the origin.
+    let (mut positions, mut tris) = (Vec::new(), Vec::new());
+    for k in 0..600u32 {
+        let c = rng.vec(-3.0, 3.0) * Vec3::new(1.0, 0.1, 1.0);
+        for _ in 0..3 {
+            positions.push(c + rng.vec(-0.4, 0.4));
+        }
+        tris.push([3 * k, 3 * k + 1, 3 * k + 2]);
+    }
+    let mesh = TriMesh::new(positions, tris).unwrap();
+    let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    let alone: Vec<MeshBvh> = (0..mesh.len())
+        .map(|i| {
+            let tri = mesh.triangle(i);
+            MeshBvh::build(&TriMesh::new(tri.to_vec(), vec![[0, 1, 2]]).unwrap(), &BuildOptions::default())
+        })
+        .collect();
+    let mut differ = 0;
+    for _ in 0..300 {
+        // From far away, along a random direction, ending near the cloud.
+        let end = Vec3A::from(rng.vec(-2.0, 2.0));
+        let from = end + Vec3A::from(rng.direction()) * 2.5e6;
+        let half = Vec3A::splat(rng.range(0.05, 0.3));
+        let aabb = Aabb::new(from - half, from + half);
+        let got = bvh.cast_box(&aabb, end - from).unwrap().map(|h| (h.t.to_bits(), h.triangle));
+        let brute = alone
+            .iter()
+            .enumerate()
+            .filter_map(|(i, one)| one.cast_box(&aabb, end - from).unwrap().map(|h| (h.t, i as u32)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .map(|(t, i)| (t.to_bits(), i));
+        differ += usize::from(got != brute);
+    }
+    assert_eq!(differ, 0, "of 300 casts");
+}

@@ -26,7 +26,7 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
     let start = Instant::now();
     let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
-    let (bvh, build) = progress::build(&scene, &args.bvh);
+    let (bvh, build) = progress::build(scene.mesh.clone(), &args.bvh);
     println!("built the BVH in {} ({}; SIMD kernels: {})", ms(build), progress::threads(threads), progress::simd());
 
     let generator = Generator::new(&scene);

@@ -15,7 +15,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     let start = Instant::now();
     let scene = load::load(&args.input)?;
     let load = start.elapsed();
-    let (bvh, _) = progress::build(&scene, &args.bvh);
+    let (bvh, _) = progress::build(scene.mesh.clone(), &args.bvh);
     let s = bvh.stats();
     let b = scene.mesh.bounds().expect("the mesh is not empty");
     println!("file:               {}", scene.name);

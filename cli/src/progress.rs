@@ -5,11 +5,10 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use slabtree::{BuildOptions, BuildQuality, MeshBvh, TriangleTest};
+use slabtree::{BuildOptions, BuildQuality, MeshBvh, TriMesh, TriangleTest};
 
 use super::args::{BvhArgs, QualityArg, TestArg};
 use super::error::{CliError, CliResult};
-use super::scene::Scene;
 
 /// `true` when progress should be drawn: standard error is a terminal.
 fn interactive() -> bool {
@@ -76,13 +75,13 @@ pub fn build_options(args: &BvhArgs) -> BuildOptions {
     BuildOptions { triangle_test: triangle_test(args.triangle_test), quality, ..Default::default() }
 }
 
-/// Builds the BVH of a scene with a spinner; returns it and the build's wall time.
-pub fn build(scene: &Scene, args: &BvhArgs) -> (MeshBvh, Duration) {
+/// Builds the BVH of a scene's mesh with a spinner, keeping the mesh (a caller that still needs
+/// it passes a copy); returns the BVH and the build's wall time.
+pub fn build(mesh: TriMesh, args: &BvhArgs) -> (MeshBvh, Duration) {
     let options = build_options(args);
     let start = Instant::now();
-    let bvh = spin(&format!("building the BVH of {} triangles", count(scene.mesh.len())), || {
-        MeshBvh::build(&scene.mesh, &options)
-    });
+    let bvh =
+        spin(&format!("building the BVH of {} triangles", count(mesh.len())), || MeshBvh::build_owned(mesh, &options));
     (bvh, start.elapsed())
 }
 

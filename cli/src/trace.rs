@@ -61,7 +61,7 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
     let start = Instant::now();
     let scene = load::load(&args.input)?;
     println!("loaded {}: {} triangles in {}", scene.name, count(scene.mesh.len()), ms(start.elapsed()));
-    let (bvh, build) = progress::build(&scene, &args.bvh);
+    let (bvh, build) = progress::build(scene.mesh, &args.bvh);
     println!("built the BVH in {} ({}; SIMD kernels: {})", ms(build), progress::threads(threads), progress::simd());
 
     // The answers go into vectors made once, outside the timed passes, so that a pass times the

@@ -66,7 +66,7 @@ impl PyMeshBvh {
         let mesh = TriMesh::new(positions, triangles).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let triangle_test = if watertight { TriangleTest::Watertight } else { TriangleTest::MollerTrumbore };
         let options = BuildOptions { triangle_test, quality, ..BuildOptions::default() };
-        let bvh = py.detach(|| with_threads(threads, || MeshBvh::build(&mesh, &options)))?;
+        let bvh = py.detach(|| with_threads(threads, || MeshBvh::build_owned(mesh, &options)))?;
         Ok(PyMeshBvh { bvh })
     }
 

@@ -55,6 +55,9 @@ impl BinnedSah {
             };
             let mut spawned = Vec::new();
             self.build_into(items, &mut scratch, true, 0, 0, bounds.aabb(), centroids, &mut out, &mut spawned);
+            // Freed before the segments are copied into place, which holds their nodes twice for
+            // a while: the two are a build's largest arrays.
+            drop(scratch);
             place(&mut out, spawned);
         }
         out

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use glam::Vec3;
 
 use super::TriMesh;
-use super::collapse::collapse;
+use super::collapse::{Collapsed, collapse};
 use super::layout::{Blocks, block_at};
 use super::triangle::{NO_PRIM, PackRows, TriPack};
 use super::triangle_set::TriangleSet;
@@ -273,10 +273,17 @@ pub const LARGE_BVH_BYTES: usize = 32 << 20;
 /// image.
 pub(super) const HINT_RUN: usize = 256;
 
-impl MeshBvh {
-    /// Builds the BVH of `mesh` (which it keeps a copy of).
-    pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
-        let start = Instant::now();
+/// What a build makes of a mesh before the BVH takes the mesh: the nodes and packs, and what
+/// is known of them.
+struct Built {
+    bounds: Aabb,
+    collapsed: Collapsed,
+    phases: BuildPhases,
+    shared: Option<TriangleSet>,
+}
+
+impl Built {
+    fn new(mesh: &TriMesh, options: &BuildOptions, start: Instant) -> Built {
         let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
         let builder = BinnedSah {
             bins: options.bins,
@@ -287,58 +294,101 @@ impl MeshBvh {
             longest_axis_only: false,
         };
         let parallel = mesh.len() > options.parallel_threshold;
-        // The BVH keeps its own copy of the mesh, which another thread makes meanwhile rather
-        // than after the build.
-        let ((build, c, build_phases, shared), copy) = crate::par::join(
-            || {
-                let (items, mut build, bounded) = match options.quality {
-                    // The items are made in the curve's order, from the triangles, once sorted.
-                    BuildQuality::Low => {
-                        let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
-                        let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
-                        let n = mesh.len() as u32;
-                        let (items, build) =
-                            crate::build::build_linear(n, &bounds, centroid, item, 4, options.parallel_threshold);
-                        (items, build, start)
-                    }
-                    BuildQuality::Medium => {
-                        let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, item);
-                        let bounded = Instant::now();
-                        let build = builder.build(&mut items);
-                        (items, build, bounded)
-                    }
-                    BuildQuality::High => {
-                        let spatial = SpatialSplits { object: builder, alpha: SPATIAL_ALPHA, budget: SPATIAL_BUDGET };
-                        let (items, build) = spatial.build(mesh.len() as u32, item, |i| mesh.triangle(i as usize));
-                        (items, build, start)
-                    }
-                };
-                let built = Instant::now();
-                // The linear BVH's point is its build time, which rotations would add to for a
-                // tree that Low trades away anyway (`docs/performance.md`, "Build qualities").
-                if options.quality != BuildQuality::Low {
-                    crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
-                }
-                let rotated = Instant::now();
-                let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
-                let c = collapse(&build, &items, &rows, parallel);
-                // Only spatial splits add references.
-                let shared = (items.len() > mesh.len())
-                    .then(|| TriangleSet::repeated(mesh.len(), items.iter().map(BuildItem::index)));
-                let phases = BuildPhases {
-                    triangle_bounds: bounded - start,
-                    binary_build: built - bounded,
-                    rotations: rotated - built,
-                    collapse: rotated.elapsed(),
-                };
-                (build, c, phases, shared)
-            },
-            || mesh.clone(),
-        );
+        let (items, mut build, bounded) = match options.quality {
+            // The items are made in the curve's order, from the triangles, once sorted.
+            BuildQuality::Low => {
+                let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
+                let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
+                let n = mesh.len() as u32;
+                let (items, build) =
+                    crate::build::build_linear(n, &bounds, centroid, item, 4, options.parallel_threshold);
+                (items, build, start)
+            }
+            BuildQuality::Medium => {
+                let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, item);
+                let bounded = Instant::now();
+                let build = builder.build(&mut items);
+                (items, build, bounded)
+            }
+            BuildQuality::High => {
+                let spatial = SpatialSplits { object: builder, alpha: SPATIAL_ALPHA, budget: SPATIAL_BUDGET };
+                let (items, build) = spatial.build(mesh.len() as u32, item, |i| mesh.triangle(i as usize));
+                (items, build, start)
+            }
+        };
+        let built = Instant::now();
+        // The linear BVH's point is its build time, which rotations would add to for a tree that
+        // Low trades away anyway (`docs/performance.md`, "Build qualities").
+        if options.quality != BuildQuality::Low {
+            crate::build::rotate_passes(&mut build, options.rotation_passes, parallel);
+        }
+        let rotated = Instant::now();
+        let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
+        // The items' boxes are done with: freed before the collapse allocates its output.
+        let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
+        drop(items);
+        crate::pages::release_freed_memory();
+        let collapsed = collapse(&build, &prims, &rows, parallel);
+        // Only spatial splits add references.
+        let shared = (prims.len() > mesh.len()).then(|| TriangleSet::repeated(mesh.len(), prims.iter().copied()));
+        let phases = BuildPhases {
+            triangle_bounds: bounded - start,
+            binary_build: built - bounded,
+            rotations: rotated - built,
+            collapse: rotated.elapsed(),
+        };
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
-        let (blocks, depth, options) = (c.blocks, c.depth, *options);
-        let shared = shared.flatten().map(Box::new);
-        MeshBvh { blocks, mesh: copy, options, bounds, shared, depth, build_time: start.elapsed(), build_phases }
+        Built { bounds, collapsed, phases, shared: shared.flatten() }
+    }
+
+    fn into_bvh(self, mesh: TriMesh, options: &BuildOptions, start: Instant) -> MeshBvh {
+        let Built { bounds, collapsed, phases, shared } = self;
+        MeshBvh {
+            blocks: collapsed.blocks,
+            mesh,
+            options: *options,
+            bounds,
+            shared: shared.map(Box::new),
+            depth: collapsed.depth,
+            build_time: start.elapsed(),
+            build_phases: phases,
+        }
+    }
+}
+
+impl MeshBvh {
+    /// Builds the BVH of `mesh` (which it keeps a copy of; [`MeshBvh::build_owned`] keeps the
+    /// mesh itself instead).
+    ///
+    /// ```
+    /// use slabtree::{BuildOptions, MeshBvh, Ray, TriMesh};
+    /// use glam::Vec3A;
+    /// let mesh = TriMesh::uv_sphere(1.0, 32, 16);
+    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
+    /// let hit = bvh.intersect(&Ray::new(Vec3A::new(0.0, 0.0, -5.0), Vec3A::Z))?.unwrap();
+    /// assert!((hit.t - 4.0).abs() < 1e-3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
+        let start = Instant::now();
+        // The copy is made on another thread meanwhile rather than after the build.
+        let (built, copy) = crate::par::join(|| Built::new(mesh, options, start), || mesh.clone());
+        built.into_bvh(copy, options, start)
+    }
+
+    /// [`MeshBvh::build`], keeping `mesh` itself rather than a copy: for a mesh made only to be
+    /// traced, such as one just loaded from a file. A large mesh is then in memory once during
+    /// the build, not twice.
+    ///
+    /// ```
+    /// use slabtree::{BuildOptions, MeshBvh, TriMesh};
+    /// let bvh = MeshBvh::build_owned(TriMesh::cuboid(glam::Vec3::ONE), &BuildOptions::default());
+    /// assert_eq!(bvh.mesh().len(), 12);
+    /// ```
+    pub fn build_owned(mesh: TriMesh, options: &BuildOptions) -> MeshBvh {
+        let start = Instant::now();
+        let built = Built::new(&mesh, options, start);
+        built.into_bvh(mesh, options, start)
     }
 
     /// The mesh this BVH was built over.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::TriPack;
-use crate::build::{BuildItem, BuildNode};
+use crate::build::BuildNode;
 use crate::child::ChildRef;
 
 /// The collapsed tree: nodes and packs in one block array (see `super::layout`), the root at
@@ -39,8 +39,10 @@ impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
     }
 }
 
-/// Collapses `build` (over `items`, whose `index` is the triangle) into 8-wide nodes. `tri` gives
-/// a triangle's rows. Leaves of the binary tree must hold at most 4 items.
+/// Collapses `build` into 8-wide nodes. A binary leaf over `first..first + count` holds the
+/// triangles `prims[first..first + count]` (the build items' indices, kept without their boxes,
+/// which the collapse does not read: the largest array of a build, freed before the output is
+/// made). `tri` gives a triangle's rows. Leaves of the binary tree must hold at most 4 items.
 ///
 /// Two passes. The first opens every wide node ([`open`]) and records its lanes in depth-first
 /// order, counting the blocks, so that the array is allocated once at its size; the second
@@ -49,7 +51,7 @@ impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
 /// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
 /// children's wide nodes on rayon's threads, each written into its run of the array: the same
 /// array, block for block.
-pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl TriangleRows, parallel: bool) -> Collapsed {
+pub(crate) fn collapse(build: &[BuildNode], prims: &[u32], tri: &impl TriangleRows, parallel: bool) -> Collapsed {
     if build.is_empty() {
         return Collapsed { blocks: Blocks::zeroed(0), depth: 0 };
     }
@@ -67,11 +69,11 @@ pub(crate) fn collapse(build: &[BuildNode], items: &[BuildItem], tri: &impl Tria
     let mut blocks = Blocks::zeroed(len);
     let mut out = blocks.writer();
     let depth = if parallel {
-        emit_parallel(build, items, tri, &plan_out, out, &sizes, 1, PARALLEL_LEVELS)
+        emit_parallel(build, prims, tri, &plan_out, out, &sizes, 1, PARALLEL_LEVELS)
     } else {
         let mut depth = 0;
         let mut lanes = plan_out.iter();
-        emit(build, items, tri, &mut lanes, &mut out, 1, &mut depth);
+        emit(build, prims, tri, &mut lanes, &mut out, 1, &mut depth);
         debug_assert!(lanes.next().is_none());
         depth
     };
@@ -141,7 +143,7 @@ fn plan(
 /// follow it in memory; returns the node's position. Internal lanes are left to the caller.
 fn write_node(
     build: &[BuildNode],
-    items: &[BuildItem],
+    prims: &[u32],
     tri: &impl TriangleRows,
     children: &Lanes,
     out: &mut BlockWriter<'_>,
@@ -152,8 +154,8 @@ fn write_node(
     // corners waited on memory in turn (perf, the dragon).
     for &c in children.as_slice() {
         if let BuildNode::Leaf { first, count, .. } = build[c as usize] {
-            for it in &items[first as usize..(first + count) as usize] {
-                tri.prefetch(it.index());
+            for &prim in &prims[first as usize..(first + count) as usize] {
+                tri.prefetch(prim);
             }
         }
     }
@@ -161,8 +163,8 @@ fn write_node(
         let node = &build[c as usize];
         if let BuildNode::Leaf { first, count, .. } = *node {
             let mut pack = TriPack::EMPTY;
-            for (k, it) in items[first as usize..(first + count) as usize].iter().enumerate() {
-                pack.set(k, it.index(), &tri.rows(it.index()));
+            for (k, &prim) in prims[first as usize..(first + count) as usize].iter().enumerate() {
+                pack.set(k, prim, &tri.rows(prim));
             }
             let at = out.push_pack(&pack);
             out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
@@ -176,7 +178,7 @@ fn write_node(
 /// Recursion depth is the binary depth, which the builder bounds.
 fn emit(
     build: &[BuildNode],
-    items: &[BuildItem],
+    prims: &[u32],
     tri: &impl TriangleRows,
     plan: &mut std::slice::Iter<'_, Lanes>,
     out: &mut BlockWriter<'_>,
@@ -185,11 +187,11 @@ fn emit(
 ) -> u32 {
     *max_depth = (*max_depth).max(depth);
     let children = plan.next().expect("the plan has every wide node");
-    let me = write_node(build, items, tri, children, out);
+    let me = write_node(build, prims, tri, children, out);
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Inner { .. } = *node {
-            let at = emit(build, items, tri, plan, out, depth + 1, max_depth);
+            let at = emit(build, prims, tri, plan, out, depth + 1, max_depth);
             out.node_mut(me).set(lane, ChildRef::node(at), node.bounds());
         }
     }
@@ -203,7 +205,7 @@ fn emit(
 #[allow(clippy::too_many_arguments)]
 fn emit_parallel(
     build: &[BuildNode],
-    items: &[BuildItem],
+    prims: &[u32],
     tri: &impl TriangleRows,
     lanes: &[Lanes],
     out: BlockWriter<'_>,
@@ -225,7 +227,7 @@ fn emit_parallel(
     lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize].0.load(Ordering::Relaxed) as usize));
     let mut runs = out.split(&lens).into_iter();
     let mut head = runs.next().expect("the node's own run");
-    let me = write_node(build, items, tri, children, &mut head);
+    let me = write_node(build, prims, tri, children, &mut head);
     debug_assert!(head.is_full());
     let mut jobs = Vec::with_capacity(inner.len());
     let mut rest = &lanes[1..];
@@ -239,11 +241,11 @@ fn emit_parallel(
     debug_assert!(rest.is_empty());
     let depths = crate::par::map_vec(jobs, |(sub, mut run)| {
         if levels > 1 {
-            emit_parallel(build, items, tri, sub, run, sizes, depth + 1, levels - 1)
+            emit_parallel(build, prims, tri, sub, run, sizes, depth + 1, levels - 1)
         } else {
             let mut deepest = 0;
             let mut plan = sub.iter();
-            emit(build, items, tri, &mut plan, &mut run, depth + 1, &mut deepest);
+            emit(build, prims, tri, &mut plan, &mut run, depth + 1, &mut deepest);
             debug_assert!(run.is_full() && plan.next().is_none());
             deepest
         }
@@ -410,8 +412,9 @@ mod tests {
             let builder = BinnedSah { max_leaf: 4, block: 4, ..Default::default() };
             let build = builder.build(&mut items);
             let tri = |i: u32| mesh.triangle(i as usize);
-            let serial = collapse(&build, &items, &tri, false);
-            let parallel = collapse(&build, &items, &tri, true);
+            let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
+            let serial = collapse(&build, &prims, &tri, false);
+            let parallel = collapse(&build, &prims, &tri, true);
             assert_eq!(serial.depth, parallel.depth);
             assert!(serial.blocks.word_blocks().eq(parallel.blocks.word_blocks()), "{} triangles", mesh.len());
         }

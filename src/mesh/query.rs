@@ -279,7 +279,8 @@ impl MeshBvh {
         }
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
         let (c, h, d) = (center.into(), half.into(), displacement.into());
-        let mut leaf = SweepLeaf::new(&self.mesh, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
+        let mut leaf =
+            SweepLeaf::new(&self.mesh, &ray, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
         let (hit, _) = dispatch(SweepWalk { bvh: self, ray: &ray, ext: half, leaf: &mut leaf });
         Ok(hit.map(|(triangle, (t, normal))| BoxCastHit { t, triangle, normal }))
     }
@@ -313,7 +314,7 @@ impl MeshBvh {
         ext: Vec3A,
         hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
     ) -> Option<(u32, f32, H)> {
-        let mut leaf = SweepLeaf::new(&self.mesh, hit);
+        let mut leaf = SweepLeaf::new(&self.mesh, ray, hit);
         let (found, _) = dispatch(SweepWalk { bvh: self, ray, ext, leaf: &mut leaf });
         found.map(|(triangle, (t, h))| (triangle, t, h))
     }
@@ -437,18 +438,23 @@ const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 6
 ///
 /// Of contacts at one `t` in different leaves (a box landing on a flat floor of many triangles),
 /// the lower triangle index is kept, whichever the walk meets first: the SIMD levels order
-/// children differently (`TriangleLeaf` keeps the same rule for rays). Every such leaf is reached at
-/// every level: the swept box's node test is the exact one everywhere, lane for lane.
+/// children differently (`TriangleLeaf` keeps the same rule for rays). So that every such leaf
+/// is reached at every level, the walk culls boxes with its bound raised by the rounding band
+/// ([`raised_tmax`](crate::wide::packet::raised_tmax)), as `TriangleLeaf`'s does: a node's
+/// rounded entry distance can lie just past a contact's `t`, and a swept box far from the origin
+/// makes many contacts at one rounded `t`. The contact's range itself is `end_t`, kept here.
 struct SweepLeaf<'m, F> {
     mesh: &'m TriMesh,
     hit: F,
+    /// Where the sweep ends: its range's end, then the nearest contact's `t`.
+    end_t: f32,
     /// The triangle of the nearest contact so far (`u32::MAX` before the first).
     end_prim: u32,
 }
 
 impl<'m, F> SweepLeaf<'m, F> {
-    fn new(mesh: &'m TriMesh, hit: F) -> Self {
-        SweepLeaf { mesh, hit, end_prim: u32::MAX }
+    fn new(mesh: &'m TriMesh, ray: &Ray, hit: F) -> Self {
+        SweepLeaf { mesh, hit, end_t: ray.tmax, end_prim: u32::MAX }
     }
 }
 
@@ -470,11 +476,16 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
             }
         }
         let (prim, t, _) = best?;
-        if t == tmax && prim >= self.end_prim {
+        if t > self.end_t || (t == self.end_t && prim >= self.end_prim) {
             return None;
         }
-        self.end_prim = prim;
+        (self.end_t, self.end_prim) = (t, prim);
         best
+    }
+
+    #[inline(always)]
+    fn walk_tmax(&self, t: f32) -> f32 {
+        crate::wide::packet::raised_tmax(t)
     }
 }
 
