@@ -370,3 +370,29 @@ fn far_box_casts_keep_the_lowest_of_tied_contacts() {
     }
     assert_eq!(differ, 0, "of 300 casts");
 }
+
+/// Found by the `ray_query` fuzz target: Möller–Trumbore reported a hit at t = -0 with a NaN
+/// barycentric on a triangle with a corner at f32::MAX. The determinant overflowed to infinity,
+/// so its inverse was 0 and an infinite `v` times it NaN. A hit now needs finite barycentrics
+/// in Möller–Trumbore too, single rays and packets alike.
+#[test]
+fn an_overflowing_determinant_gives_no_nan_barycentrics() {
+    use glam::Vec3;
+    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Threads, TriMesh, TriangleTest};
+    let big = -112646040000.0;
+    let mesh = TriMesh::new(
+        vec![Vec3::new(2.875, big, big), Vec3::new(f32::MAX, -4.5, -4.5), Vec3::splat(big)],
+        vec![[0, 1, 2]],
+    )
+    .unwrap();
+    let ray = Ray::new(Vec3A::splat(big), Vec3A::new(big, 4.954225e23, big)).with_range(big, 3.170704e25);
+    for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { triangle_test: test, ..Default::default() });
+        let mut hits = Vec::new();
+        let packets = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+        bvh.intersect_batch(&vec![ray; 64], &mut hits, packets).unwrap();
+        for hit in hits.iter().copied().chain([bvh.intersect(&ray).unwrap()]).flatten() {
+            assert!(hit.u.is_finite() && hit.v.is_finite(), "{test:?}: {hit:?}");
+        }
+    }
+}

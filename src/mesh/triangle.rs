@@ -131,14 +131,20 @@ macro_rules! moller_trumbore {
             return None;
         }
         let inv = f32x4::ONE / abs_den;
-        let t = t * inv;
+        let (t, u, v) = (t * inv, u * inv, v * inv);
         // The quotient is checked against the range again: rounding can move it just outside
         // where the scaled tests passed, and it can overflow (a hit is at a finite distance).
+        // The barycentrics must be finite too: a determinant that overflows (corners near
+        // f32::MAX) makes `inv` zero and an infinite `v` NaN, a denormal one makes `inv`
+        // infinite.
+        let max = f32x4::splat(f32::MAX);
         let mask = mask
             & t.simd_ge(f32x4::splat($ray.tmin))
             & t.simd_le(f32x4::splat($tmax))
-            & t.simd_lt(f32x4::splat(f32::INFINITY));
-        $then(mask, t, u * inv, v * inv)
+            & t.simd_lt(f32x4::splat(f32::INFINITY))
+            & u.simd_le(max)
+            & v.simd_le(max);
+        $then(mask, t, u, v)
     }};
 }
 
@@ -374,16 +380,24 @@ impl TriRay {
                 continue;
             }
             let inv = L::splat(1.0) / abs_den;
-            let t = t * inv;
-            let hit = hit & t.ge_bits(tmin) & t.le_bits(tmax) & t.lt_bits(L::splat(f32::INFINITY));
+            let (t, u, v) = (t * inv, u * inv, v * inv);
+            // As in `moller_trumbore`: within the range, at a finite distance, with finite
+            // barycentrics.
+            let max = L::splat(f32::MAX);
+            let hit = hit
+                & t.ge_bits(tmin)
+                & t.le_bits(tmax)
+                & t.lt_bits(L::splat(f32::INFINITY))
+                & u.le_bits(max)
+                & v.le_bits(max);
             // The first triangle of the smallest `t`, per ray.
             let better = hit & t.lt_bits(best_t);
             if better == 0 {
                 continue;
             }
             best_t = L::select_bits(better, t, best_t);
-            best_u = L::select_bits(better, u * inv, best_u);
-            best_v = L::select_bits(better, v * inv, best_v);
+            best_u = L::select_bits(better, u, best_u);
+            best_v = L::select_bits(better, v, best_v);
             mask |= better;
             for (l, slot) in lanes.iter_mut().enumerate() {
                 if better & (1 << l) != 0 {
