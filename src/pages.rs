@@ -211,10 +211,11 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
 fn advise_huge_pages(_: *mut u8, _: usize) {}
 
 /// Hands memory the C library's allocator holds freed back to the kernel (glibc's
-/// `malloc_trim(0)`). A build's parallel segments are a megabyte or two each, and once they are
-/// copied into place glibc keeps their pages in its heap rather than unmapping them: at 16M
-/// triangles, about as much memory as the whole binary tree, held while the collapse allocates
-/// the BVH. A hint, as `advise_huge_pages`; nothing elsewhere, nor under Miri.
+/// `malloc_trim(0)`). A build's parallel segments are a megabyte or two each, below glibc's mmap
+/// threshold once it has risen, and once they are copied into place glibc keeps their pages in
+/// its heap rather than unmapping them: about as much memory as the binary tree itself, held
+/// while the collapse allocates the BVH (`docs/performance.md`, "Scale"). A hint, as
+/// `advise_huge_pages`; nothing elsewhere, nor under Miri.
 #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
 pub(crate) fn release_freed_memory() {
     use std::ffi::c_int;

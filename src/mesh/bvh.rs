@@ -327,7 +327,10 @@ impl Built {
         // The items' boxes are done with: freed before the collapse allocates its output.
         let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
         drop(items);
-        crate::pages::release_freed_memory();
+        // Only where segments were made (and trimming the heap is worth its walk over it).
+        if parallel {
+            crate::pages::release_freed_memory();
+        }
         let collapsed = collapse(&build, &prims, &rows, parallel);
         // Only spatial splits add references.
         let shared = (prims.len() > mesh.len()).then(|| TriangleSet::repeated(mesh.len(), prims.iter().copied()));
