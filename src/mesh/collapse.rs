@@ -279,8 +279,8 @@ impl Lanes {
 /// The number of leaves in each binary node's subtree, by node index.
 fn leaf_counts(build: &[BuildNode]) -> Vec<u32> {
     let mut leaves = vec![0u32; build.len()];
-    // Children before parents, by an explicit post-order walk: the builders do not all number a
-    // node's children after it (the rotation passes reuse indices).
+    // Children before parents, by an explicit post-order walk, so that nothing depends on how a
+    // builder numbers its nodes.
     let mut stack = vec![(0u32, false)];
     while let Some((i, children_done)) = stack.pop() {
         match build[i as usize] {
@@ -330,10 +330,14 @@ impl Lane {
         let BuildNode::Inner { left, right, .. } = build[node as usize] else {
             return Lane { node, area, leaves: 0, opens_free: false };
         };
-        // At least ceil((n - 1) / 7) wide nodes hold a subtree of n leaves; a leaf needs none.
-        let wides = |x: u32| match build[x as usize] {
-            BuildNode::Leaf { .. } => 0,
-            BuildNode::Inner { .. } => leaves[x as usize].div_ceil(7),
+        // At least ceil((n - 1) / 7) wide nodes hold a subtree of n leaves, as the node's own
+        // count is taken; each child's is rounded up to ceil(m / 7) (none for a leaf, the only
+        // subtree of one leaf), so opening counts as free only with that margin. The counts come
+        // from `leaves`, not from the children's nodes, which would be two more scattered reads
+        // per lane.
+        let wides = |x: u32| match leaves[x as usize] {
+            0 | 1 => 0,
+            m => m.div_ceil(7),
         };
         let n = leaves[node as usize];
         Lane { node, area, leaves: n, opens_free: wides(left) + wides(right) <= (n - 1).div_ceil(7) }
