@@ -396,3 +396,78 @@ fn an_overflowing_determinant_gives_no_nan_barycentrics() {
         }
     }
 }
+
+/// A `scene_ops` fuzzing finding: a ray starting exactly on a tetrahedron's corner (its single
+/// hit at t = -0, u = -0, v = 1) under a skewed transform was found at the AVX2 level and missed
+/// at SSE2, alone and in packets: in the instance's space the origin lies a subnormal outside the
+/// mesh's box, so the box ends just behind the ray's start. The fused node test (levels with a
+/// fused multiply-add) starts its range a rounding band early and entered it; the exact one
+/// started at `tmin` and did not. Every level and both paths must give the same answer.
+#[test]
+fn a_hit_at_the_start_of_the_range_is_found_at_every_level() {
+    use glam::{Affine3A, Vec3};
+    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, TriMesh, set_simd_level};
+    use std::sync::Arc;
+    let tet =
+        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+            .unwrap();
+    let mesh = Arc::new(MeshBvh::build(&tet, &BuildOptions::default()));
+    let transform = Affine3A::from_cols_array(&[
+        13.75,
+        13.75,
+        15.75,
+        -4.0,
+        0.0093996385,
+        -14.25,
+        0.0,
+        1.5046328e-36,
+        6.5,
+        6.5,
+        6.5,
+        7.848368e-23,
+    ]);
+    let mut scene = Scene::new();
+    scene.add(mesh.clone(), transform, 0, Scene::ALL).unwrap();
+    let ray = Ray::new(Vec3::splat(6.5), Vec3::new(6.5, 3.5, 3.5));
+    // The same ray in the mesh's own space, alone and in a packet of copies.
+    let local = Ray::new(Vec3::new(0.0, -3.7527634e-37, 1.0), Vec3::new(0.25505695, -0.74824166, -1.7199372));
+    // A tile of camera rays around each, in scan-line order, for the packets.
+    let tile = |r: &Ray| -> Vec<Ray> {
+        let d = Vec3::from(r.dir());
+        let (a, b) = d.any_orthonormal_pair();
+        let step = 1e-3 * d.length();
+        (0..64)
+            .map(|k| {
+                Ray::new(
+                    Vec3::from(r.origin()),
+                    d + step * ((k % 8) as f32 - 4.0) * a + step * ((k / 8) as f32 - 4.0) * b,
+                )
+            })
+            .collect()
+    };
+    let (rays, locals) = (tile(&ray), tile(&local));
+    assert_eq!((rays[36], locals[36]), (ray, local));
+    let options = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+    let mut answers = Vec::new();
+    for level in [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512] {
+        let level = set_simd_level(level);
+        let mut streamed = Vec::new();
+        scene.intersect_batch(&rays, Scene::ALL, &mut streamed, options).unwrap();
+        let mut batch = Vec::new();
+        mesh.intersect_batch(&locals, &mut batch, options).unwrap();
+        for k in 0..64 {
+            let single = scene.intersect(&rays[k], Scene::ALL).unwrap().map(|h| (h.triangle, h.t.to_bits()));
+            assert_eq!(streamed[k].map(|h| (h.triangle, h.t.to_bits())), single, "scene packets at {level}, ray {k}");
+            let alone = mesh.intersect(&locals[k]).unwrap().map(|h| (h.triangle, h.t.to_bits()));
+            assert_eq!(batch[k].map(|h| (h.triangle, h.t.to_bits())), alone, "mesh packets at {level}, ray {k}");
+        }
+        let single = scene.intersect(&ray, Scene::ALL).unwrap().map(|h| (h.triangle, h.t.to_bits()));
+        let alone = mesh.intersect(&local).unwrap().map(|h| (h.triangle, h.t.to_bits()));
+        answers.push((level, single, alone));
+    }
+    set_simd_level(SimdLevel::Avx512);
+    for (level, single, alone) in &answers {
+        assert_eq!((single, alone), (&answers[0].1, &answers[0].2), "{level} against {}", answers[0].0);
+        assert!(single.is_some() && alone.is_some(), "the corner hit is missed at {level}");
+    }
+}

@@ -263,7 +263,7 @@ impl<const ANY: bool, const WATERTIGHT: bool, F: FnMut(usize, Option<(u32, PackH
 /// else the exact one, as the single ray's walk (`MeshBvh::traverse`) chooses.
 enum RayNodeTest<L> {
     Fused(FusedRay8<L>),
-    Exact(Ray8<L>),
+    Exact(Ray8<L, true>),
 }
 
 impl<L: Lanes8> RayNodeTest<L> {
@@ -271,7 +271,7 @@ impl<L: Lanes8> RayNodeTest<L> {
     fn new(ray: &Ray) -> Self {
         match FusedRay8::<L>::new(ray) {
             Some(fused) => RayNodeTest::Fused(fused),
-            None => RayNodeTest::Exact(Ray8::new(ray, glam::Vec3A::ZERO)),
+            None => RayNodeTest::Exact(Ray8::lowered(ray)),
         }
     }
 

@@ -354,18 +354,24 @@ impl MeshBvh {
                 &mut stack,
                 &mut packs,
             ),
-            None => {
-                let exact = Ray8::<V>::new(ray, inflate);
-                closest_first::<ANY, INFLATE, _, _, _, _>(
-                    &self.blocks,
-                    ChildRef::node(0),
-                    &exact,
-                    tmin,
-                    tmax,
-                    &mut stack,
-                    &mut packs,
-                )
-            }
+            None if INFLATE => closest_first::<ANY, true, _, _, _, _>(
+                &self.blocks,
+                ChildRef::node(0),
+                &Ray8::<V>::new(ray, inflate),
+                tmin,
+                tmax,
+                &mut stack,
+                &mut packs,
+            ),
+            None => closest_first::<ANY, false, _, _, _, _>(
+                &self.blocks,
+                ChildRef::node(0),
+                &Ray8::<V, true>::lowered(ray),
+                tmin,
+                tmax,
+                &mut stack,
+                &mut packs,
+            ),
         };
         (packs.best, QueryStats { nodes: nodes.into(), leaves: packs.tested.into() })
     }
@@ -500,7 +506,7 @@ pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
     let tmax = crate::wide::packet::raised_tmax(ray.tmax);
     let mask = match FusedRay8::<wide::f32x8>::new(ray) {
         Some(fused) => fused.test::<false>(node, tmax).0,
-        None => Ray8::<wide::f32x8>::new(ray, Vec3A::ZERO).test::<false>(node, tmax).0,
+        None => Ray8::<wide::f32x8, true>::lowered(ray).test::<false>(node, tmax).0,
     };
     mask != 0
 }

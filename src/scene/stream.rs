@@ -162,7 +162,7 @@ impl Scene {
                 |out, i, _| out[i] = single(&rays[i]),
                 |out, range, _| range.for_each(|i| out[i] = single(&rays[i])),
                 |out, idx| {
-                    pk.load::<false>(rays, idx);
+                    pk.load::<false, false>(rays, idx);
                     packet(view, pk, work, idx, out);
                     LeafSharing::UNKNOWN
                 },

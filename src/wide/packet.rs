@@ -88,6 +88,8 @@ pub(crate) struct Packet {
     far_org: [Lanes; 3],
     /// The `tmin` of the node tests: the fused form's `tmin − Δ`, or `tmin` in the exact form.
     node_tmin: Lanes,
+    /// The exact form's `Δ` for a mesh BVH's rays (see [`crate::wide::Ray8::lowered`]), else 0.
+    slack: Lanes,
     tmin: Lanes,
     /// `tmax`, lowered as hits are found; `-inf` past the last ray, so no box passes there.
     tmax: Lanes,
@@ -117,8 +119,11 @@ impl Packet {
     }
 
     /// Loads the rays `rays[idx[..]]`, which share their direction signs and have finite fused
-    /// products (see [`fusable`]).
-    pub(crate) fn load<const FUSED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
+    /// products (see [`fusable`]): for the fused form with `FUSED`, else the exact form, whose
+    /// entry distances are lowered by the fused form's `Δ` with `LOWERED` (a mesh BVH's rays:
+    /// see [`crate::wide::Ray8::lowered`]) and are not without (the scene's instance tree,
+    /// whose single rays take the exact form at every level).
+    pub(crate) fn load<const FUSED: bool, const LOWERED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
         let n = idx.len();
         debug_assert!((1..=PACKET).contains(&n));
         self.n = n;
@@ -130,7 +135,8 @@ impl Packet {
             let r = &rays[i];
             let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
             // The single ray's constants (a ray without them is never given: see `fusable`).
-            let fused = if FUSED { fused_constants(r) } else { None };
+            let constants = if FUSED || LOWERED { fused_constants(r) } else { None };
+            let fused = if FUSED { constants } else { None };
             debug_assert!(!FUSED || fused.is_some());
             let (near_org, far_inv, far_org) = fused.map_or((o, inv, o), |c| (c.near_org(), c.far_inv(), c.far_org()));
             for a in 0..3 {
@@ -145,8 +151,9 @@ impl Packet {
                 i_lo[a] = i_lo[a].min(inv[a]);
                 i_hi[a] = i_hi[a].max(inv[a]);
             }
-            let widen = fused.map_or(0.0, |c| c.widen);
+            let widen = constants.map_or(0.0, |c| c.widen);
             self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.node_tmin());
+            self.slack.0[k] = if FUSED { 0.0 } else { widen };
             self.tmin.0[k] = r.tmin;
             self.tmax.0[k] = r.tmax;
             tmin_lo = tmin_lo.min(r.tmin);
@@ -162,6 +169,7 @@ impl Packet {
                 self.far_org[a].0[k] = self.far_org[a].0[n - 1];
             }
             self.node_tmin.0[k] = self.node_tmin.0[n - 1];
+            self.slack.0[k] = self.slack.0[n - 1];
             self.tmin.0[k] = self.tmin.0[n - 1];
             self.tmax.0[k] = f32::NEG_INFINITY;
         }
@@ -298,6 +306,7 @@ impl Packet {
                 near = max_keep(tn, near);
                 far = min_keep(tf, far);
             }
+            let near = near - self.slack.group(g);
             near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY))
         }
     }

@@ -5,7 +5,8 @@
 //! * **exact** ([`Ray8::new`]): `(plane - origin) * inv_dir`, the slab test of
 //!   `dbvt::node::RayLanes::test_pair` eight lanes at a time, in the same operation order as
 //!   [`crate::math::slab_interval`], so each lane's answer and entry distance are the scalar
-//!   test's. The dynamic tree's copy and the swept boxes use it.
+//!   test's. The dynamic tree's copy and the swept boxes use it, and a mesh BVH's rays where
+//!   the fused form is not available, with the fused form's slack ([`Ray8::lowered`]).
 //! * **fused** ([`FusedRay8`], the mesh BVH's rays): `plane * inv_dir - origin * inv_dir` with the
 //!   product `origin * inv_dir` computed once per ray, so each plane costs one fused multiply-add,
 //!   as in Embree's BVH kernels. Embree's fast mode accepts that the rounding of the precomputed
@@ -78,8 +79,10 @@ fn splat3<L: Lanes8>(v: Vec3A) -> [L; 3] {
     [L::splat(v.x), L::splat(v.y), L::splat(v.z)]
 }
 
-/// One ray, or the centre ray of a swept box, splatted once for the exact form of the test.
-pub(crate) struct Ray8<L = wide::f32x8> {
+/// One ray, or the centre ray of a swept box, splatted once for the exact form of the test;
+/// with `LOWERED`, a mesh BVH's ray, whose entry distances are lowered by `slack`
+/// ([`Ray8::lowered`]).
+pub(crate) struct Ray8<L = wide::f32x8, const LOWERED: bool = false> {
     origin: [L; 3],
     inv_dir: [L; 3],
     /// Added to the near plane and subtracted from the far plane of each axis: `∓ half_extent`
@@ -88,6 +91,8 @@ pub(crate) struct Ray8<L = wide::f32x8> {
     near_row: [usize; 3],
     far_row: [usize; 3],
     tmin: L,
+    /// The fused form's `Δ` with `LOWERED` (else unused, 0).
+    slack: L,
 }
 
 impl<L: Lanes8> Ray8<L> {
@@ -105,11 +110,28 @@ impl<L: Lanes8> Ray8<L> {
             near_row,
             far_row,
             tmin: L::splat(ray.tmin),
+            slack: L::splat(0.0),
         }
     }
 }
 
-impl<L: Lanes8> ChildBoxTest for Ray8<L> {
+impl<L: Lanes8> Ray8<L, true> {
+    /// The exact form for a mesh BVH's ray, with the fused form's slack: every entry distance
+    /// lowered by its `Δ` ([`FusedConstants::widen`]) where the ray has fused constants. A level
+    /// without a fused multiply-add walks with this form and a level with one with
+    /// [`FusedRay8`], so both must enter the boxes that a ray misses by a rounding: a triangle in
+    /// one can still be hit at a rounded `t` within the range (a ray that starts a subnormal
+    /// outside a box, on a triangle's corner), and with the exact distances alone one level
+    /// would find it and the other not (`tests/regressions.rs`).
+    #[inline(always)]
+    pub(crate) fn lowered(ray: &Ray) -> Ray8<L, true> {
+        let Ray8 { origin, inv_dir, near_offset, near_row, far_row, tmin, .. } = Ray8::<L>::new(ray, Vec3A::ZERO);
+        let slack = L::splat(fused_constants(ray).map_or(0.0, |c| c.widen));
+        Ray8 { origin, inv_dir, near_offset, near_row, far_row, tmin, slack }
+    }
+}
+
+impl<L: Lanes8, const LOWERED: bool> ChildBoxTest for Ray8<L, LOWERED> {
     type Lanes = L;
 
     #[inline(always)]
@@ -128,6 +150,7 @@ impl<L: Lanes8> ChildBoxTest for Ray8<L> {
             near = max_keep(tn, near);
             far = min_keep(tf, far);
         }
+        let near = if LOWERED { near - self.slack } else { near };
         (near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY)), near)
     }
 }

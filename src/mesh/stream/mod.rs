@@ -362,7 +362,7 @@ impl MeshBvh {
                     None => closest_first::<ANY, false, _, _, _, _>(
                         &self.blocks,
                         start,
-                        &Ray8::<L>::new(ray, glam::Vec3A::ZERO),
+                        &Ray8::<L, true>::lowered(ray),
                         ray.tmin,
                         box_tmax,
                         &mut stack,
@@ -507,10 +507,10 @@ impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
     fn run<L: Lanes8>(self) -> (u64, LeafSharing) {
         let TracePacket { bvh, pk, rays, idx, watertight, best } = self;
         if L::FMA {
-            pk.load::<true>(rays, idx);
+            pk.load::<true, true>(rays, idx);
             bvh.trace_packet::<L, ANY, true>(pk, rays, idx, watertight, best)
         } else {
-            pk.load::<false>(rays, idx);
+            pk.load::<false, true>(rays, idx);
             bvh.trace_packet::<L, ANY, false>(pk, rays, idx, watertight, best)
         }
     }
