@@ -471,3 +471,138 @@ fn a_hit_at_the_start_of_the_range_is_found_at_every_level() {
         assert!(single.is_some() && alone.is_some(), "the corner hit is missed at {level}");
     }
 }
+
+/// A `scene_ops` fuzzing finding: two copies of one instance, at one transform, are hit at the
+/// same distance; the single ray kept the copy it met first, the packets the other. The copy met
+/// second was queried with the ray clipped at the first hit's refined distance, which can lie a
+/// rounding below the distance the walk ranks by, so its equal hit was refused and the tie never
+/// seen. Every path and level must agree on the instance: single rays, packets, and a policy
+/// that accepts every hit.
+#[test]
+fn copies_of_an_instance_hit_at_one_distance_give_one_answer() {
+    use glam::{Affine3A, Vec3};
+    use slabtree::{
+        BatchOptions, BuildOptions, HitControl, MeshBvh, Scene, SceneHitCandidate, SimdLevel, Threads, TriMesh,
+        set_simd_level,
+    };
+    use std::sync::Arc;
+    let tet =
+        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+            .unwrap();
+    let mesh = Arc::new(MeshBvh::build(&tet, &BuildOptions::default()));
+    let transform = Affine3A::from_cols_array(&[
+        -1.4047278, 8.05594e-8, -2.309464, 1.9731327, -1.4047278, -1.200155, -1.200155, -2.309464, 0.7299923, 27.25,
+        27.25, 27.25,
+    ]);
+    let mut scene = Scene::new();
+    scene.add(mesh.clone(), transform, 0, Scene::ALL).unwrap();
+    scene.add(mesh, transform, 1, Scene::ALL).unwrap();
+    // The finding's rays, and fans of rays from the same origins.
+    let mut rays = vec![
+        Ray::new(Vec3::splat(26.25), Vec3::new(26.25, 27.25, 27.25)).with_range(0.0, 27.25),
+        Ray::new(Vec3::splat(26.25), Vec3::splat(26.25)).with_range(0.0, 26.25),
+    ];
+    for k in 0..62 {
+        let d = Vec3::new(26.25, 26.25 + (k % 8) as f32 * 0.25, 26.25 + (k / 8) as f32 * 0.25);
+        rays.push(Ray::new(Vec3::splat(26.25), d));
+    }
+    let options = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+    let key = |h: Option<slabtree::SceneHit>| h.map(|h| (h.instance, h.triangle, h.t.to_bits()));
+    let mut answers = Vec::new();
+    for level in [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512] {
+        let level = set_simd_level(level);
+        let mut streamed = Vec::new();
+        scene.intersect_batch(&rays, Scene::ALL, &mut streamed, options).unwrap();
+        let single: Vec<_> = rays.iter().map(|r| key(scene.intersect(r, Scene::ALL).unwrap())).collect();
+        for (k, r) in rays.iter().enumerate() {
+            assert_eq!(key(streamed[k]), single[k], "packets at {level}, {r:?}");
+            let accept = &mut |_: &SceneHitCandidate| HitControl::Accept;
+            assert_eq!(
+                key(scene.intersect_with(r, Scene::ALL, accept).unwrap()),
+                single[k],
+                "policy at {level}, {r:?}"
+            );
+        }
+        assert!(single[0].is_some(), "the finding's ray hits both copies");
+        answers.push((level, single));
+    }
+    set_simd_level(SimdLevel::Avx512);
+    for (level, single) in &answers {
+        assert_eq!(single, &answers[0].1, "{level} against {}", answers[0].0);
+    }
+}
+
+/// A `simd_levels` fuzzing finding: of two triangles hit at one distance in one pack, the
+/// pack's test kept the first lane and the walk, across packs, the lower triangle; the higher
+/// triangle sat in the first lane, and a copy of the lower one (split into two leaves by a
+/// High build) was reached after it at AVX2 and not at SSE2. Here every triangle of a random
+/// soup is repeated (the same corners, a later index, some in reversed order): each ray's
+/// closest hit must be the lowest triangle of the smallest distance, as each triangle tested
+/// alone says, at every level, alone and in batches of packets.
+#[test]
+fn equal_distances_keep_the_lowest_triangle() {
+    use glam::Vec3;
+    use slabtree::{BatchOptions, BuildOptions, BuildQuality, MeshBvh, SimdLevel, Threads, TriMesh, set_simd_level};
+    use slabtree_testkit::rng::Rng;
+    let mut rng = Rng(0xd0_0b1e);
+    let mut corners: Vec<[Vec3; 3]> = (0..150)
+        .map(|_| {
+            let c = rng.unit3() * 10.0;
+            [0, 1, 2].map(|_| c + rng.unit3() - Vec3::splat(0.5))
+        })
+        .collect();
+    let copies: Vec<[Vec3; 3]> =
+        corners.iter().map(|&[a, b, c]| if rng.below(2) == 0 { [a, b, c] } else { [b, c, a] }).collect();
+    corners.extend(copies);
+    let positions: Vec<Vec3> = corners.iter().flatten().copied().collect();
+    let triangles: Vec<[u32; 3]> = (0..corners.len() as u32).map(|k| [3 * k, 3 * k + 1, 3 * k + 2]).collect();
+    let mesh = TriMesh::new(positions, triangles).unwrap();
+    // Each triangle alone, for the expected answer.
+    let alone: Vec<MeshBvh> = corners
+        .iter()
+        .map(|t| MeshBvh::build(&TriMesh::new(t.to_vec(), vec![[0, 1, 2]]).unwrap(), &BuildOptions::default()))
+        .collect();
+    let rays: Vec<Ray> = (0..512)
+        .map(|k| {
+            let [a, b, c] = corners[k % 150];
+            let from = rng.unit3() * 30.0 - Vec3::splat(10.0);
+            Ray::new(from, (a + b + c) / 3.0 - from)
+        })
+        .collect();
+    let options = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+    for quality in [BuildQuality::Medium, BuildQuality::High] {
+        let bvh = MeshBvh::build(&mesh, &BuildOptions { quality, ..Default::default() });
+        for level in [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512] {
+            let level = set_simd_level(level);
+            let mut batch = Vec::new();
+            bvh.intersect_batch(&rays, &mut batch, options).unwrap();
+            for (k, ray) in rays.iter().enumerate() {
+                let hit = bvh.intersect(ray).unwrap().map(|h| (h.t.to_bits(), h.triangle));
+                // The triangle tested alone ranks as the walk does: by its rounded distance.
+                let mut ranked = Vec::new();
+                for (i, one) in alone.iter().enumerate() {
+                    let mut t = None;
+                    let _ = one.intersect_with(
+                        ray,
+                        &mut |c: &slabtree::HitCandidate| {
+                            t = Some(c.t);
+                            slabtree::HitControl::Accept
+                        },
+                        slabtree::RayOptions::default(),
+                    );
+                    if let Some(t) = t {
+                        ranked.push((t, i as u32));
+                    }
+                }
+                let expected = ranked.iter().min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))).map(|e| e.1);
+                assert_eq!(hit.map(|h| h.1), expected, "{quality:?} at {level}: ray {k}");
+                assert_eq!(
+                    batch[k].map(|h| (h.t.to_bits(), h.triangle)),
+                    hit,
+                    "{quality:?} at {level}: batch, ray {k}"
+                );
+            }
+        }
+        set_simd_level(SimdLevel::Avx512);
+    }
+}

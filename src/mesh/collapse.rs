@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
-use super::triangle::TriPack;
+use super::triangle::{NO_PRIM, TriPack};
 use crate::build::BuildNode;
 use crate::child::ChildRef;
 
@@ -162,8 +162,17 @@ fn write_node(
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Leaf { first, count, .. } = *node {
+            // Lanes in ascending triangle order: a pack's test keeps the first lane of equal
+            // distances and the walk the lowest triangle of equal distances across packs, so
+            // with the lanes sorted the two rules are one, and the closest hit among ties does
+            // not depend on which packs a level's walk reaches after the first (a triangle split
+            // into several leaves can be met again in another pack).
+            let mut lanes = [NO_PRIM; 4];
+            let leaf = &prims[first as usize..(first + count) as usize];
+            lanes[..leaf.len()].copy_from_slice(leaf);
+            lanes[..leaf.len()].sort_unstable();
             let mut pack = TriPack::EMPTY;
-            for (k, &prim) in prims[first as usize..(first + count) as usize].iter().enumerate() {
+            for (k, &prim) in lanes[..leaf.len()].iter().enumerate() {
                 pack.set(k, prim, &tri.rows(prim));
             }
             let at = out.push_pack(&pack);

@@ -113,6 +113,19 @@ impl MeshBvh {
         (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
     }
 
+    /// [`MeshBvh::intersect_unchecked`] with the distance the walk ranked the hit by: the
+    /// triangle test's rounded `t`, which the hit's refined `t` ([`MeshBvh::finish`]) can lie
+    /// below. A scene compares its instances' hits by it and clips the ray at it, so that the
+    /// next instance's query, ranged up to it, still takes a triangle at the same distance (a
+    /// second copy of an instance), as the closest-hit walk within one mesh does.
+    pub(crate) fn intersect_keyed_unchecked(&self, ray: &Ray) -> (Option<(f32, Hit)>, QueryStats) {
+        if ray.validate().is_err() {
+            return (None, QueryStats::default());
+        }
+        let (hit, stats) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
+        (hit.map(|(prim, h)| (h.t, self.finish(prim, h, ray))), stats)
+    }
+
     /// [`MeshBvh::intersect_unchecked`] written to `slot`: for the ray streams' rays traced
     /// alone, which may be invalid (an instance's view of a world ray).
     #[inline]

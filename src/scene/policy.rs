@@ -75,15 +75,15 @@ impl Scene {
         policy: &mut impl SceneHitPolicy,
     ) -> Result<Option<SceneHit>, InputError> {
         ray.validate()?;
-        let mut best: Option<(u32, crate::mesh::Hit)> = None;
-        self.walk_with::<false>(ray, mask, policy, &mut |slot, finish, stopped| {
-            let hit = finish();
-            // Equal distances in two instances keep the first, as `Scene::intersect` does.
-            if stopped || best.is_none_or(|b| hit.t < b.1.t) {
-                best = Some((slot, hit));
+        let mut best: Option<(u32, f32, crate::mesh::Hit)> = None;
+        self.walk_with::<false>(ray, mask, policy, &mut |slot, key, finish, stopped| {
+            // Ranked by key, and equal keys in two instances keep the first, as
+            // `Scene::intersect` does.
+            if stopped || best.is_none_or(|b| key < b.1) {
+                best = Some((slot, key, finish()));
             }
         });
-        Ok(best.map(|(slot, hit)| self.make_hit(slot, hit)))
+        Ok(best.map(|(slot, _, hit)| self.make_hit(slot, hit)))
     }
 
     /// Whether `policy` accepts (or stops at) any triangle the ray crosses, over the instances
@@ -92,7 +92,7 @@ impl Scene {
     pub fn occluded_with(&self, ray: &Ray, mask: u32, policy: &mut impl SceneHitPolicy) -> Result<bool, InputError> {
         ray.validate()?;
         let mut any = false;
-        self.walk_with::<true>(ray, mask, policy, &mut |_, _, _| any = true);
+        self.walk_with::<true>(ray, mask, policy, &mut |_, _, _, _| any = true);
         Ok(any)
     }
 
@@ -145,16 +145,17 @@ impl Scene {
     }
 
     /// The instance walk of the policy queries: each instance's mesh walk (closest-first, or any
-    /// hit with `ANY`) with `policy` seeing its candidates; `found(slot, finish, stopped)` gets
-    /// every hit taken (accepted, or stopped at and then the last), each at or before the ray's
-    /// end as clipped by the hits before it, with `finish` making its public hit (in f64, so
-    /// only where the hit is kept: `occluded_with` needs none).
+    /// hit with `ANY`) with `policy` seeing its candidates; `found(slot, key, finish, stopped)`
+    /// gets every hit taken (accepted, or stopped at and then the last), each at or before the
+    /// ray's end as clipped by the hits before it, with its key (the distance the walk ranked it
+    /// by, at which the ray is clipped; see `MeshBvh::intersect_keyed_unchecked`) and `finish`
+    /// making its public hit (in f64, so only where the hit is kept: `occluded_with` needs none).
     fn walk_with<const ANY: bool>(
         &self,
         ray: &Ray,
         mask: u32,
         policy: &mut impl SceneHitPolicy,
-        found: &mut impl FnMut(u32, &dyn Fn() -> crate::mesh::Hit, bool),
+        found: &mut impl FnMut(u32, f32, &dyn Fn() -> crate::mesh::Hit, bool),
     ) {
         let mut cast = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -183,7 +184,7 @@ impl Scene {
             let (hit, _) = inst.mesh.trace_with::<ANY, _>(&local, &mut inner, RayCoherence::Coherent);
             match hit {
                 Some((prim, h)) => {
-                    found(slot, &|| inst.mesh.finish(prim, h, &local), stopped);
+                    found(slot, h.t, &|| inst.mesh.finish(prim, h, &local), stopped);
                     if ANY || stopped { RayControl::Stop } else { RayControl::Clip(h.t) }
                 }
                 None => RayControl::Continue,

@@ -121,7 +121,11 @@ impl Scene {
         mask: u32,
         rays_cast: u64,
     ) -> (Option<SceneHit>, QueryStats) {
-        let mut best: Option<(u32, crate::mesh::Hit)> = None;
+        // The best hit's instance slot, key and hit. Hits are ranked, and the ray clipped, by
+        // their keys (see `MeshBvh::intersect_keyed_unchecked`): a hit at the same key in a later
+        // instance is then seen and not taken, whichever order the walk meets them in, and the
+        // packets (`super::stream`) see it too and trace the ray again singly.
+        let mut best: Option<(u32, f32, crate::mesh::Hit)> = None;
         let mut below = QueryStats::default();
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
             if leaf.data.mask & mask == 0 {
@@ -129,21 +133,21 @@ impl Scene {
             }
             let inst = self.slot(leaf.data.index);
             // A ray the transform made invalid (an overflow to infinity) hits nothing there.
-            let (hit, stats) = inst.mesh.intersect_unchecked(&local_ray(inst, ray, leaf.tmax));
+            let (hit, stats) = inst.mesh.intersect_keyed_unchecked(&local_ray(inst, ray, leaf.tmax));
             if COUNT {
                 below += stats;
             }
             match hit {
-                Some(h) if best.is_none_or(|b| h.t < b.1.t) => {
-                    best = Some((leaf.data.index, h));
-                    RayControl::Clip(h.t)
+                Some((key, h)) if best.is_none_or(|b| key < b.1) => {
+                    best = Some((leaf.data.index, key, h));
+                    RayControl::Clip(key)
                 }
                 _ => RayControl::Continue,
             }
         };
         let Ok(top) = self.cast(ray, rays_cast, &mut policy) else { return (None, QueryStats::default()) };
         let stats = if COUNT { top + below } else { QueryStats::default() };
-        (best.map(|(s, h)| self.make_hit(s, h)), stats)
+        (best.map(|(s, _, h)| self.make_hit(s, h)), stats)
     }
 
     /// `true` when a triangle of an instance whose mask shares a bit with `mask` is hit within

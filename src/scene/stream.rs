@@ -31,13 +31,14 @@ struct Scratch {
 
 /// What a packet's instances work in, beside the packet itself.
 struct Work {
-    /// Per ray of a packet: its closest hit so far (instance slot and hit).
-    best: Vec<Option<(u32, Hit)>>,
+    /// Per ray of a packet: its closest hit so far (instance slot, key and hit; see
+    /// `Scene::intersect_valid`).
+    best: Vec<Option<(u32, f32, Hit)>>,
     /// An instance's rays in its space, and their places in the packet.
     local: Vec<Ray>,
     which: Vec<usize>,
-    /// The instance's answers.
-    hits: Vec<Option<Hit>>,
+    /// The instance's answers, with their keys.
+    hits: Vec<Option<(f32, Hit)>>,
     occluded: Vec<bool>,
 }
 
@@ -105,7 +106,7 @@ impl Scene {
                     hits[i] = if redo & (1 << k) != 0 {
                         self.intersect_valid::<false>(&rays[i], mask, 0).0
                     } else {
-                        work.best[k].map(|(slot, h)| self.make_hit(slot, h))
+                        work.best[k].map(|(slot, _, h)| self.make_hit(slot, h))
                     };
                 }
             },
@@ -197,16 +198,16 @@ impl Scene {
             let Work { best, local, which, hits, .. } = &mut *work;
             hits.clear();
             hits.resize(local.len(), None);
-            inst.mesh.intersect_stream_unchecked(local, hits);
+            inst.mesh.intersect_stream_keyed_unchecked(local, hits);
             let mut clipped = false;
             for (&r, h) in which.iter().zip(hits.iter()) {
-                let Some(h) = *h else { continue };
+                let Some((key, h)) = *h else { continue };
                 match best[r] {
-                    Some(b) if near_tie(h.t, b.1.t) => redo |= 1 << r,
-                    Some(b) if h.t >= b.1.t => {}
+                    Some(b) if near_tie(key, b.1) => redo |= 1 << r,
+                    Some(b) if key >= b.1 => {}
                     _ => {
-                        best[r] = Some((data.index, h));
-                        pk.clip(r, h.t);
+                        best[r] = Some((data.index, key, h));
+                        pk.clip(r, key);
                         clipped = true;
                     }
                 }

@@ -170,6 +170,28 @@ impl MeshBvh {
         self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
     }
 
+    /// [`MeshBvh::intersect_stream_unchecked`] with each hit's key, the distance the walk ranked
+    /// it by ([`MeshBvh::intersect_keyed_unchecked`]): the scene's packets. Runs of rays traced
+    /// alone are traced one by one, not in flight.
+    pub(crate) fn intersect_stream_keyed_unchecked(&self, rays: &[Ray], hits: &mut [Option<(f32, Hit)>]) {
+        debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
+        let answer = |ray: &Ray,
+                      packed: Option<(Option<(u32, PackHit)>, bool)>,
+                      hint,
+                      slot: &mut Option<(f32, Hit)>| {
+            *slot = match packed {
+                // Traced alone, or met a tie in its packet.
+                None | Some((_, true)) => match ray.validate() {
+                    Ok(()) => self.trace_valid::<false>(ray, hint).0.map(|(prim, h)| (h.t, self.finish(prim, h, ray))),
+                    Err(_) => None,
+                },
+                Some((None, false)) => None,
+                Some((Some((prim, h)), false)) => Some((h.t, self.finish(prim, h, ray))),
+            }
+        };
+        self.stream::<false, _>(rays, hits, answer, None::<fn(&[Ray], &mut [Option<(f32, Hit)>])>);
+    }
+
     /// Whether each of `rays` hits anything, into `occluded` (one slot per ray), with the
     /// coherent rays traced as packets, as [`MeshBvh::intersect_stream_unchecked`] traces them.
     pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
