@@ -183,6 +183,18 @@ impl MeshBvh {
         }
     }
 
+    /// [`MeshBvh::intersect_interleaved`] with each hit's key (see
+    /// [`MeshBvh::intersect_keyed_unchecked`]).
+    pub(super) fn intersect_interleaved_keyed(&self, rays: &[Ray], out: &mut [Option<(f32, Hit)>]) {
+        debug_assert_eq!(rays.len(), out.len());
+        let done =
+            |r: usize, h: Option<(u32, PackHit)>| out[r] = h.map(|(prim, h)| (h.t, self.finish(prim, h, &rays[r])));
+        match self.options.triangle_test {
+            TriangleTest::MollerTrumbore => self.interleave::<false, false>(rays, done),
+            TriangleTest::Watertight => self.interleave::<false, true>(rays, done),
+        }
+    }
+
     /// Whether each of `rays` (all valid) hits anything, written to `out` (as long as `rays`),
     /// with [`LANES`] rays in flight.
     pub(super) fn occluded_interleaved(&self, rays: &[Ray], out: &mut [bool]) {

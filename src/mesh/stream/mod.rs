@@ -171,9 +171,14 @@ impl MeshBvh {
     }
 
     /// [`MeshBvh::intersect_stream_unchecked`] with each hit's key, the distance the walk ranked
-    /// it by ([`MeshBvh::intersect_keyed_unchecked`]): the scene's packets. Runs of rays traced
-    /// alone are traced one by one, not in flight.
+    /// it by ([`MeshBvh::intersect_keyed_unchecked`]): the scene's packets.
     pub(crate) fn intersect_stream_keyed_unchecked(&self, rays: &[Ray], hits: &mut [Option<(f32, Hit)>]) {
+        self.intersect_stream_keyed_in(rays, hits, self.is_large());
+    }
+
+    /// [`MeshBvh::intersect_stream_keyed_unchecked`], with rays in flight as
+    /// [`MeshBvh::intersect_stream_in`] says.
+    fn intersect_stream_keyed_in(&self, rays: &[Ray], hits: &mut [Option<(f32, Hit)>], in_flight: bool) {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         let answer = |ray: &Ray,
                       packed: Option<(Option<(u32, PackHit)>, bool)>,
@@ -189,7 +194,8 @@ impl MeshBvh {
                 Some((Some((prim, h)), false)) => Some((h.t, self.finish(prim, h, ray))),
             }
         };
-        self.stream::<false, _>(rays, hits, answer, None::<fn(&[Ray], &mut [Option<(f32, Hit)>])>);
+        let flight = |rays: &[Ray], hits: &mut [Option<(f32, Hit)>]| self.intersect_interleaved_keyed(rays, hits);
+        self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
     }
 
     /// Whether each of `rays` hits anything, into `occluded` (one slot per ray), with the
@@ -547,7 +553,8 @@ mod tests {
 
     /// The runs that a stream traces alone, traced with rays in flight (as through a large BVH,
     /// forced here on a small one) give the single rays' answers: random rays (incoherent runs)
-    /// and camera rays (coherent, in packets) in one stream, closest and any hit.
+    /// and camera rays (coherent, in packets) in one stream, closest hit (with and without its
+    /// key) and any hit.
     #[test]
     fn runs_in_flight_equal_single_rays() {
         let mut next = units(7);
@@ -568,9 +575,12 @@ mod tests {
         bvh.intersect_stream_in(&rays, &mut hits, true);
         let mut occluded = vec![false; rays.len()];
         bvh.occluded_stream_in(&rays, &mut occluded, true);
+        let mut keyed = vec![None; rays.len()];
+        bvh.intersect_stream_keyed_in(&rays, &mut keyed, true);
         for (i, r) in rays.iter().enumerate() {
             assert_eq!(hits[i], bvh.intersect(r).unwrap(), "ray {i}");
             assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "ray {i}");
+            assert_eq!(keyed[i], bvh.intersect_keyed_unchecked(r).0, "ray {i}");
         }
         assert!(hits.iter().filter(|h| h.is_some()).count() > 500);
     }
