@@ -106,11 +106,8 @@ impl MeshBvh {
     /// and what the walk visited: for rays the crate made itself (an instance's view of a world
     /// ray).
     pub(crate) fn intersect_unchecked(&self, ray: &Ray) -> (Option<Hit>, QueryStats) {
-        if ray.validate().is_err() {
-            return (None, QueryStats::default());
-        }
-        let (hit, stats) = self.trace_valid::<false>(ray, RayCoherence::Coherent);
-        (hit.map(|(prim, h)| self.finish(prim, h, ray)), stats)
+        let (hit, stats) = self.intersect_keyed_unchecked(ray);
+        (hit.map(|(_, h)| h), stats)
     }
 
     /// [`MeshBvh::intersect_unchecked`] with the distance the walk ranked the hit by: the
