@@ -606,3 +606,152 @@ fn equal_distances_keep_the_lowest_triangle() {
         set_simd_level(SimdLevel::Avx512);
     }
 }
+
+/// A `scene_ops` fuzzing finding: under a transform with entries of 1e23 and 1e-26, a ray in a
+/// tetrahedron's space starts 2.5e-23 outside the box's `x = 0` face and runs nearly parallel
+/// to it (`d.x` = 1.3e-23), entering the box only at `t` = 1.89. Möller–Trumbore lost the
+/// 2.5e-23 in `v0 - o` and "hit" the slanted face at `t` = 0.33, a point outside the triangle,
+/// far before its box: a walk whose range was clipped below 1.89 culled the box and missed it,
+/// so the answer depended on the range, and in the scene on the order the walk met the
+/// instances (the single ray and the packets differed). A hit before its triangle's box by
+/// more than the rounding allowance is not taken.
+///
+/// Checked against the oracle, in f64: no hit lies before its triangle's box; a hit found with
+/// an unbounded range is found with any range that contains it, and none is found in a range
+/// that the unbounded answer says holds none; closest and any hit agree; packets give the
+/// single rays' answers; at every level, with both triangle tests.
+#[test]
+fn a_hit_before_its_triangles_box_is_not_taken() {
+    use glam::{Affine3A, DVec3, Mat3A, Vec3};
+    use slabtree::{
+        BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, TriMesh, TriangleTest, set_simd_level,
+    };
+    use std::sync::Arc;
+    let corners = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z];
+    let faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]];
+    let tet = TriMesh::new(corners.to_vec(), faces.to_vec()).unwrap();
+    // The finding's ray in the tetrahedron's space, and a tile of rays around it.
+    let local =
+        Ray::new(Vec3::new(-2.5185798e-23, 0.25373137, 0.86165327), Vec3::new(1.3333658e-23, -0.13432835, -0.21182543));
+    let locals: Vec<Ray> = (0..64)
+        .map(|k| {
+            let s = ((k % 8) as f32 - 4.0) * 1e-3;
+            let o = Vec3::from(local.origin()) + Vec3::new(0.0, s, ((k / 8) as f32 - 4.0) * 1e-3);
+            Ray::new(o, Vec3::from(local.dir()))
+        })
+        .collect();
+    assert_eq!(locals[36], local);
+    // How far before its triangle's box a hit lies, in f64 (0 when it is in the box's slab on
+    // every axis the ray crosses).
+    let before_box = |ray: &Ray, triangle: u32, t: f32| -> f64 {
+        let p = faces[triangle as usize].map(|i: u32| corners[i as usize].as_dvec3());
+        let (lo, hi) = (p[0].min(p[1]).min(p[2]), p[0].max(p[1]).max(p[2]));
+        let (o, d) = (Vec3::from(ray.origin()).as_dvec3(), Vec3::from(ray.dir()).as_dvec3());
+        let entry = (0..3)
+            .filter(|&a| d[a] != 0.0)
+            .map(|a| ((lo[a] - o[a]) / d[a]).min((hi[a] - o[a]) / d[a]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        (entry - t as f64).max(0.0) / DVec3::ONE.max(o.abs()).max_element()
+    };
+    let options = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+    for triangle_test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+        let mesh = MeshBvh::build(&tet, &BuildOptions { triangle_test, ..Default::default() });
+        for level in [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512] {
+            let level = set_simd_level(level);
+            let what = format!("{triangle_test:?} at {level}");
+            for tmax in [f32::INFINITY, 2.25, 1.0, 0.5] {
+                let rays: Vec<Ray> = locals.iter().map(|r| r.with_range(0.0, tmax)).collect();
+                let mut batch = Vec::new();
+                mesh.intersect_batch(&rays, &mut batch, options).unwrap();
+                for (k, ray) in rays.iter().enumerate() {
+                    let hit = mesh.intersect(ray).unwrap();
+                    let unbounded = mesh.intersect(&ray.with_range(0.0, f32::INFINITY)).unwrap();
+                    let key = |h: Option<slabtree::Hit>| h.map(|h| (h.triangle, h.t.to_bits()));
+                    assert_eq!(key(hit), key(unbounded.filter(|h| h.t <= tmax)), "{what}, tmax {tmax}, ray {k}");
+                    assert_eq!(mesh.occluded(ray).unwrap(), hit.is_some(), "{what}: any hit, tmax {tmax}, ray {k}");
+                    assert_eq!(key(batch[k]), key(hit), "{what}: packets, tmax {tmax}, ray {k}");
+                    if let Some(h) = hit {
+                        assert!(before_box(ray, h.triangle, h.t) < 1e-6, "{what}: {h:?} before its box, ray {k}");
+                    }
+                }
+            }
+        }
+    }
+    set_simd_level(SimdLevel::Avx512);
+    // The finding's scene: the tetrahedron under the transform above, and three other instances,
+    // one of which is hit at t = 1 and clipped the packets' range.
+    let quad = TriMesh::new(
+        vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::ONE.with_z(0.0), Vec3::new(-1.0, 1.0, 0.0)],
+        vec![[0, 1, 2], [0, 2, 3]],
+    )
+    .unwrap();
+    let watertight = BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() };
+    let (quad, tet) =
+        (Arc::new(MeshBvh::build(&quad, &watertight)), Arc::new(MeshBvh::build(&tet, &Default::default())));
+    let affine = |x: [f32; 3], y: [f32; 3], z: [f32; 3], t: [f32; 3]| Affine3A {
+        matrix3: Mat3A::from_cols(x.into(), y.into(), z.into()),
+        translation: t.into(),
+    };
+    let mut scene = Scene::new();
+    let instances = [
+        (
+            &tet,
+            affine(
+                [-1.1632227e-26, 8.25, 2.720083e23],
+                [-16.75, -27.0, 0.0],
+                [3.186747e-23, 6.5, 6.5],
+                [6.5, 3.5, 3.5],
+            ),
+        ),
+        (
+            &quad,
+            affine(
+                [-1.915319, -7.450581e-9, 0.5758066],
+                [0.16577664, -1.915319, 0.55142665],
+                [0.55142665, 0.5758066, 1.8342234],
+                [16.0; 3],
+            ),
+        ),
+        (
+            &tet,
+            affine(
+                [1.2697433, 0.0, -0.6399064],
+                [0.2879861, 1.2697433, 0.5714405],
+                [0.5714405, -0.6399064, 1.1338888],
+                [6.75; 3],
+            ),
+        ),
+        (
+            &quad,
+            affine(
+                [-0.27008224, 7.636845e-8, 1.2524606],
+                [1.2243179, -0.27008224, 0.2640134],
+                [0.2640134, 1.2524606, 0.056931995],
+                [4.5; 3],
+            ),
+        ),
+    ];
+    for (k, (mesh, transform)) in instances.into_iter().enumerate() {
+        scene.add((*mesh).clone(), transform, k as u64, Scene::ALL).unwrap();
+    }
+    let ray = Ray::new(Vec3::splat(2.25), Vec3::splat(2.25)).with_range(0.0, 2.25);
+    let rays: Vec<Ray> = (0..64)
+        .map(|k| {
+            let s = Vec3::new(((k % 8) as f32 - 4.0) * 1e-3, ((k / 8) as f32 - 4.0) * 1e-3, 0.0);
+            Ray::new(Vec3::splat(2.25), Vec3::splat(2.25) + s).with_range(0.0, 2.25)
+        })
+        .collect();
+    assert_eq!(rays[36], ray);
+    for level in [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512] {
+        let level = set_simd_level(level);
+        let mut streamed = Vec::new();
+        scene.intersect_batch(&rays, Scene::ALL, &mut streamed, options).unwrap();
+        for (k, ray) in rays.iter().enumerate() {
+            let single = scene.intersect(ray, Scene::ALL).unwrap();
+            let key = |h: Option<slabtree::SceneHit>| h.map(|h| (h.instance, h.triangle, h.t.to_bits()));
+            assert_eq!(key(streamed[k]), key(single), "scene packets at {level}, ray {k}");
+            assert_eq!(scene.occluded(ray, Scene::ALL).unwrap(), single.is_some(), "scene any hit at {level}, ray {k}");
+        }
+    }
+    set_simd_level(SimdLevel::Avx512);
+}

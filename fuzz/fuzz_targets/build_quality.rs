@@ -96,8 +96,10 @@ fn same_hit(a: &Hit, b: &Hit) -> bool {
         && a.normal.to_array().map(f32::to_bits) == b.normal.to_array().map(f32::to_bits)
 }
 
-fn check_ray(bvh: &MeshBvh, singles: &[Single], ray: &Ray, closest: Option<Hit>, any: bool, what: &str) {
-    let brute = brute_hits(singles, ray);
+/// Every triangle's answer to a ray, from [`brute_hits`].
+type Brute = [(Option<(f32, Hit)>, bool)];
+
+fn check_ray(bvh: &MeshBvh, brute: &Brute, ray: &Ray, closest: Option<Hit>, any: bool, what: &str) {
     let decided_hits = || brute.iter().filter(|b| b.1).filter_map(|b| b.0);
     let nearest = decided_hits().map(|h| h.0).fold(None, |m: Option<f32>, t| Some(m.map_or(t, |m| m.min(t))));
     let undecided = brute.iter().any(|b| !b.1 && b.0.is_some());
@@ -117,9 +119,8 @@ fn check_ray(bvh: &MeshBvh, singles: &[Single], ray: &Ray, closest: Option<Hit>,
 }
 
 /// `intersect_all`'s answer against brute force: every decided hit, and undecided ones only.
-fn check_all(bvh: &MeshBvh, singles: &[Single], ray: &Ray, all: &mut Vec<Hit>, what: &str) {
+fn check_all(bvh: &MeshBvh, brute: &Brute, ray: &Ray, all: &mut Vec<Hit>, what: &str) {
     bvh.intersect_all(ray, all).unwrap();
-    let brute = brute_hits(singles, ray);
     let mut seen = vec![false; brute.len()];
     for h in all.iter() {
         let i = h.triangle as usize;
@@ -145,6 +146,8 @@ fn run(u: &mut Unstructured) -> Result<()> {
     for _ in 0..u.int_in_range(1u8..=10)? {
         rays.push(random_mesh::ray(u, &mesh)?);
     }
+    // The brute force depends on the ray alone, not on the build: computed once per ray.
+    let brutes: Vec<_> = rays.iter().map(|ray| brute_hits(&singles, ray)).collect();
     let probe = random_mesh::ray(u, &mesh)?;
     let (centre, half) = (Vec3::from(probe.origin()), u.int_in_range(0u8..=32)? as f32 * 0.125);
     let query_box = Aabb::new(Vec3A::from(centre) - half, Vec3A::from(centre) + half);
@@ -164,10 +167,10 @@ fn run(u: &mut Unstructured) -> Result<()> {
     for quality in [other, BuildQuality::High] {
         let bvh = MeshBvh::build(&mesh, &BuildOptions { quality, ..options });
         let q = format!("{quality:?}");
-        for ray in &rays {
+        for (ray, brute) in rays.iter().zip(&brutes) {
             let (closest, any) = (bvh.intersect(ray).unwrap(), bvh.occluded(ray).unwrap());
-            check_ray(&bvh, &singles, ray, closest, any, &q);
-            check_all(&bvh, &singles, ray, &mut all, &q);
+            check_ray(&bvh, brute, ray, closest, any, &q);
+            check_all(&bvh, brute, ray, &mut all, &q);
         }
         for packets in [false, true] {
             let batch_options = BatchOptions { threads: Threads::Calling, packets, ..Default::default() };
@@ -175,7 +178,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
             bvh.occluded_batch(&rays, &mut batch_any, batch_options).unwrap();
             for (i, ray) in rays.iter().enumerate() {
                 let what = format!("{q} batch, packets {packets}");
-                check_ray(&bvh, &singles, ray, batch[i], batch_any[i], &what);
+                check_ray(&bvh, &brutes[i], ray, batch[i], batch_any[i], &what);
             }
         }
         found.clear();

@@ -11,10 +11,14 @@
 //!   the same products with opposite signs, so no ray passes between triangles. Edge functions
 //!   that come out exactly 0 in f32 are recomputed in f64, as the paper prescribes.
 
-use glam::Vec3;
+use std::ops::{Mul, Sub};
+
+use glam::{Vec3, Vec3A};
 use wide::f32x4;
 
-use crate::wide::Lanes8;
+use crate::math::{KeepLanes, max_keep, min_keep};
+use crate::wide::packet::GroupRays;
+use crate::wide::{Lanes8, box_margin};
 
 /// Marks an unused lane of a pack.
 pub(crate) const NO_PRIM: u32 = u32::MAX;
@@ -144,6 +148,9 @@ macro_rules! moller_trumbore {
             & t.simd_lt(f32x4::splat(f32::INFINITY))
             & u.simd_le(max)
             & v.simd_le(max);
+        let corners =
+            [[v0x, v0y, v0z], [v0x + e1[0], v0y + e1[1], v0z + e1[2]], [v0x + e2[0], v0y + e2[1], v0z + e2[2]]];
+        let mask = mask & $ray.not_before_box(&corners, t);
         $then(mask, t, u, v)
     }};
 }
@@ -248,8 +255,47 @@ macro_rules! watertight {
         // a NaN passes "not on both sides" (every comparison is false): demand finite
         // barycentrics (a fuzzing finding, tests/regressions.rs).
         let mask = mask & bu.is_finite() & bv.is_finite();
+        let corner = |k: usize| [$p.lanes(k, 0), $p.lanes(k, 1), $p.lanes(k, 2)];
+        let mask = mask & $ray.not_before_box(&[corner(0), corner(1), corner(2)], t);
         $then(mask, t, bu, bv)
     }};
+}
+
+/// The band, relative to a hit's distance, by which it may lie before its triangle's box.
+const BOX_BAND: f32 = 1.0 / (1 << 20) as f32;
+
+/// The distance at which a ray (origin `o`, inverse direction `inv`, the sign of each
+/// component `negative`) enters the box of each lane's triangle, whose `corners` are given,
+/// in the node tests' exact form: `(plane - o)·inv` through the entry plane of each axis,
+/// the largest of the three, an axis whose product is NaN (an origin on a plane the ray is
+/// parallel to) left out. `-inf` is the identity of that maximum.
+///
+/// A triangle test's distance is rounded, and for a ray nearly parallel to the triangle's
+/// plane the rounding of its origin becomes any distance along the ray: a hit can come out
+/// far before the ray even reaches the triangle's box (a ray 2.5e-23 outside a box and
+/// nearly parallel to its face was "hit" at 0.33, its box's entry 1.89). A walk that has
+/// clipped its range below a box's entry culls the box, so such a hit would be found or not
+/// as the walk's order goes. The tests therefore keep a hit only when
+/// `entry <= t + |t|·BOX_BAND + margin`, with `margin` half the fused form's `Δ` (or 0 where
+/// the ray takes the exact form, [`box_margin`]): a node test's entry distance for a leaf
+/// box holding the triangle is at most this entry, lowered by about `Δ` and a few roundings
+/// of the distance, and a walk culls only past its range raised by `2⁻¹⁶` of it
+/// (`crate::wide::packet::raised_tmax`), so a kept hit within the range is never in a culled
+/// box, whatever the order (`docs/robustness.md`). A real hit lies in the triangle's box, so
+/// it is kept unless its distance is off by more than the allowance. The box of a
+/// Möller–Trumbore pack's triangle is that of `v0`, `v0 + e1` and `v0 + e2`, as rounded.
+#[inline(always)]
+pub(crate) fn box_entry<T>(corners: &[[T; 3]; 3], o: &[T; 3], inv: &[T; 3], negative: [bool; 3], neg_inf: T) -> T
+where
+    T: KeepLanes + Sub<Output = T> + Mul<Output = T>,
+{
+    let mut entry = neg_inf;
+    for a in 0..3 {
+        let (c0, c1, c2) = (corners[0][a], corners[1][a], corners[2][a]);
+        let plane = if negative[a] { max_keep(c0, max_keep(c1, c2)) } else { min_keep(c0, min_keep(c1, c2)) };
+        entry = max_keep((plane - o[a]) * inv[a], entry);
+    }
+    entry
 }
 
 /// The per-ray data of the triangle tests, computed once per ray.
@@ -263,6 +309,11 @@ pub(crate) struct TriRay {
     shear: [f32x4; 3],
     /// Watertight: the origin's coordinates along kx, ky and kz.
     o_k: [f32x4; 3],
+    /// For [`TriRay::not_before_box`]: the inverse direction, whether each component is
+    /// negative (the ray enters a box through its upper plane), and the ray's [`box_margin`].
+    inv: [f32x4; 3],
+    negative: [bool; 3],
+    box_margin: f32x4,
     pub tmin: f32,
 }
 
@@ -282,6 +333,10 @@ impl TriRay {
     #[inline(always)]
     pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32, watertight: bool) -> TriRay {
         let s = f32x4::splat;
+        // As `Ray::new` computes them, so that the box test matches the node tests'.
+        let inv = Vec3A::ONE / Vec3A::from(d);
+        let (negative, box_margin) = (inv.to_array().map(f32::is_sign_negative), box_margin(o.into(), inv, tmin));
+        let inv = [s(inv.x), s(inv.y), s(inv.z)];
         if !watertight {
             return TriRay {
                 o: [s(o.x), s(o.y), s(o.z)],
@@ -289,6 +344,9 @@ impl TriRay {
                 k: [0, 1, 2],
                 shear: [s(0.0); 3],
                 o_k: [s(o.x), s(o.y), s(o.z)],
+                inv,
+                negative,
+                box_margin: s(box_margin),
                 tmin,
             };
         }
@@ -316,8 +374,21 @@ impl TriRay {
             k: [kx, ky, kz],
             shear: shear_s.map(s),
             o_k: [kx, ky, kz].map(|k| s(o.to_array()[k])),
+            inv,
+            negative,
+            box_margin: s(box_margin),
             tmin,
         }
+    }
+
+    /// The lanes whose hit at `t` is kept: those not before their triangle's box by more than
+    /// the allowance (see [`box_entry`]). `corners` are the triangles' corners, as the test saw
+    /// them.
+    #[inline(always)]
+    fn not_before_box(&self, corners: &[[f32x4; 3]; 3], t: f32x4) -> f32x4 {
+        let entry = box_entry(corners, &self.o, &self.inv, self.negative, f32x4::splat(f32::NEG_INFINITY));
+        let abs_t = max_keep(t, f32x4::ZERO - t);
+        entry.simd_le(t + abs_t * f32x4::splat(BOX_BAND) + self.box_margin)
     }
 
     /// Möller–Trumbore on four triangles stored as edges ([`PackRows::Edges`]): the hits with
@@ -347,7 +418,9 @@ impl TriRay {
     /// single-ray lane does; the nearest triangle is kept with a strict `<` in lane order, which
     /// is [`LaneHits::nearest_of`]'s choice of the first of equal distances.
     #[inline(always)]
-    pub(crate) fn intersect_mt_rays<L: Lanes8>(p: &TriPack, o: &[L; 3], d: &[L; 3], tmin: L, tmax: L) -> RaysHit {
+    pub(crate) fn intersect_mt_rays<L: Lanes8>(p: &TriPack, rays: &GroupRays<L>, tmax: L) -> RaysHit {
+        let GroupRays { o, d, box_margin, tmin, .. } = rays;
+        let (tmin, negative) = (*tmin, rays.negative);
         let (mut mask, mut best_t, mut best_u, mut best_v) =
             (0u32, L::splat(f32::INFINITY), L::splat(0.0), L::splat(0.0));
         let mut lanes = [0u8; 8];
@@ -390,6 +463,12 @@ impl TriRay {
                 & t.lt_bits(L::splat(f32::INFINITY))
                 & u.le_bits(max)
                 & v.le_bits(max);
+            // As `not_before_box`, operand for operand.
+            let corners =
+                [v0, [v0[0] + e1[0], v0[1] + e1[1], v0[2] + e1[2]], [v0[0] + e2[0], v0[1] + e2[1], v0[2] + e2[2]]];
+            let entry = box_entry(&corners, o, &rays.inv, negative, L::splat(f32::NEG_INFINITY));
+            let abs_t = max_keep(t, zero - t);
+            let hit = hit & entry.le_bits(t + abs_t * L::splat(BOX_BAND) + *box_margin);
             // The first triangle of the smallest `t`, per ray.
             let better = hit & t.lt_bits(best_t);
             if better == 0 {

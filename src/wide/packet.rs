@@ -4,7 +4,7 @@
 //! which the mesh BVH's streams (`mesh::stream`, where the design and why each answer equals the
 //! single ray's are set out) and the scene's streams (`scene::stream`) both use.
 
-use super::ray::{fused_constants, fused_interval, plane_rows};
+use super::ray::{box_margin, fused_constants, fused_interval, plane_rows};
 use super::{ChildRef, FixedStack, Lanes8, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
@@ -73,6 +73,20 @@ pub(crate) struct Planes<L = wide::f32x8> {
     far: [L; 3],
 }
 
+/// One group of eight of a packet's rays, across the lanes, for the triangle tests
+/// (`crate::mesh::TriRay::intersect_mt_rays`).
+pub(crate) struct GroupRays<L> {
+    pub(crate) o: [L; 3],
+    pub(crate) d: [L; 3],
+    pub(crate) inv: [L; 3],
+    /// Whether each direction component is negative (the packet's rays share their signs).
+    pub(crate) negative: [bool; 3],
+    /// Each ray's [`box_margin`].
+    pub(crate) box_margin: L,
+    pub(crate) tmin: L,
+    pub(crate) tmax: L,
+}
+
 /// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
 /// out for the single-ray node test with rays across the lanes. Filled in place for each packet
 /// by [`Packet::load`], so that a stream allocates and copies nothing else.
@@ -90,6 +104,9 @@ pub(crate) struct Packet {
     node_tmin: Lanes,
     /// The exact form's `Δ` for a mesh BVH's rays (see [`crate::wide::Ray8::lowered`]), else 0.
     slack: Lanes,
+    /// The triangle tests' allowance before a triangle's box (`crate::mesh::triangle`'s
+    /// `box_margin`).
+    box_margin: Lanes,
     tmin: Lanes,
     /// `tmax`, lowered as hits are found; `-inf` past the last ray, so no box passes there.
     tmax: Lanes,
@@ -154,6 +171,7 @@ impl Packet {
             let widen = constants.map_or(0.0, |c| c.widen);
             self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.node_tmin());
             self.slack.0[k] = if FUSED { 0.0 } else { widen };
+            self.box_margin.0[k] = box_margin(o, inv, r.tmin);
             self.tmin.0[k] = r.tmin;
             self.tmax.0[k] = r.tmax;
             tmin_lo = tmin_lo.min(r.tmin);
@@ -170,6 +188,7 @@ impl Packet {
             }
             self.node_tmin.0[k] = self.node_tmin.0[n - 1];
             self.slack.0[k] = self.slack.0[n - 1];
+            self.box_margin.0[k] = self.box_margin.0[n - 1];
             self.tmin.0[k] = self.tmin.0[n - 1];
             self.tmax.0[k] = f32::NEG_INFINITY;
         }
@@ -201,13 +220,19 @@ impl Packet {
         self.tmax_hi = m.to_array().into_iter().fold(f32::NEG_INFINITY, f32::max);
     }
 
-    /// Group `g`'s origins, directions, `tmin` and `tmax`, for the triangle tests with rays
-    /// across the lanes.
+    /// Group `g`'s rays for the triangle tests with rays across the lanes.
     #[inline(always)]
-    pub(crate) fn group_rays<L: Lanes8>(&self, g: usize) -> ([L; 3], [L; 3], L, L) {
-        let o = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
-        let d = [self.d[0].group(g), self.d[1].group(g), self.d[2].group(g)];
-        (o, d, self.tmin.group(g), self.tmax.group(g))
+    pub(crate) fn group_rays<L: Lanes8>(&self, g: usize) -> GroupRays<L> {
+        let three = |l: &[Lanes; 3]| [l[0].group(g), l[1].group(g), l[2].group(g)];
+        GroupRays {
+            o: three(&self.o),
+            d: three(&self.d),
+            inv: three(&self.inv),
+            negative: self.near_row.map(|row| row >= 3),
+            box_margin: self.box_margin.group(g),
+            tmin: self.tmin.group(g),
+            tmax: self.tmax.group(g),
+        }
     }
 
     /// Ray `k`'s origin, direction and `tmin`, as loaded.

@@ -228,14 +228,30 @@ impl FusedConstants {
 pub(crate) fn fused_constants(ray: &Ray) -> Option<FusedConstants> {
     let (o, inv) = (ray.origin(), ray.inv_dir());
     let p = o * inv;
+    let widen = fused_widen(o, inv, ray.tmin)?;
+    Some(FusedConstants { inv, p, widen, tmin: ray.tmin })
+}
+
+/// How far before a triangle's box a triangle test may report a hit and have it kept, beyond a
+/// band relative to the distance: half the fused form's `Δ` for a ray that has it, else 0
+/// (the argument is in `mesh::triangle`, at `TriRay::not_before_box`).
+#[inline(always)]
+pub(crate) fn box_margin(o: Vec3A, inv: Vec3A, tmin: f32) -> f32 {
+    fused_widen(o, inv, tmin).map_or(0.0, |w| w * 0.5)
+}
+
+/// The fused form's `Δ` of the ray from `o` with inverse direction `inv` and range start `tmin`,
+/// or `None` where the ray takes the exact form ([`fused_constants`]).
+#[inline(always)]
+fn fused_widen(o: Vec3A, inv: Vec3A, tmin: f32) -> Option<f32> {
+    let p = o * inv;
     // One check for all: the sum is finite only if both terms are at most `f32::MAX / 2`, and
     // then so are `p + Δ` and both products by `1 + 2γ(3)` (a sum of finite terms can also
     // overflow, and such a ray takes the exact form, which is always correct).
-    if !((inv.abs() + p.abs()) * 2.0).is_finite() || ray.tmin < 0.0 {
+    if !((inv.abs() + p.abs()) * 2.0).is_finite() || tmin < 0.0 {
         return None;
     }
-    let widen = p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE;
-    Some(FusedConstants { inv, p, widen, tmin: ray.tmin })
+    Some(p.abs().max_element() * FUSED_PAD + f32::MIN_POSITIVE)
 }
 
 impl<L: Lanes8> FusedRay8<L> {

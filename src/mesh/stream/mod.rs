@@ -482,10 +482,10 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
             if m.count_ones() > LANES_FROM && !watertight {
                 // Möller–Trumbore with the group's rays across the lanes: four tests of eight
                 // rays, against one of four triangles per ray that enters.
-                let (o, d, tmin, tmax) = pk.group_rays::<L>(g);
-                let rh = TriRay::intersect_mt_rays(p, &o, &d, tmin, raised_tmax8(tmax));
+                let rays = pk.group_rays::<L>(g);
+                let rh = TriRay::intersect_mt_rays(p, &rays, raised_tmax8(rays.tmax));
                 m &= rh.mask;
-                let (t, u, v, tmax) = (rh.t, rh.u, rh.v, tmax.to_array());
+                let (t, u, v, tmax) = (rh.t, rh.u, rh.v, rays.tmax.to_array());
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
                     m &= m - 1;
