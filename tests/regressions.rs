@@ -755,3 +755,91 @@ fn a_hit_before_its_triangles_box_is_not_taken() {
     }
     set_simd_level(SimdLevel::Avx512);
 }
+
+/// A `scene_ops` fuzzing finding: under a nearly singular transform (entries of 7e25 and
+/// 3e-43), the inverse transform carries a world ray to one that no longer passes where the
+/// world ray does, and the quad's mesh reported a hit at t = 3e-25 for a world ray that enters
+/// the instance's box at 0.3. The instance tree culls by world boxes, so with another instance
+/// hit at 0.025 the answer depended on the order the walk met them (the packets found the
+/// false hit, the single ray did not). An instance's hits are taken from its world box's entry
+/// on, less the rounding allowance (`scene::query::instance_floor`).
+///
+/// Checked against the oracle, in f64: every hit lies in its instance's world box; the answer
+/// with a range is the unbounded answer clipped to it; packets give the single rays' answers,
+/// and any hit agrees with closest hit, at every level.
+#[test]
+fn a_hit_outside_its_instances_box_is_not_taken() {
+    use glam::{Affine3A, Mat3A, Vec3};
+    use slabtree::{
+        BatchOptions, BuildOptions, MeshBvh, Scene, SceneHit, SimdLevel, Threads, TriMesh, TriangleTest, set_simd_level,
+    };
+    use std::sync::Arc;
+    let quad = TriMesh::new(
+        vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::ONE.with_z(0.0), Vec3::new(-1.0, 1.0, 0.0)],
+        vec![[0, 1, 2], [0, 2, 3]],
+    )
+    .unwrap();
+    let tet =
+        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
+            .unwrap();
+    let watertight = BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() };
+    let (quad, tet) =
+        (Arc::new(MeshBvh::build(&quad, &watertight)), Arc::new(MeshBvh::build(&tet, &Default::default())));
+    let affine = |x: [f32; 3], y: [f32; 3], z: [f32; 3], t: [f32; 3]| Affine3A {
+        matrix3: Mat3A::from_cols(x.into(), y.into(), z.into()),
+        translation: t.into(),
+    };
+    let quad_at = affine([13.75, 13.75, 15.75], [-4.0, 3.38e-43, 7.0847303e25], [26.5; 3], [26.5; 3]);
+    let tet_at = affine(
+        [1.0883515, 0.0, -0.5484912],
+        [-0.19240151, -1.1413066, -0.38177544],
+        [-0.51363826, 0.42751703, -1.019194],
+        [7.0; 3],
+    );
+    let mut scene = Scene::new();
+    let a = scene.add(quad.clone(), quad_at, 0, Scene::ALL).unwrap();
+    let b = scene.add(tet, tet_at, 4, Scene::ALL).unwrap();
+    let world = |s: &Scene, id| s.get(id).unwrap().world_aabb();
+    // The quad alone too: there nothing culls its box before the walk reaches its mesh.
+    let mut alone = Scene::new();
+    let a_alone = alone.add(quad, quad_at, 0, Scene::ALL).unwrap();
+    let boxes = [(a, world(&scene, a)), (b, world(&scene, b)), (a_alone, world(&alone, a_alone))];
+    let origin = Vec3::splat(6.75);
+    let dir = Vec3::new(6.75, 3.5, 3.5);
+    let rays: Vec<Ray> = (0..64)
+        .map(|k| Ray::new(origin, dir + Vec3::new(0.0, ((k % 8) as f32 - 4.0) * 1e-3, ((k / 8) as f32 - 4.0) * 1e-3)))
+        .collect();
+    assert_eq!(rays[36], Ray::new(origin, dir));
+    // How far outside its instance's world box a hit lies, in f64, relative to the box's size.
+    let outside = |ray: &Ray, h: &SceneHit| -> f64 {
+        let bounds = boxes.iter().find(|(id, _)| *id == h.instance).unwrap().1;
+        let p = Vec3::from(ray.origin()).as_dvec3() + Vec3::from(ray.dir()).as_dvec3() * h.t as f64;
+        let (lo, hi) = (Vec3::from(bounds.min).as_dvec3(), Vec3::from(bounds.max).as_dvec3());
+        ((lo - p).max(p - hi).max_element().max(0.0)) / (hi - lo).max_element()
+    };
+    let options = BatchOptions { threads: Threads::Calling, packets: true, ..Default::default() };
+    let key = |h: Option<SceneHit>| h.map(|h| (h.instance, h.triangle, h.t.to_bits()));
+    for (scene, level) in [&scene, &alone]
+        .into_iter()
+        .flat_map(|s| [SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512].map(|level| (s, level)))
+    {
+        let level = set_simd_level(level);
+        for tmax in [f32::INFINITY, 0.024870807, 1e-3] {
+            let rays: Vec<Ray> = rays.iter().map(|r| r.with_range(0.0, tmax)).collect();
+            let mut streamed = Vec::new();
+            scene.intersect_batch(&rays, Scene::ALL, &mut streamed, options).unwrap();
+            for (k, ray) in rays.iter().enumerate() {
+                let single = scene.intersect(ray, Scene::ALL).unwrap();
+                let unbounded = scene.intersect(&ray.with_range(0.0, f32::INFINITY), Scene::ALL).unwrap();
+                let what = format!("{} instances at {level}, tmax {tmax}, ray {k}", scene.len());
+                assert_eq!(key(single), key(unbounded.filter(|h| h.t <= tmax)), "range {what}");
+                assert_eq!(key(streamed[k]), key(single), "packets {what}");
+                assert_eq!(scene.occluded(ray, Scene::ALL).unwrap(), single.is_some(), "any hit {what}");
+                if let Some(h) = single {
+                    assert!(outside(ray, &h) < 1e-6, "{h:?} outside its instance's box, {what}");
+                }
+            }
+        }
+    }
+    set_simd_level(SimdLevel::Avx512);
+}

@@ -8,7 +8,7 @@ use glam::{Vec3, Vec3A};
 
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray, RayCoherence};
+use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray, RayCoherence, slab_interval};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -42,13 +42,39 @@ pub struct SceneHit {
     pub normal: Vec3,
 }
 
-/// The ray in an instance's space, with `t` unchanged (direction not renormalised).
+/// The ray in an instance's space, with `t` unchanged (direction not renormalised), starting no
+/// earlier than [`instance_floor`].
 #[inline]
 pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
     let o = inst.inverse.transform_point3a(ray.origin());
     let d = inst.inverse.transform_vector3a(ray.dir());
-    Ray::new(o, d).with_range(ray.tmin, tmax)
+    Ray::new(o, d).with_range(ray.tmin.max(instance_floor(inst, ray)), tmax)
 }
+
+/// Where `ray` enters the instance's world box, less an allowance for the rounding of the
+/// distances found in the instance's space: `8u·max|o·inv|` (over the axes where it is finite)
+/// and `2⁻²⁰` of the distance.
+///
+/// The mesh answers in the instance's space, with the ray carried there by the inverse
+/// transform, whose rounding can be large: under a nearly singular transform the carried ray
+/// no longer passes where the world ray does, and its mesh reported a hit at `t` = 3e-25 for a
+/// world ray that enters the instance's box at 0.3. The instance tree culls by world boxes, so
+/// such a hit was found or not as the walk's range and order went (the single ray and the
+/// packets differed; `tests/regressions.rs`). A hit is a point of the instance, inside its
+/// world box (padded outwards, `transform_aabb`), so its distance is at least the box's entry
+/// up to the allowance.
+#[inline]
+pub(crate) fn instance_floor(inst: &Instance, ray: &Ray) -> f32 {
+    let (o, inv) = (ray.origin(), ray.inv_dir());
+    let bounds = [inst.world.min.to_array(), inst.world.max.to_array()];
+    let entry = slab_interval(bounds, o.to_array(), inv.to_array(), ray.sign(), f32::NEG_INFINITY, f32::INFINITY).near;
+    let scale = (o * inv).abs().to_array().into_iter().filter(|p| p.is_finite()).fold(0.0, f32::max);
+    let band = if entry > 0.0 { 1.0 - INSTANCE_BAND } else { 1.0 + INSTANCE_BAND };
+    entry * band - scale * (8.0 * f32::EPSILON * 0.5)
+}
+
+/// [`instance_floor`]'s band, relative to the distance.
+const INSTANCE_BAND: f32 = 1.0 / (1 << 20) as f32;
 
 impl Scene {
     /// A ray cast of the instance tree: over its 8-wide copy once enough rays have been cast
