@@ -81,7 +81,13 @@ impl Work {
             while m != 0 {
                 let r = g * 8 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                self.local.push(local_ray(inst, &rays[idx[r]], pk.tmax_of(r)));
+                let local = local_ray(inst, &rays[idx[r]], pk.tmax_of(r));
+                // A range the instance's floor emptied (`super::query::instance_floor`): nothing
+                // there, as for the single ray, which refuses such a ray.
+                if !(local.tmin.is_finite() && local.tmin <= local.tmax) {
+                    continue;
+                }
+                self.local.push(local);
                 self.which.push(r);
             }
         }
