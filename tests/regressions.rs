@@ -406,11 +406,9 @@ fn an_overflowing_determinant_gives_no_nan_barycentrics() {
 #[test]
 fn a_hit_at_the_start_of_the_range_is_found_at_every_level() {
     use glam::{Affine3A, Vec3};
-    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, TriMesh, set_simd_level};
+    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, set_simd_level};
     use std::sync::Arc;
-    let tet =
-        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
-            .unwrap();
+    let tet = tetrahedron();
     let mesh = Arc::new(MeshBvh::build(&tet, &BuildOptions::default()));
     let transform = Affine3A::from_cols_array(&[
         13.75,
@@ -482,13 +480,10 @@ fn a_hit_at_the_start_of_the_range_is_found_at_every_level() {
 fn copies_of_an_instance_hit_at_one_distance_give_one_answer() {
     use glam::{Affine3A, Vec3};
     use slabtree::{
-        BatchOptions, BuildOptions, HitControl, MeshBvh, Scene, SceneHitCandidate, SimdLevel, Threads, TriMesh,
-        set_simd_level,
+        BatchOptions, BuildOptions, HitControl, MeshBvh, Scene, SceneHitCandidate, SimdLevel, Threads, set_simd_level,
     };
     use std::sync::Arc;
-    let tet =
-        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
-            .unwrap();
+    let tet = tetrahedron();
     let mesh = Arc::new(MeshBvh::build(&tet, &BuildOptions::default()));
     let transform = Affine3A::from_cols_array(&[
         -1.4047278, 8.05594e-8, -2.309464, 1.9731327, -1.4047278, -1.200155, -1.200155, -2.309464, 0.7299923, 27.25,
@@ -622,14 +617,12 @@ fn equal_distances_keep_the_lowest_triangle() {
 /// single rays' answers; at every level, with both triangle tests.
 #[test]
 fn a_hit_before_its_triangles_box_is_not_taken() {
-    use glam::{Affine3A, DVec3, Mat3A, Vec3};
-    use slabtree::{
-        BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, TriMesh, TriangleTest, set_simd_level,
-    };
-    use std::sync::Arc;
+    use glam::{DVec3, Vec3};
+    use slabtree::{BatchOptions, BuildOptions, MeshBvh, Scene, SimdLevel, Threads, TriangleTest, set_simd_level};
     let corners = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z];
     let faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]];
-    let tet = TriMesh::new(corners.to_vec(), faces.to_vec()).unwrap();
+    let tet = tetrahedron();
+    assert_eq!((tet.positions(), tet.triangles()), (&corners[..], &faces[..]));
     // The finding's ray in the tetrahedron's space, and a tile of rays around it.
     let local =
         Ray::new(Vec3::new(-2.5185798e-23, 0.25373137, 0.86165327), Vec3::new(1.3333658e-23, -0.13432835, -0.21182543));
@@ -680,18 +673,7 @@ fn a_hit_before_its_triangles_box_is_not_taken() {
     set_simd_level(SimdLevel::Avx512);
     // The finding's scene: the tetrahedron under the transform above, and three other instances,
     // one of which is hit at t = 1 and clipped the packets' range.
-    let quad = TriMesh::new(
-        vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::ONE.with_z(0.0), Vec3::new(-1.0, 1.0, 0.0)],
-        vec![[0, 1, 2], [0, 2, 3]],
-    )
-    .unwrap();
-    let watertight = BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() };
-    let (quad, tet) =
-        (Arc::new(MeshBvh::build(&quad, &watertight)), Arc::new(MeshBvh::build(&tet, &Default::default())));
-    let affine = |x: [f32; 3], y: [f32; 3], z: [f32; 3], t: [f32; 3]| Affine3A {
-        matrix3: Mat3A::from_cols(x.into(), y.into(), z.into()),
-        translation: t.into(),
-    };
+    let (quad, tet) = scene_ops_meshes();
     let mut scene = Scene::new();
     let instances = [
         (
@@ -769,26 +751,9 @@ fn a_hit_before_its_triangles_box_is_not_taken() {
 /// and any hit agrees with closest hit, at every level.
 #[test]
 fn a_hit_outside_its_instances_box_is_not_taken() {
-    use glam::{Affine3A, Mat3A, Vec3};
-    use slabtree::{
-        BatchOptions, BuildOptions, MeshBvh, Scene, SceneHit, SimdLevel, Threads, TriMesh, TriangleTest, set_simd_level,
-    };
-    use std::sync::Arc;
-    let quad = TriMesh::new(
-        vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::ONE.with_z(0.0), Vec3::new(-1.0, 1.0, 0.0)],
-        vec![[0, 1, 2], [0, 2, 3]],
-    )
-    .unwrap();
-    let tet =
-        TriMesh::new(vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z], vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]])
-            .unwrap();
-    let watertight = BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() };
-    let (quad, tet) =
-        (Arc::new(MeshBvh::build(&quad, &watertight)), Arc::new(MeshBvh::build(&tet, &Default::default())));
-    let affine = |x: [f32; 3], y: [f32; 3], z: [f32; 3], t: [f32; 3]| Affine3A {
-        matrix3: Mat3A::from_cols(x.into(), y.into(), z.into()),
-        translation: t.into(),
-    };
+    use glam::Vec3;
+    use slabtree::{BatchOptions, Scene, SceneHit, SimdLevel, Threads, set_simd_level};
+    let (quad, tet) = scene_ops_meshes();
     let quad_at = affine([13.75, 13.75, 15.75], [-4.0, 3.38e-43, 7.0847303e25], [26.5; 3], [26.5; 3]);
     let tet_at = affine(
         [1.0883515, 0.0, -0.5484912],
@@ -842,4 +807,33 @@ fn a_hit_outside_its_instances_box_is_not_taken() {
         }
     }
     set_simd_level(SimdLevel::Avx512);
+}
+
+/// The `scene_ops` target's two meshes, as its findings use them: a quad of two triangles built
+/// with the watertight test, and the tetrahedron with the default options.
+fn scene_ops_meshes() -> (std::sync::Arc<slabtree::MeshBvh>, std::sync::Arc<slabtree::MeshBvh>) {
+    use glam::Vec3;
+    use slabtree::{BuildOptions, MeshBvh, TriMesh, TriangleTest};
+    let quad = TriMesh::new(
+        vec![Vec3::new(-1.0, -1.0, 0.0), Vec3::new(1.0, -1.0, 0.0), Vec3::ONE.with_z(0.0), Vec3::new(-1.0, 1.0, 0.0)],
+        vec![[0, 1, 2], [0, 2, 3]],
+    )
+    .unwrap();
+    let watertight = BuildOptions { triangle_test: TriangleTest::Watertight, ..Default::default() };
+    (MeshBvh::build(&quad, &watertight).into(), MeshBvh::build(&tetrahedron(), &BuildOptions::default()).into())
+}
+
+/// The unit tetrahedron, its faces wound outwards.
+fn tetrahedron() -> slabtree::TriMesh {
+    use glam::Vec3;
+    slabtree::TriMesh::new(
+        vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z],
+        vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]],
+    )
+    .unwrap()
+}
+
+/// The affine map with linear columns `x`, `y`, `z` and translation `t`.
+fn affine(x: [f32; 3], y: [f32; 3], z: [f32; 3], t: [f32; 3]) -> glam::Affine3A {
+    glam::Affine3A { matrix3: glam::Mat3A::from_cols(x.into(), y.into(), z.into()), translation: t.into() }
 }
