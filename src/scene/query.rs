@@ -52,7 +52,7 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
 }
 
 /// Where `ray` enters the instance's world box, less an allowance for the rounding of the
-/// distances found in the instance's space: `8u·max|o·inv|` (over the axes where it is finite)
+/// distances found in the instance's space: the fused node test's `8u·max|o·inv|` (over the axes where it is finite)
 /// and `2⁻²⁰` of the distance.
 ///
 /// The mesh answers in the instance's space, with the ray carried there by the inverse
@@ -70,7 +70,7 @@ pub(crate) fn instance_floor(inst: &Instance, ray: &Ray) -> f32 {
     let entry = slab_interval(bounds, o.to_array(), inv.to_array(), ray.sign(), f32::NEG_INFINITY, f32::INFINITY).near;
     let scale = (o * inv).abs().to_array().into_iter().filter(|p| p.is_finite()).fold(0.0, f32::max);
     let band = if entry > 0.0 { 1.0 - INSTANCE_BAND } else { 1.0 + INSTANCE_BAND };
-    entry * band - scale * (8.0 * f32::EPSILON * 0.5)
+    entry * band - scale * crate::wide::FUSED_PAD
 }
 
 /// [`instance_floor`]'s band, relative to the distance.

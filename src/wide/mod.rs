@@ -35,5 +35,5 @@ pub(crate) use dispatch::{EntryPoint, dispatch};
 pub(crate) use lanes::{Lanes8, WithLanes};
 pub use level::{SimdLevel, compiled_simd_level, set_simd_level, simd_level};
 pub(crate) use node::{Entry, Node8, NodeStore};
-pub(crate) use ray::{ChildBoxTest, FusedRay8, Ray8, box_margin};
+pub(crate) use ray::{ChildBoxTest, FUSED_PAD, FusedRay8, Ray8, box_margin};
 pub(crate) use traverse::{FixedStack, LeafVisitor, closest_first};

@@ -173,7 +173,7 @@ pub(crate) struct FusedRay8<L = wide::f32x8> {
 }
 
 /// `8u` with `u = 2⁻²⁴`, the unit roundoff of f32: `Δ` is this times the largest `|o·inv|`.
-const FUSED_PAD: f32 = 8.0 * f32::EPSILON * 0.5;
+pub(crate) const FUSED_PAD: f32 = 8.0 * f32::EPSILON * 0.5;
 
 /// The fused form's per-ray constants, each rounded to nearest once (the argument that the test
 /// built from them is conservative is in `docs/architecture.md`, "The fused slab test"). The
