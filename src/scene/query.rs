@@ -52,8 +52,8 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
 }
 
 /// Where `ray` enters the instance's world box, less an allowance for the rounding of the
-/// distances found in the instance's space: the fused node test's `8u·max|o·inv|` (over the axes where it is finite)
-/// and `2⁻²⁰` of the distance.
+/// distances found in the instance's space: the fused node test's `8u·max|o·inv|` (over the axes
+/// where it is finite) and `2⁻²⁰` of the distance.
 ///
 /// The mesh answers in the instance's space, with the ray carried there by the inverse
 /// transform, whose rounding can be large: under a nearly singular transform the carried ray
