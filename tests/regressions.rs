@@ -744,7 +744,7 @@ fn a_hit_before_its_triangles_box_is_not_taken() {
 /// the instance's box at 0.3. The instance tree culls by world boxes, so with another instance
 /// hit at 0.025 the answer depended on the order the walk met them (the packets found the
 /// false hit, the single ray did not). An instance's hits are taken from its world box's entry
-/// on, less the rounding allowance (`scene::query::instance_floor`).
+/// on, less the rounding allowance (`scene::reach::instance_floor`).
 ///
 /// Checked against the oracle, in f64: every hit lies in its instance's world box; the answer
 /// with a range is the unbounded answer clipped to it; packets give the single rays' answers,

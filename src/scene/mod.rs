@@ -41,6 +41,7 @@ mod instances;
 mod policy;
 mod proximity;
 mod query;
+mod reach;
 mod stream;
 mod sweep;
 

@@ -6,9 +6,10 @@ use std::sync::atomic::Ordering;
 
 use glam::{Vec3, Vec3A};
 
+use super::reach::{Reach, instance_floor};
 use super::{Instance, InstanceId, InstanceSlot, Scene, SceneError};
 use crate::dbvt::{LeafControl, ProxyId, QueryWorkspace, RayControl, RayLeaf};
-use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray, RayCoherence, slab_interval};
+use crate::math::{Aabb, Frustum, InputError, QueryStats, Ray, RayCoherence};
 
 thread_local! {
     /// Per-thread traversal scratch of the instance tree, so queries allocate nothing once warm.
@@ -51,46 +52,39 @@ pub(crate) fn local_ray(inst: &Instance, ray: &Ray, tmax: f32) -> Ray {
     Ray::new(o, d).with_range(ray.tmin.max(instance_floor(inst, ray)), tmax)
 }
 
-/// Where `ray` enters the instance's world box, less an allowance for the rounding of the
-/// distances found in the instance's space: the fused node test's `8u·max|o·inv|` (over the axes
-/// where it is finite) and `2⁻²⁰` of the distance.
-///
-/// The mesh answers in the instance's space, with the ray carried there by the inverse
-/// transform, whose rounding can be large: under a nearly singular transform the carried ray
-/// no longer passes where the world ray does, and its mesh reported a hit at `t` = 3e-25 for a
-/// world ray that enters the instance's box at 0.3. The instance tree culls by world boxes, so
-/// such a hit was found or not as the walk's range and order went (the single ray and the
-/// packets differed; `tests/regressions.rs`). A hit is a point of the instance, inside its
-/// world box (padded outwards, `transform_aabb`), so its distance is at least the box's entry
-/// up to the allowance.
-#[inline]
-pub(crate) fn instance_floor(inst: &Instance, ray: &Ray) -> f32 {
-    let (o, inv) = (ray.origin(), ray.inv_dir());
-    let bounds = [inst.world.min.to_array(), inst.world.max.to_array()];
-    let entry = slab_interval(bounds, o.to_array(), inv.to_array(), ray.sign(), f32::NEG_INFINITY, f32::INFINITY).near;
-    let scale = (o * inv).abs().to_array().into_iter().filter(|p| p.is_finite()).fold(0.0, f32::max);
-    let band = if entry > 0.0 { 1.0 - INSTANCE_BAND } else { 1.0 + INSTANCE_BAND };
-    entry * band - scale * crate::wide::FUSED_PAD
-}
-
-/// [`instance_floor`]'s band, relative to the distance.
-const INSTANCE_BAND: f32 = 1.0 / (1 << 20) as f32;
-
 impl Scene {
     /// A ray cast of the instance tree: over its 8-wide copy once enough rays have been cast
     /// since the last change (see [`Scene::wide_view`]), else over the binary tree. Both hand the
     /// policy the same instances.
     /// `count` is how many rays to add to the count that decides when to make the wide copy
     /// (0 when a batch has already added all of its rays).
+    ///
+    /// The tree is walked past the ray's range by the instances' rounding allowance
+    /// ([`Reach`]), so that every instance whose mesh may hold a hit within the range is
+    /// reached, whichever instance clipped the range first; the policy sees the range itself
+    /// as each leaf's `tmax`, and its clips are carried to the walk raised alike.
     pub(super) fn cast<P: crate::dbvt::RayPolicy<InstanceSlot>>(
         &self,
         ray: &Ray,
         count: u64,
         policy: &mut P,
     ) -> Result<crate::dbvt::QueryStats, crate::DbvtError> {
+        let reach = Reach::of(ray);
+        let walk = ray.with_range(ray.tmin, reach.bound(ray.tmax));
+        let mut range = ray.tmax;
+        let mut reaching = |leaf: RayLeaf<'_, InstanceSlot>| match policy.visit(RayLeaf { tmax: range, ..leaf }) {
+            RayControl::Clip(t) => {
+                // As the walk applies a clip: only a shorter one, never a NaN.
+                if t < range {
+                    range = t;
+                }
+                RayControl::Clip(reach.bound(range))
+            }
+            control => control,
+        };
         with_ws(|ws| match self.wide_view(count) {
-            Some(view) => self.tree.visit_ray_wide(view, ray, &mut ws.wide_stack, policy),
-            None => self.tree.visit_ray(ray, ws, policy),
+            Some(view) => self.tree.visit_ray_wide(view, &walk, &mut ws.wide_stack, &mut reaching),
+            None => self.tree.visit_ray(&walk, ws, &mut reaching),
         })
     }
 

@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 
 use super::query::{SceneHit, local_ray, near_tie};
+use super::reach::Reach;
 use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::Ray;
@@ -64,8 +65,10 @@ thread_local! {
 
 impl Work {
     /// The rays of the packet `pk` of `rays[idx[..]]` that enter the box of leaf `at` (`TIES` as
-    /// in [`PacketLeaf::entering`]), in the space of `inst`, each clipped at its current `tmax`,
-    /// into `local`, and their places in the packet into `which`. `false` when there are none.
+    /// in [`PacketLeaf::entering`]: the closest-hit walk), in the space of `inst`, each ending
+    /// where its range does (its closest hit so far in `best` with `TIES`, else its `tmax`; the
+    /// packet's own `tmax` is the walk's reach past it, `super::reach`), into `local`, and their
+    /// places in the packet into `which`. `false` when there are none.
     fn gather<const TIES: bool>(
         &mut self,
         pk: &Packet,
@@ -81,8 +84,10 @@ impl Work {
             while m != 0 {
                 let r = g * 8 + m.trailing_zeros() as usize;
                 m &= m - 1;
-                let local = local_ray(inst, &rays[idx[r]], pk.tmax_of(r));
-                // A range the instance's floor emptied (`super::query::instance_floor`): nothing
+                let ray = &rays[idx[r]];
+                let range = if TIES { self.best[r].map_or(ray.tmax, |b| b.1) } else { ray.tmax };
+                let local = local_ray(inst, ray, range);
+                // A range the instance's floor emptied (`super::reach::instance_floor`): nothing
                 // there, as for the single ray, which refuses such a ray.
                 if !(local.tmin.is_finite() && local.tmin <= local.tmax) {
                     continue;
@@ -170,6 +175,11 @@ impl Scene {
                 |out, range, _| range.for_each(|i| out[i] = single(&rays[i])),
                 |out, idx| {
                     pk.load::<false, false>(rays, idx);
+                    // The instance walk reaches past each ray's range (`super::reach`).
+                    for (k, &i) in idx.iter().enumerate() {
+                        pk.clip(k, Reach::of(&rays[i]).bound(rays[i].tmax));
+                    }
+                    pk.clipped();
                     packet(view, pk, work, idx, out);
                     LeafSharing::UNKNOWN
                 },
@@ -213,7 +223,7 @@ impl Scene {
                     Some(b) if key >= b.1 => {}
                     _ => {
                         best[r] = Some((data.index, key, h));
-                        pk.clip(r, key);
+                        pk.clip(r, Reach::of(&rays[idx[r]]).bound(key));
                         clipped = true;
                     }
                 }
