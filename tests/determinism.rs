@@ -7,7 +7,7 @@
 use glam::Vec3A;
 use slabtree::{
     Aabb, BuildOptions, BuildQuality, Dbvt, DbvtConfig, LeafControl, MeshBvh, QueryWorkspace, Ray, RayControl, RayLeaf,
-    TriMesh,
+    SimdLevel, TriMesh, set_simd_level, simd_level,
 };
 
 use common::rng::Rng;
@@ -37,6 +37,42 @@ fn mesh_bvh_builds_are_the_same_on_any_number_of_threads() {
             assert!(bytes(threads, threshold) == serial, "{quality:?}: {threads} threads, threshold {threshold}");
         }
     }
+}
+
+/// The builders' split choice and binning run at the SIMD level the process chose, compiled
+/// once per level (`BinnedSah::choose_split`): every level gives the same tree, for every
+/// quality and for the dynamic tree's bulk build. (The level is the process's, so a build that
+/// another test runs meanwhile may run at any level: it must give the same tree too.)
+#[test]
+fn builds_are_the_same_at_every_simd_level() {
+    let (p, t) = room(40_000, 9);
+    let mesh = TriMesh::new(p, t).unwrap();
+    let mut r = Rng(32);
+    let boxes: Vec<(Aabb, u32)> = (0..20_000)
+        .map(|i| {
+            let c = Vec3A::from(r.unit3()) * 100.0;
+            (Aabb::from_center_half_extents(c, Vec3A::from(r.unit3()) + Vec3A::splat(0.05)), i)
+        })
+        .collect();
+    let built = || {
+        let meshes: Vec<Vec<u8>> = [BuildQuality::Low, BuildQuality::Medium, BuildQuality::High]
+            .map(|quality| MeshBvh::build(&mesh, &BuildOptions { quality, ..Default::default() }).to_bytes())
+            .into();
+        (meshes, fingerprint(&Dbvt::build(boxes.clone()).unwrap().0))
+    };
+    let before = simd_level();
+    let levels = [SimdLevel::Scalar, SimdLevel::Sse2, SimdLevel::Neon, SimdLevel::Avx2, SimdLevel::Avx512];
+    let mut first: Option<(SimdLevel, _)> = None;
+    for level in levels {
+        // Levels the CPU lacks are lowered to its best, which is then built twice.
+        let level = set_simd_level(level);
+        let this = built();
+        match &first {
+            None => first = Some((level, this)),
+            Some((at, want)) => assert!(this == *want, "built at {level:?}, not as at {at:?}"),
+        }
+    }
+    set_simd_level(before);
 }
 
 /// What a bulk-built tree looks like from outside: its statistics, and the proxies its box and

@@ -19,6 +19,7 @@ use super::segments::{PENDING, Segment, place};
 use super::small_split::{EXACT_BELOW, median_split};
 use super::split::{BinnedSah, BuildNode, Split};
 use crate::math::Aabb;
+use crate::wide::{Lanes8, WithLanes, dispatch};
 
 const MEDIAN_DEPTH: u32 = 48;
 const MAX_BINS: usize = 64;
@@ -143,7 +144,28 @@ impl BinnedSah {
 
     /// Picks a split and partitions `items`; returns the split, or `None` for a leaf.
     /// `centroids` bounds the items' [`BuildItem::centroid2`].
+    ///
+    /// Compiled once per SIMD level and run at the one [`crate::simd_level`] chose, like the
+    /// ray kernels (`crate::wide::dispatch`): the exact sweeps, the SAH sweep and the partition
+    /// are inlined into it, and the binning is dispatched alike ([`BinnedSah::fill_bins`]). A
+    /// crate built for the x86-64 baseline otherwise builds with SSE2 alone, where a lane
+    /// select is three operations and an integer minimum four (`docs/performance.md`,
+    /// "Mesh BVH builds"). The arithmetic is the same at every level (no contraction into
+    /// fused multiply-adds), so the tree is too (`tests/determinism.rs`).
     pub(super) fn choose_split(
+        &self,
+        items: &mut [BuildItem],
+        scratch: &mut [BuildItem],
+        bounds: &Aabb,
+        centroids: &Bounds4,
+        depth: u32,
+    ) -> Option<Split> {
+        dispatch(ChooseSplit { sah: self, items, scratch, bounds, centroids, depth })
+    }
+
+    /// [`BinnedSah::choose_split`] at the level of the entry point it is inlined into.
+    #[inline(always)]
+    fn choose_split_here(
         &self,
         items: &mut [BuildItem],
         scratch: &mut [BuildItem],
@@ -259,6 +281,7 @@ impl BinnedSah {
     }
 
     /// The binned SAH split over `bins` (at most `B`) bins per axis.
+    #[inline(always)]
     fn binned_split<const B: usize>(
         &self,
         items: &mut [BuildItem],
@@ -322,6 +345,7 @@ impl BinnedSah {
 /// (from the end), picked by a mask, because which side an item takes is unpredictable and an
 /// in-place scan that swaps misplaced pairs pays a misprediction for it; writing every item to
 /// both slots (the wrong copy overwritten later) would double the stores instead.
+#[inline(always)]
 pub(super) fn partition<const AXIS: usize>(
     items: &[BuildItem],
     scratch: &mut [BuildItem],
@@ -361,6 +385,26 @@ pub(super) fn partition<const AXIS: usize>(
     debug_assert_eq!(l, r);
     let glam = |v: f32x4| Vec4::from_array(v.to_array());
     (l, Bounds4 { lo: glam(left_lo), hi: glam(left_hi) }, Bounds4 { lo: glam(right_lo), hi: glam(right_hi) })
+}
+
+/// [`BinnedSah::choose_split`] as a kernel for [`dispatch`].
+struct ChooseSplit<'a> {
+    sah: &'a BinnedSah,
+    items: &'a mut [BuildItem],
+    scratch: &'a mut [BuildItem],
+    bounds: &'a Aabb,
+    centroids: &'a Bounds4,
+    depth: u32,
+}
+
+impl WithLanes for ChooseSplit<'_> {
+    type Output = Option<Split>;
+
+    #[inline(always)]
+    fn run<L: Lanes8>(self) -> Option<Split> {
+        let ChooseSplit { sah, items, scratch, bounds, centroids, depth } = self;
+        sah.choose_split_here(items, scratch, bounds, centroids, depth)
+    }
 }
 
 /// A binned object split weighed but not yet made ([`BinnedSah::object_candidate`]).

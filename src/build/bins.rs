@@ -7,6 +7,7 @@ use wide::{f32x4, i32x4};
 
 use super::item::{Bounds4, BuildItem, half_areas};
 use super::split::BinnedSah;
+use crate::wide::{Lanes8, WithLanes, dispatch};
 
 /// Items binned per task when a large node's bins are filled on several threads: the bins are
 /// merged by `min`, `max` and integer sums, which are exact in any order, so the split is the
@@ -40,6 +41,7 @@ impl<const B: usize> Table<B> {
     }
 
     /// Adds the bins of `other` to these.
+    #[inline(always)]
     fn merge(&mut self, other: &Table<B>) {
         for (ta, tb) in self.bounds.iter_mut().zip(&other.bounds) {
             for (x, y) in ta.iter_mut().zip(tb) {
@@ -99,7 +101,8 @@ impl Binning {
 
 impl BinnedSah {
     /// Adds `items` to the bins of every axis of `table`, or of axis `only` alone (the other
-    /// rows stay as they are); on several threads for large nodes.
+    /// rows stay as they are); on several threads for large nodes, each part binned at the
+    /// SIMD level [`crate::simd_level`] chose (see [`BinnedSah::choose_split`]).
     pub(super) fn fill_bins<const B: usize>(
         &self,
         items: &[BuildItem],
@@ -117,6 +120,18 @@ impl BinnedSah {
             table.merge(&right);
             return;
         }
+        dispatch(FillBins { items, binning, only, table });
+    }
+
+    /// [`BinnedSah::fill_bins`] on this thread, at the level of the entry point it is inlined
+    /// into.
+    #[inline(always)]
+    fn fill_bins_here<const B: usize>(
+        items: &[BuildItem],
+        binning: &Binning,
+        only: Option<usize>,
+        table: &mut Table<B>,
+    ) {
         const { assert!(B.is_power_of_two()) };
         if let Some(a) = only {
             for it in items {
@@ -125,15 +140,17 @@ impl BinnedSah {
             return;
         }
         // An axis without extent is never read; binning it anyway (all in bin 0) is cheaper
-        // than a test per item.
-        let add = |table: &mut Table<B>, it: &BuildItem| {
+        // than a test per item. A function rather than a closure, so that it is sure to be
+        // inlined into the level's entry point.
+        #[inline(always)]
+        fn add<const B: usize>(table: &mut Table<B>, binning: &Binning, it: &BuildItem) {
             for (a, &bin) in binning.bins3(it).iter().enumerate() {
                 table.add(a, bin, it);
             }
-        };
+        }
         if items.len() < TWO_TABLES_FROM {
             for it in items {
-                add(table, it);
+                add(table, binning, it);
             }
             return;
         }
@@ -143,11 +160,11 @@ impl BinnedSah {
         let mut odd = Table::EMPTY;
         let mut pairs = items.chunks_exact(2);
         for pair in &mut pairs {
-            add(table, &pair[0]);
-            add(&mut odd, &pair[1]);
+            add(table, binning, &pair[0]);
+            add(&mut odd, binning, &pair[1]);
         }
         if let [last] = pairs.remainder() {
-            add(table, last);
+            add(table, binning, last);
         }
         table.merge(&odd);
     }
@@ -158,6 +175,7 @@ impl BinnedSah {
     /// as one axis at a time (`BinnedSah::sweep_by_axis`, which a test compares), lane for
     /// lane, and the same choice among equal costs, the first axis and then the first boundary.
     /// One sweep instead of three, because the sweep runs at every binned node.
+    #[inline(always)]
     pub(super) fn sweep<const B: usize>(&self, table: &Table<B>, bins: usize, axes: [bool; 3]) -> (f32, usize, usize) {
         let block = self.block.max(1) as u32;
         let shift = block.is_power_of_two().then(|| block.trailing_zeros());
@@ -259,6 +277,23 @@ impl BinnedSah {
 #[cfg(test)]
 fn bin_of(rel: f32, bins: usize) -> usize {
     (rel as i32).clamp(0, bins as i32 - 1) as usize
+}
+
+/// [`BinnedSah::fill_bins`]'s part on one thread, as a kernel for [`dispatch`].
+struct FillBins<'a, const B: usize> {
+    items: &'a [BuildItem],
+    binning: &'a Binning,
+    only: Option<usize>,
+    table: &'a mut Table<B>,
+}
+
+impl<const B: usize> WithLanes for FillBins<'_, B> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run<L: Lanes8>(self) {
+        BinnedSah::fill_bins_here(self.items, self.binning, self.only, self.table);
+    }
 }
 
 #[cfg(test)]

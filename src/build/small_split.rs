@@ -16,6 +16,7 @@ impl BinnedSah {
     /// The sorts run over (key, position) pairs on the stack and the items are permuted once at
     /// the end, rather than the items themselves sorted once per axis: an item is several times
     /// the size of a pair, and the dynamic tree's treelet rebuilds are made of such small nodes.
+    #[inline(always)]
     pub(super) fn exact_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         if items.len() == 2 { self.pair_split(items, bounds) } else { self.sweep_split(items, bounds, axis) }
     }
@@ -24,6 +25,7 @@ impl BinnedSah {
     /// axis, so the sweep would keep the first axis's order. That order is taken directly: the
     /// same split as [`BinnedSah::sweep_split`]'s (a test compares them), without its three sorts
     /// and sweeps; a dynamic tree's bulk build, one proxy per leaf, ends most branches in pairs.
+    #[inline(always)]
     fn pair_split(&self, items: &mut [BuildItem], bounds: &Aabb) -> Option<Split> {
         let blocks = self.block_counter();
         // As the sweep computes the cost (a sum of two terms, the same in either order), kept
@@ -48,6 +50,7 @@ impl BinnedSah {
     /// axes' sweeps run at once, one per lane of `f32x4` (see [`half_areas`]), and choose as one
     /// sweep per axis would: the lowest cost, the first axis and then the first boundary among
     /// equals (a test compares them).
+    #[inline(always)]
     fn sweep_split(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         if self.longest_axis_only {
             return self.sweep_split_by_axis(items, bounds, axis);
@@ -93,6 +96,7 @@ impl BinnedSah {
     /// [`BinnedSah::sweep_split`] one axis at a time, as it was written first: the sweep of
     /// `axis` alone with `longest_axis_only` (where the SIMD sweep's other two lanes would be
     /// wasted), and the reference that the SIMD sweep of all three axes is tested against.
+    #[inline(always)]
     fn sweep_split_by_axis(&self, items: &mut [BuildItem], bounds: &Aabb, axis: usize) -> Option<Split> {
         let n = items.len();
         debug_assert!((2..=EXACT_BELOW).contains(&n));
@@ -138,6 +142,7 @@ impl BinnedSah {
     /// The end of both sweeps: a leaf when splitting at the best `(cost, boundary)` costs no
     /// less than the leaf, else the items put in `order` (positions, as [`centroid_order`]
     /// gives them) and split at the boundary, or at the middle when no cost is finite.
+    #[inline(always)]
     fn finish_sweep(
         &self,
         items: &mut [BuildItem],
@@ -193,6 +198,7 @@ pub(super) fn total_order_key(x: f32) -> u32 {
 pub(super) const EXACT_BELOW: usize = 12;
 
 /// The split of items already in order at `mid`, with both sides' bounds scanned.
+#[inline(always)]
 pub(super) fn split_at(items: &[BuildItem], mid: usize) -> Split {
     let (l, r) = items.split_at(mid);
     Split {
@@ -206,6 +212,7 @@ pub(super) fn split_at(items: &[BuildItem], mid: usize) -> Split {
 }
 
 /// Object-median split along `axis` (ties broken by index, so the result is deterministic).
+#[inline(always)]
 pub(super) fn median_split(items: &mut [BuildItem], axis: usize) -> Split {
     let mid = items.len() / 2;
     items.select_nth_unstable_by(mid, |a, b| {
