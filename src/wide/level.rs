@@ -65,8 +65,9 @@ impl fmt::Display for SimdLevel {
 /// level is ignored (see [`SimdLevel::from_name`]). [`set_simd_level`] changes it later.
 ///
 /// Which kernels follow it: the mesh BVH's ray walks (closest and any hit, either triangle test,
-/// alone, in batches and in streams), its swept boxes and shape casts, and the dynamic tree's
-/// 8-wide copy. The mesh's closest-point and overlap queries, the scene's packets over its
+/// alone, in batches and in streams), its swept boxes and shape casts, the dynamic tree's
+/// 8-wide copy, and the binned builders' split choice and binning (the mesh BVH's builds, the
+/// dynamic tree's bulk builds and treelet rebuilds). The mesh's closest-point and overlap queries, the scene's packets over its
 /// instances and the dynamic tree's binary node tests still run at the level the build's target
 /// features give ([`compiled_simd_level`]).
 /// Every level gives the same answers (see `docs/robustness.md`).
