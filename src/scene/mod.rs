@@ -10,6 +10,7 @@
 //! | `batch.rs` | many rays at once, one by one or as packets |
 //! | `error.rs` | [`SceneError`] |
 //! | `query.rs` | pick, occlusion, their batches, frustum and overlap |
+//! | `reach.rs` | where an instance's hits may start, and how far past a ray's range the instance walk reaches for them |
 //! | `sweep.rs` | the swept box against the triangles of every instance (oriented-box SAT) |
 //! | `stream.rs` | ray streams: packets through the instance tree and each instance's mesh |
 //!
