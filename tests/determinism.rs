@@ -14,6 +14,17 @@ use common::rng::Rng;
 use common::triangle::room;
 use slabtree_testkit as common;
 
+/// `n` boxes of sizes 0.05 to 1.05 scattered over a cube of side 100, from `seed`, numbered.
+fn random_boxes(n: u32, seed: u64) -> Vec<(Aabb, u32)> {
+    let mut r = Rng(seed);
+    (0..n)
+        .map(|i| {
+            let c = Vec3A::from(r.unit3()) * 100.0;
+            (Aabb::from_center_half_extents(c, Vec3A::from(r.unit3()) + Vec3A::splat(0.05)), i)
+        })
+        .collect()
+}
+
 /// Runs `f` in a rayon pool of `threads` threads.
 fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
@@ -47,13 +58,7 @@ fn mesh_bvh_builds_are_the_same_on_any_number_of_threads() {
 fn builds_are_the_same_at_every_simd_level() {
     let (p, t) = room(40_000, 9);
     let mesh = TriMesh::new(p, t).unwrap();
-    let mut r = Rng(32);
-    let boxes: Vec<(Aabb, u32)> = (0..20_000)
-        .map(|i| {
-            let c = Vec3A::from(r.unit3()) * 100.0;
-            (Aabb::from_center_half_extents(c, Vec3A::from(r.unit3()) + Vec3A::splat(0.05)), i)
-        })
-        .collect();
+    let boxes = random_boxes(20_000, 32);
     let built = || {
         let meshes: Vec<Vec<u8>> = [BuildQuality::Low, BuildQuality::Medium, BuildQuality::High]
             .map(|quality| MeshBvh::build(&mesh, &BuildOptions { quality, ..Default::default() }).to_bytes())
@@ -103,13 +108,7 @@ fn fingerprint(tree: &Dbvt<u32>) -> (u32, u32, usize, Vec<u32>) {
 
 #[test]
 fn dynamic_tree_bulk_builds_are_the_same_on_any_number_of_threads() {
-    let mut r = Rng(30);
-    let boxes: Vec<(Aabb, u32)> = (0..60_000)
-        .map(|i| {
-            let c = Vec3A::from(r.unit3()) * 100.0;
-            (Aabb::from_center_half_extents(c, Vec3A::from(r.unit3()) + Vec3A::splat(0.05)), i)
-        })
-        .collect();
+    let boxes = random_boxes(60_000, 30);
     let tree = |threads: usize, parallel_threshold: usize| {
         let config = DbvtConfig { parallel_threshold, ..Default::default() };
         on_threads(threads, || Dbvt::build_with_config(boxes.clone(), config).unwrap().0)

@@ -163,51 +163,6 @@ impl BinnedSah {
         dispatch(ChooseSplit { sah: self, items, scratch, bounds, centroids, depth })
     }
 
-    /// [`BinnedSah::choose_split`] at the level of the entry point it is inlined into.
-    #[inline(always)]
-    fn choose_split_here(
-        &self,
-        items: &mut [BuildItem],
-        scratch: &mut [BuildItem],
-        bounds: &Aabb,
-        centroids: &Bounds4,
-        depth: u32,
-    ) -> Option<Split> {
-        let n = items.len();
-        let extent = centroids.hi - centroids.lo;
-        let axis = if extent.x >= extent.y && extent.x >= extent.z {
-            0
-        } else if extent.y >= extent.z {
-            1
-        } else {
-            2
-        };
-        if extent[axis] <= 0.0 || depth >= MEDIAN_DEPTH {
-            if n <= self.max_leaf {
-                return None;
-            }
-            return Some(median_split(items, axis));
-        }
-        // A split costs at least the traversal; when a leaf of all `n` items costs no more, no
-        // split can win (the tests below would find the same), so the sort is skipped.
-        if n <= self.max_leaf && self.traversal_cost >= (self.block_counter())(n as u32) {
-            return None;
-        }
-        if n <= EXACT_BELOW {
-            return self.exact_split(items, bounds, axis);
-        }
-        let bins = if n > FINE_BINNING_ABOVE { self.bins } else { self.bins.min(16) }.clamp(2, MAX_BINS);
-        // The bin table is initialised for every node, so size it to the bins in use: a table
-        // sized for the most bins would make zeroing it the main cost of a small node.
-        if bins <= 16 {
-            self.binned_split::<16>(items, scratch, bounds, centroids, axis, bins)
-        } else if bins <= 32 {
-            self.binned_split::<32>(items, scratch, bounds, centroids, axis, bins)
-        } else {
-            self.binned_split::<MAX_BINS>(items, scratch, bounds, centroids, axis, bins)
-        }
-    }
-
     /// The binned object split of `items`, not yet made: its SAH cost (in [`BinnedSah::sweep`]'s
     /// units) and the half area of the overlap of its two sides' boxes, which a spatial split is
     /// weighed against (`super::spatial`); [`BinnedSah::make_split`] then makes it without
@@ -402,8 +357,48 @@ impl WithLanes for ChooseSplit<'_> {
 
     #[inline(always)]
     fn run<L: Lanes8>(self) -> Option<Split> {
+        self.split()
+    }
+}
+
+impl ChooseSplit<'_> {
+    /// [`BinnedSah::choose_split`] at the level of the entry point it is inlined into.
+    #[inline(always)]
+    fn split(self) -> Option<Split> {
         let ChooseSplit { sah, items, scratch, bounds, centroids, depth } = self;
-        sah.choose_split_here(items, scratch, bounds, centroids, depth)
+        let n = items.len();
+        let extent = centroids.hi - centroids.lo;
+        let axis = if extent.x >= extent.y && extent.x >= extent.z {
+            0
+        } else if extent.y >= extent.z {
+            1
+        } else {
+            2
+        };
+        if extent[axis] <= 0.0 || depth >= MEDIAN_DEPTH {
+            if n <= sah.max_leaf {
+                return None;
+            }
+            return Some(median_split(items, axis));
+        }
+        // A split costs at least the traversal; when a leaf of all `n` items costs no more, no
+        // split can win (the tests below would find the same), so the sort is skipped.
+        if n <= sah.max_leaf && sah.traversal_cost >= (sah.block_counter())(n as u32) {
+            return None;
+        }
+        if n <= EXACT_BELOW {
+            return sah.exact_split(items, bounds, axis);
+        }
+        let bins = if n > FINE_BINNING_ABOVE { sah.bins } else { sah.bins.min(16) }.clamp(2, MAX_BINS);
+        // The bin table is initialised for every node, so size it to the bins in use: a table
+        // sized for the most bins would make zeroing it the main cost of a small node.
+        if bins <= 16 {
+            sah.binned_split::<16>(items, scratch, bounds, centroids, axis, bins)
+        } else if bins <= 32 {
+            sah.binned_split::<32>(items, scratch, bounds, centroids, axis, bins)
+        } else {
+            sah.binned_split::<MAX_BINS>(items, scratch, bounds, centroids, axis, bins)
+        }
     }
 }
 
