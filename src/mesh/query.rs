@@ -510,13 +510,13 @@ impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf
 /// none of the root's children hits nothing, which lets the ray streams settle it before
 /// regrouping.
 #[inline(always)]
-pub(crate) fn enters_node(node: &crate::wide::Node8, ray: &Ray) -> bool {
+pub(crate) fn enters_node<L: Lanes8>(node: &crate::wide::Node8, ray: &Ray) -> bool {
     // Up to the raised `tmax` the walks cull with (`super::leaf::TriangleLeaf`): a hit at the ray's
     // very end may lie in a box whose rounded entry distance is just past it.
     let tmax = crate::wide::packet::raised_tmax(ray.tmax);
-    let mask = match FusedRay8::<wide::f32x8>::new(ray) {
+    let mask = match FusedRay8::<L>::new(ray) {
         Some(fused) => fused.test::<false>(node, tmax).0,
-        None => Ray8::<wide::f32x8, true>::lowered(ray).test::<false>(node, tmax).0,
+        None => Ray8::<L, true>::lowered(ray).test::<false>(node, tmax).0,
     };
     mask != 0
 }

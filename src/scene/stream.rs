@@ -169,12 +169,12 @@ impl Scene {
             regroup.run(
                 rays,
                 &mut *out,
-                |_, _| false,
+                |_, _, _, _| {},
                 // Instances are walked without the coherence hint: it is a mesh walk's.
                 |out, i, _| out[i] = single(&rays[i]),
                 |out, range, _| range.for_each(|i| out[i] = single(&rays[i])),
                 |out, idx| {
-                    pk.load::<false, false>(rays, idx);
+                    pk.load::<wide::f32x8, false, false>(rays, idx);
                     // The instance walk reaches past each ray's range (`super::reach`).
                     for (k, &i) in idx.iter().enumerate() {
                         pk.clip(k, Reach::of(&rays[i]).bound(rays[i].tmax));

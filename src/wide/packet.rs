@@ -4,7 +4,7 @@
 //! which the mesh BVH's streams (`mesh::stream`, where the design and why each answer equals the
 //! single ray's are set out) and the scene's streams (`scene::stream`) both use.
 
-use super::ray::{box_margin, fused_constants, fused_interval, plane_rows};
+use super::ray::{FUSED_PAD, fused_constants, fused_interval, plane_rows};
 use super::{ChildRef, FixedStack, Lanes8, Node8, NodeStore};
 use crate::math::{FAR_PAD, Ray, max_keep, min_keep};
 
@@ -58,6 +58,12 @@ impl Default for Lanes {
 }
 
 impl Lanes {
+    /// Sets rays `8g..8g + 8`.
+    #[inline(always)]
+    fn set_group<L: Lanes8>(&mut self, g: usize, v: L) {
+        self.0[g * 8..g * 8 + 8].copy_from_slice(&v.to_array());
+    }
+
     /// Rays `8g..8g + 8`.
     #[inline(always)]
     fn group<L: Lanes8>(&self, g: usize) -> L {
@@ -140,64 +146,87 @@ impl Packet {
     /// entry distances are lowered by the fused form's `Δ` with `LOWERED` (a mesh BVH's rays:
     /// see [`crate::wide::Ray8::lowered`]) and are not without (the scene's instance tree,
     /// whose single rays take the exact form at every level).
-    pub(crate) fn load<const FUSED: bool, const LOWERED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
+    ///
+    /// The rays' origins, directions and ranges are copied across the lanes one ray at a time;
+    /// everything derived from them (the fused constants, the margins, the bounds) is then
+    /// computed eight rays at a time in `L`, with the single ray's operations in the single
+    /// ray's order (`super::ray::fused_constants`), so each lane holds the single ray's values
+    /// bit for bit.
+    #[inline(always)]
+    pub(crate) fn load<L: Lanes8, const FUSED: bool, const LOWERED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
         let n = idx.len();
         debug_assert!((1..=PACKET).contains(&n));
+        debug_assert!(idx.iter().all(|&i| fusable(&rays[i])));
         self.n = n;
         (self.near_row, self.far_row) = plane_rows(&rays[idx[0]]);
-        let (mut o_lo, mut o_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
-        let (mut i_lo, mut i_hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
-        let (mut tmin_lo, mut widen_hi, mut tmax_hi) = (f32::INFINITY, 0.0f32, f32::NEG_INFINITY);
         for (k, &i) in idx.iter().enumerate() {
-            let r = &rays[i];
-            let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
-            // The single ray's constants (a ray without them is never given: see `fusable`).
-            let constants = if FUSED || LOWERED { fused_constants(r) } else { None };
-            let fused = if FUSED { constants } else { None };
-            debug_assert!(!FUSED || fused.is_some());
-            let (near_org, far_inv, far_org) = fused.map_or((o, inv, o), |c| (c.near_org(), c.far_inv(), c.far_org()));
-            for a in 0..3 {
-                self.inv[a].0[k] = inv[a];
-                self.org[a].0[k] = near_org[a];
-                self.far_inv[a].0[k] = far_inv[a];
-                self.far_org[a].0[k] = far_org[a];
-                self.o[a].0[k] = o[a];
-                self.d[a].0[k] = d[a];
-                o_lo[a] = o_lo[a].min(o[a]);
-                o_hi[a] = o_hi[a].max(o[a]);
-                i_lo[a] = i_lo[a].min(inv[a]);
-                i_hi[a] = i_hi[a].max(inv[a]);
-            }
-            let widen = constants.map_or(0.0, |c| c.widen);
-            self.node_tmin.0[k] = fused.map_or(r.tmin, |c| c.node_tmin());
-            self.slack.0[k] = if FUSED { 0.0 } else { widen };
-            self.box_margin.0[k] = box_margin(o, inv, r.tmin);
-            self.tmin.0[k] = r.tmin;
-            self.tmax.0[k] = r.tmax;
-            tmin_lo = tmin_lo.min(r.tmin);
-            widen_hi = widen_hi.max(widen);
-            tmax_hi = tmax_hi.max(r.tmax);
+            self.copy_ray(k, &rays[i]);
         }
-        // Lanes past the last ray: a copy of it (finite values, no NaN), which no box passes.
-        for k in n..n.next_multiple_of(8) {
-            for a in 0..3 {
-                self.inv[a].0[k] = self.inv[a].0[n - 1];
-                self.org[a].0[k] = self.org[a].0[n - 1];
-                self.far_inv[a].0[k] = self.far_inv[a].0[n - 1];
-                self.far_org[a].0[k] = self.far_org[a].0[n - 1];
-            }
-            self.node_tmin.0[k] = self.node_tmin.0[n - 1];
-            self.slack.0[k] = self.slack.0[n - 1];
-            self.box_margin.0[k] = self.box_margin.0[n - 1];
-            self.tmin.0[k] = self.tmin.0[n - 1];
+        // Lanes past the last ray: a copy of it (finite values, no NaN, and no change to the
+        // bounds), whose `tmax` of -inf no box passes.
+        let padded = n.next_multiple_of(8);
+        for k in n..padded {
+            self.copy_ray(k, &rays[idx[n - 1]]);
             self.tmax.0[k] = f32::NEG_INFINITY;
         }
+        let mut lo = [L::splat(f32::INFINITY); 6];
+        let mut hi = [L::splat(f32::NEG_INFINITY); 6];
+        let (mut tmin_lo, mut widen_hi, mut tmax_hi) =
+            (L::splat(f32::INFINITY), L::splat(0.0), L::splat(f32::NEG_INFINITY));
+        let (pad, far_pad) = (L::splat(FUSED_PAD), L::splat(FAR_PAD));
+        for g in 0..padded / 8 {
+            let o: [L; 3] = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
+            let inv: [L; 3] = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
+            let (tmin, tmax): (L, L) = (self.tmin.group(g), self.tmax.group(g));
+            // `fused_widen`: Δ = 8u·max|o·inv| + MIN_POSITIVE.
+            let p = [o[0] * inv[0], o[1] * inv[1], o[2] * inv[2]];
+            let widest = max_keep(max_keep(abs(p[2]), abs(p[1])), abs(p[0]));
+            let widen = widest * pad + L::splat(f32::MIN_POSITIVE);
+            let constants = FUSED || LOWERED;
+            for a in 0..3 {
+                let (org, far_inv, far_org) =
+                    if FUSED { (p[a] + widen, inv[a] * far_pad, p[a] * far_pad) } else { (o[a], inv[a], o[a]) };
+                self.org[a].set_group(g, org);
+                self.far_inv[a].set_group(g, far_inv);
+                self.far_org[a].set_group(g, far_org);
+                lo[a] = min_keep(o[a], lo[a]);
+                hi[a] = max_keep(o[a], hi[a]);
+                lo[3 + a] = min_keep(inv[a], lo[3 + a]);
+                hi[3 + a] = max_keep(inv[a], hi[3 + a]);
+            }
+            self.node_tmin.set_group(g, if FUSED { tmin - widen } else { tmin });
+            self.slack.set_group(g, if LOWERED && !FUSED { widen } else { L::splat(0.0) });
+            self.box_margin.set_group(g, widen * L::splat(0.5));
+            tmin_lo = min_keep(tmin, tmin_lo);
+            if constants {
+                widen_hi = max_keep(widen, widen_hi);
+            }
+            tmax_hi = max_keep(tmax, tmax_hi);
+        }
+        let fold = |v: L, f: fn(f32, f32) -> f32, start: f32| v.to_array().into_iter().fold(start, f);
+        for a in 0..3 {
+            self.o_lo[a] = [fold(lo[a], f32::min, f32::INFINITY); 8];
+            self.o_hi[a] = [fold(hi[a], f32::max, f32::NEG_INFINITY); 8];
+            self.i_lo[a] = [fold(lo[3 + a], f32::min, f32::INFINITY); 8];
+            self.i_hi[a] = [fold(hi[3 + a], f32::max, f32::NEG_INFINITY); 8];
+        }
         self.live = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let splat3 = |v: [f32; 3]| v.map(|x| [x; 8]);
-        (self.o_lo, self.o_hi, self.i_lo, self.i_hi) = (splat3(o_lo), splat3(o_hi), splat3(i_lo), splat3(i_hi));
-        self.tmin_lo = [tmin_lo; 8];
-        self.margin = [3.0 * widen_hi; 8];
-        self.tmax_hi = tmax_hi;
+        self.tmin_lo = [fold(tmin_lo, f32::min, f32::INFINITY); 8];
+        self.margin = [3.0 * fold(widen_hi, f32::max, 0.0); 8];
+        self.tmax_hi = fold(tmax_hi, f32::max, f32::NEG_INFINITY);
+    }
+
+    /// Ray `r`'s origin, direction, inverse direction and range into lane `k`.
+    #[inline(always)]
+    fn copy_ray(&mut self, k: usize, r: &Ray) {
+        let (o, inv, d) = (r.origin(), r.inv_dir(), r.dir());
+        for a in 0..3 {
+            self.o[a].0[k] = o[a];
+            self.d[a].0[k] = d[a];
+            self.inv[a].0[k] = inv[a];
+        }
+        self.tmin.0[k] = r.tmin;
+        self.tmax.0[k] = r.tmax;
     }
 
     /// Ray `k`'s `tmax`.
@@ -334,6 +363,25 @@ impl Packet {
             let near = near - self.slack.group(g);
             near.le_bits(far) & near.lt_bits(L::splat(f32::INFINITY))
         }
+    }
+
+    /// The loaded rays that enter some child of `node`, bit `k` for ray `k`: each ray's own
+    /// single-ray test of the node, lane for lane ([`Packet::enter`], against `tmax` raised as
+    /// for closest hits), as the first node test of its walk would find them.
+    #[inline(always)]
+    pub(crate) fn entering_children<L: Lanes8, const FUSED: bool>(&self, node: &Node8) -> u64 {
+        // Only the children that the interval test leaves can be entered by any ray.
+        let (mut children, _) = self.cull_test::<L>(node);
+        let mut entering = 0u64;
+        while children != 0 && entering != self.live {
+            let l = children.trailing_zeros() as usize;
+            children &= children - 1;
+            let planes = self.planes::<L>(node, l);
+            for g in 0..self.n.div_ceil(8) {
+                entering |= u64::from(self.enter::<L, FUSED, true>(&planes, g)) << (g * 8);
+            }
+        }
+        entering & self.live
     }
 
     /// Group `g`'s live rays among `first..=last`.
@@ -526,4 +574,93 @@ pub(crate) fn packet_walk<L: Lanes8, const ANY: bool, const FUSED: bool, const A
         }
     }
     visits
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec3A;
+    use slabtree_testkit::rng::units;
+
+    use super::{PACKET, Packet, fusable};
+    use crate::math::Ray;
+    use crate::wide::Lanes8;
+    use crate::wide::dispatch::at_every_level;
+    use crate::wide::ray::{box_margin, fused_constants};
+
+    /// Every lane of a loaded packet holds its ray's single-ray values bit for bit (the fused
+    /// constants, the exact form's lowering, the triangle tests' margin), in all three forms
+    /// and at every level, for packets of every length of rays of every magnitude.
+    #[inline(always)]
+    fn check<L: Lanes8>() {
+        let mut next = units(0x10ad);
+        for round in 0..300 {
+            let scale = 10f32.powi((round % 13) as i32 * 3 - 18);
+            let n = 1 + round % PACKET;
+            let rays: Vec<Ray> = (0..n)
+                .map(|_| {
+                    let o = (Vec3A::new(next(), next(), next()) - 0.5) * scale;
+                    let d = Vec3A::new(0.05 + next(), -0.05 - next(), 0.05 + next()) * (0.5 + next());
+                    Ray::new(o, d).with_range(next() * scale, if next() < 0.5 { f32::INFINITY } else { 2.0 * scale })
+                })
+                .filter(fusable)
+                .collect();
+            if rays.is_empty() {
+                continue;
+            }
+            let idx: Vec<usize> = (0..rays.len()).collect();
+            let bits = |x: f32| x.to_bits();
+            let mut pk = Packet::new();
+            for form in 0..3 {
+                match form {
+                    0 => pk.load::<L, true, true>(&rays, &idx),
+                    1 => pk.load::<L, false, true>(&rays, &idx),
+                    _ => pk.load::<L, false, false>(&rays, &idx),
+                }
+                let (fused, lowered) = (form == 0, form < 2);
+                let mut widen_hi = 0.0f32;
+                for (k, r) in rays.iter().enumerate() {
+                    let c = fused_constants(r).expect("a fusable ray");
+                    if lowered {
+                        widen_hi = widen_hi.max(c.widen);
+                    }
+                    let (org, far_inv, far_org) = if fused {
+                        (c.near_org(), c.far_inv(), c.far_org())
+                    } else {
+                        (r.origin(), r.inv_dir(), r.origin())
+                    };
+                    for a in 0..3 {
+                        assert_eq!(bits(pk.inv[a].0[k]), bits(r.inv_dir()[a]), "form {form}, ray {k}");
+                        assert_eq!(bits(pk.org[a].0[k]), bits(org[a]), "form {form}, ray {k}");
+                        assert_eq!(bits(pk.far_inv[a].0[k]), bits(far_inv[a]), "form {form}, ray {k}");
+                        assert_eq!(bits(pk.far_org[a].0[k]), bits(far_org[a]), "form {form}, ray {k}");
+                        assert_eq!(bits(pk.o[a].0[k]), bits(r.origin()[a]), "form {form}, ray {k}");
+                        assert_eq!(bits(pk.d[a].0[k]), bits(r.dir()[a]), "form {form}, ray {k}");
+                    }
+                    let node_tmin = if fused { c.node_tmin() } else { r.tmin };
+                    let slack = if lowered && !fused { c.widen } else { 0.0 };
+                    assert_eq!(bits(pk.node_tmin.0[k]), bits(node_tmin), "form {form}, ray {k}");
+                    assert_eq!(bits(pk.slack.0[k]), bits(slack), "form {form}, ray {k}");
+                    let margin = box_margin(r.origin(), r.inv_dir(), r.tmin);
+                    assert_eq!(bits(pk.box_margin.0[k]), bits(margin), "form {form}, ray {k}");
+                    assert_eq!(bits(pk.tmax.0[k]), bits(r.tmax), "form {form}, ray {k}");
+                }
+                assert_eq!(pk.margin[0], 3.0 * widen_hi, "form {form}");
+                let min = |f: &dyn Fn(&Ray) -> f32| rays.iter().map(f).fold(f32::INFINITY, f32::min);
+                let max = |f: &dyn Fn(&Ray) -> f32| rays.iter().map(f).fold(f32::NEG_INFINITY, f32::max);
+                for a in 0..3 {
+                    assert_eq!(pk.o_lo[a][0], min(&|r| r.origin()[a]));
+                    assert_eq!(pk.o_hi[a][0], max(&|r| r.origin()[a]));
+                    assert_eq!(pk.i_lo[a][0], min(&|r| r.inv_dir()[a]));
+                    assert_eq!(pk.i_hi[a][0], max(&|r| r.inv_dir()[a]));
+                }
+                assert_eq!(pk.tmin_lo[0], min(&|r| r.tmin));
+                assert_eq!(pk.tmax_hi, max(&|r| r.tmax));
+            }
+        }
+    }
+
+    #[test]
+    fn every_lane_holds_its_single_ray_values() {
+        at_every_level!(check);
+    }
 }

@@ -58,9 +58,11 @@ fn main() {
         Some("camera") => camera(&args[1..]),
         Some("camera-any") => camera_any(&args[1..]),
         Some("random") => random(&args[1..]),
+        Some("shadow") => shadow(&args[1..]),
         _ => {
             Err("usage: frontier trace LIB MESH RAYS [--any] [--passes N] | frontier camera SCENES_DIR SCENE SIZE OUT \
-                  | frontier camera-any MESH SIZE OUT | frontier random MESH COUNT OUT"
+                  | frontier camera-any MESH SIZE OUT | frontier random MESH COUNT OUT \
+                  | frontier shadow SCENE MESH CAMERA_RAYS OUT"
                 .to_string())
         }
     };
@@ -78,11 +80,13 @@ fn trace(args: &[String]) -> Result<(), String> {
         return Err("trace needs LIB MESH RAYS".into());
     };
     let mut any = false;
+    let mut tiles = false;
     let mut passes = 7;
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--any" => any = true,
+            "--tiles" => tiles = true,
             "--passes" => passes = it.next().and_then(|p| p.parse().ok()).ok_or("--passes needs a number")?,
             other => return Err(format!("unknown argument {other}")),
         }
@@ -93,7 +97,8 @@ fn trace(args: &[String]) -> Result<(), String> {
     // The bytes Embree's build allocated (its memory monitor), per triangle.
     let mut bytes = None;
     let (count, times) = match lib.as_str() {
-        "embree" | "embree-robust" | "embree-hq" | "embree-hq-robust" => {
+        "embree" | "embree-robust" | "embree-hq" | "embree-hq-robust" | "embree8" | "embree8-robust" | "embree16"
+        | "embree16-robust" => {
             let device = Device::new();
             let flags = if lib.ends_with("robust") { SceneFlags::ROBUST } else { SceneFlags::NONE };
             let quality = if lib.contains("-hq") { sys::RTCBuildQuality::HIGH } else { sys::RTCBuildQuality::MEDIUM };
@@ -116,11 +121,28 @@ fn trace(args: &[String]) -> Result<(), String> {
             let committed = scene.commit();
             built = start.elapsed();
             bytes = Some(EMBREE_BYTES.load(Ordering::Relaxed));
-            let coherent = judge_runs(&rays);
-            if any {
+            let width = if lib.starts_with("embree16") {
+                16
+            } else if lib.starts_with("embree8") {
+                8
+            } else {
+                1
+            };
+            if width > 1 {
+                let order = packet_order(rays.len(), width, tiles);
+                if any {
+                    let mut out = vec![false; rays.len()];
+                    timed(passes, || embree_occluded_packets(&committed, &rays, &order, width, &mut out))
+                } else {
+                    let mut out = vec![(f32::INFINITY, u32::MAX); rays.len()];
+                    timed(passes, || embree_intersect_packets(&committed, &rays, &order, width, &mut out))
+                }
+            } else if any {
+                let coherent = judge_runs(&rays);
                 let mut out = vec![false; rays.len()];
                 timed(passes, || embree_occluded(&committed, &rays, &coherent, &mut out))
             } else {
+                let coherent = judge_runs(&rays);
                 let mut out = vec![(f32::INFINITY, u32::MAX); rays.len()];
                 timed(passes, || embree_intersect(&committed, &rays, &coherent, &mut out))
             }
@@ -245,6 +267,111 @@ fn embree_occluded(scene: &CommittedScene, rays: &[RawRay], coherent: &[bool], o
         }
     }
     occluded
+}
+
+/// The order in which the rays are put into Embree's packets of `width` (8 or 16): with `tiles`
+/// and a square image whose side is a multiple of 4, blocks of 4 × 2 or 4 × 4 pixels, as
+/// Embree's own tutorials fill their packets; else the rays in their order.
+fn packet_order(n: usize, width: usize, tiles: bool) -> Vec<usize> {
+    let side = n.isqrt();
+    if !tiles || side * side != n || side % 4 != 0 {
+        return (0..n).collect();
+    }
+    let rows = width / 4;
+    let mut order = Vec::with_capacity(n);
+    for y0 in (0..side).step_by(rows) {
+        for x0 in (0..side).step_by(4) {
+            for y in y0..y0 + rows {
+                order.extend((x0..x0 + 4).map(|x| y * side + x));
+            }
+        }
+    }
+    order
+}
+
+/// Embree's packet types of 8 and 16 rays, filled from the raw rays and read back, one pass over
+/// the rays in `order`, `width` at a time, through `rtcIntersectN` or `rtcOccludedN` with the
+/// coherent context.
+macro_rules! embree_packets {
+    ($intersect:ident, $occluded:ident, $rayhit:ty, $n:literal, $rtc_intersect:ident, $rtc_occluded:ident) => {
+        fn $intersect(scene: &CommittedScene, rays: &[RawRay], order: &[usize], out: &mut [(f32, u32)]) -> usize {
+            let mut ctx = IntersectContext::coherent();
+            let mut hits = 0;
+            for chunk in order.chunks($n) {
+                // SAFETY: plain data (floats and integers) for which zero bytes are valid.
+                let mut rh: $rayhit = unsafe { std::mem::zeroed() };
+                let mut valid = [0i32; $n];
+                for (l, &i) in chunk.iter().enumerate() {
+                    let r = &rays[i];
+                    (rh.ray.org_x[l], rh.ray.org_y[l], rh.ray.org_z[l], rh.ray.tnear[l]) = (r[0], r[1], r[2], r[3]);
+                    (rh.ray.dir_x[l], rh.ray.dir_y[l], rh.ray.dir_z[l], rh.ray.tfar[l]) = (r[4], r[5], r[6], r[7]);
+                    rh.ray.mask[l] = u32::MAX;
+                    rh.hit.geomID[l] = u32::MAX;
+                    valid[l] = -1;
+                }
+                // SAFETY: a committed scene's handle, a valid context; the packet is aligned by
+                // its type.
+                unsafe { sys::$rtc_intersect(valid.as_ptr(), scene.handle(), &mut ctx, &mut rh) };
+                for (l, &i) in chunk.iter().enumerate() {
+                    let hit = rh.hit.geomID[l] != u32::MAX;
+                    out[i] = if hit { (rh.ray.tfar[l], rh.hit.primID[l]) } else { (f32::INFINITY, u32::MAX) };
+                    black_box((rh.hit.u[l], rh.hit.v[l]));
+                    hits += usize::from(hit);
+                }
+            }
+            hits
+        }
+
+        fn $occluded(scene: &CommittedScene, rays: &[RawRay], order: &[usize], out: &mut [bool]) -> usize {
+            let mut ctx = IntersectContext::coherent();
+            let mut occluded = 0;
+            for chunk in order.chunks($n) {
+                // SAFETY: as above.
+                let mut rh: $rayhit = unsafe { std::mem::zeroed() };
+                let mut valid = [0i32; $n];
+                for (l, &i) in chunk.iter().enumerate() {
+                    let r = &rays[i];
+                    (rh.ray.org_x[l], rh.ray.org_y[l], rh.ray.org_z[l], rh.ray.tnear[l]) = (r[0], r[1], r[2], r[3]);
+                    (rh.ray.dir_x[l], rh.ray.dir_y[l], rh.ray.dir_z[l], rh.ray.tfar[l]) = (r[4], r[5], r[6], r[7]);
+                    rh.ray.mask[l] = u32::MAX;
+                    valid[l] = -1;
+                }
+                // SAFETY: as above.
+                unsafe { sys::$rtc_occluded(valid.as_ptr(), scene.handle(), &mut ctx, &mut rh.ray) };
+                for (l, &i) in chunk.iter().enumerate() {
+                    // rtcOccludedN sets tfar to -inf on a hit.
+                    out[i] = rh.ray.tfar[l] == f32::NEG_INFINITY;
+                    occluded += usize::from(out[i]);
+                }
+            }
+            occluded
+        }
+    };
+}
+
+embree_packets!(embree_intersect8, embree_occluded8, sys::RTCRayHit8, 8, rtcIntersect8, rtcOccluded8);
+embree_packets!(embree_intersect16, embree_occluded16, sys::RTCRayHit16, 16, rtcIntersect16, rtcOccluded16);
+
+/// One pass of Embree's packets of `width` rays (8 or 16), closest hits.
+fn embree_intersect_packets(
+    scene: &CommittedScene,
+    rays: &[RawRay],
+    order: &[usize],
+    width: usize,
+    out: &mut [(f32, u32)],
+) -> usize {
+    if width == 16 { embree_intersect16(scene, rays, order, out) } else { embree_intersect8(scene, rays, order, out) }
+}
+
+/// One pass of Embree's packets of `width` rays (8 or 16), occlusion.
+fn embree_occluded_packets(
+    scene: &CommittedScene,
+    rays: &[RawRay],
+    order: &[usize],
+    width: usize,
+    out: &mut [bool],
+) -> usize {
+    if width == 16 { embree_occluded16(scene, rays, order, out) } else { embree_occluded8(scene, rays, order, out) }
 }
 
 unsafe extern "C" {
@@ -406,6 +533,44 @@ fn random(args: &[String]) -> Result<(), String> {
         let p = lo + DVec3::new(next(), next(), next()) * (hi - lo);
         let (o, dir) = (o.as_vec3(), (p - o).normalize().as_vec3());
         for x in [o.x, o.y, o.z, 0.0, dir.x, dir.y, dir.z, f32::INFINITY] {
+            bytes.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    std::fs::write(out, bytes).map_err(|e| format!("{out}: {e}"))
+}
+
+/// Shadow rays from the hits of CAMERA_RAYS (slabtree's closest hits, Möller–Trumbore) to SCENE's
+/// light, as the shared scenes' README defines its `shadow` set from the primary hits: the hit
+/// point moved `1e-4·D` along the normal that faces the ray, stored as f32, towards the light,
+/// `tmax` the distance to it; misses make no ray. The light is the README's: Sponza's
+/// (20, 300, 10), and for any other mesh `c + D·(−0.3, 1.0, 0.4)` of its box.
+fn shadow(args: &[String]) -> Result<(), String> {
+    let [scene, mesh, camera, out] = args else {
+        return Err("shadow needs SCENE MESH CAMERA_RAYS OUT".into());
+    };
+    let mesh = slabtree::load_mesh(mesh).map_err(|e| e.to_string())?;
+    let rays = read_rays(Path::new(camera))?;
+    let (lo, hi) = bounds(&mesh);
+    let (c, d) = ((lo + hi) / 2.0, (hi - lo).length());
+    let light = if scene == "sponza" { DVec3::new(20.0, 300.0, 10.0) } else { c + d * DVec3::new(-0.3, 1.0, 0.4) };
+    let bvh = slabtree::MeshBvh::build(&mesh, &slabtree::BuildOptions::default());
+    let mut bytes = Vec::with_capacity(rays.len() * 32);
+    for r in &rays {
+        let dir = glam::Vec3::new(r[4], r[5], r[6]);
+        let ray = slabtree::Ray::new(glam::Vec3::new(r[0], r[1], r[2]), dir).with_range(r[3], r[7]);
+        let Some(hit) = bvh.intersect(&ray).map_err(|e| e.to_string())? else { continue };
+        let [v0, v1, v2] = mesh.triangle(hit.triangle as usize).map(|p| p.as_dvec3());
+        let (u, v) = (f64::from(hit.u), f64::from(hit.v));
+        let p = (1.0 - u - v) * v0 + u * v1 + v * v2;
+        let mut n = (v1 - v0).cross(v2 - v0).normalize_or_zero();
+        if n.dot(dir.as_dvec3()) > 0.0 {
+            n = -n;
+        }
+        let o = (p + 1e-4 * d * n).as_vec3();
+        let to = light - o.as_dvec3();
+        let len = to.length();
+        let dir = (to / len).as_vec3();
+        for x in [o.x, o.y, o.z, 0.0, dir.x, dir.y, dir.z, len as f32] {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
     }

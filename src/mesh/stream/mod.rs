@@ -59,10 +59,10 @@ use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
 use crate::math::{Ray, RayCoherence};
 use crate::wide::packet::{
-    PACKET, Packet, PacketLeaf, PacketVisitor, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
+    PACKET, Packet, PacketLeaf, PacketVisitor, fusable, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
 };
 use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first, dispatch};
-use regroup::{LeafSharing, Regroup};
+use regroup::{LeafSharing, RUN, Regroup};
 
 /// Rays a batch hands to the packets at a time: one regrouping window.
 pub(super) const PACKET_RUN: usize = regroup::WINDOW;
@@ -128,12 +128,20 @@ fn triangle_tmax(tmax: f32) -> f32 {
 struct Scratch {
     best: Box<Best>,
     pk: Box<Packet>,
+    /// The packet the rays are settled in (`SettleAtRoot`), apart from `pk`, which the packets'
+    /// walks hold meanwhile.
+    settle_pk: Box<Packet>,
     regroup: Regroup,
 }
 
 impl Scratch {
     fn new() -> Scratch {
-        Scratch { best: Box::new([None; PACKET]), pk: Box::new(Packet::new()), regroup: Regroup::new() }
+        Scratch {
+            best: Box::new([None; PACKET]),
+            pk: Box::new(Packet::new()),
+            settle_pk: Box::new(Packet::new()),
+            regroup: Regroup::new(),
+        }
     }
 }
 
@@ -263,7 +271,7 @@ impl MeshBvh {
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
-        let Scratch { best, pk, regroup } = scratch;
+        let Scratch { best, pk, settle_pk, regroup } = scratch;
         let (best, pk) = (&mut **best, &mut **pk);
         // Found once per stream rather than per ray: the settling below runs for every ray.
         let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
@@ -271,12 +279,14 @@ impl MeshBvh {
             rays,
             out,
             // A ray that enters none of the root's children is settled: nothing is hit.
-            |out, i| {
-                let missed = !root.is_some_and(|root| enters_node(root, &rays[i]));
-                if missed {
-                    answer(&rays[i], Some((None, false)), RayCoherence::Coherent, &mut out[i]);
+            |out, window, coherent, settled| {
+                let Some(root) = root else { return };
+                let start = window.start;
+                let pk = &mut **settle_pk;
+                dispatch(SettleAtRoot { root, rays: &rays[window], coherent, settled: &mut *settled, pk });
+                for (k, _) in settled.iter().enumerate().filter(|(_, s)| **s) {
+                    answer(&rays[start + k], Some((None, false)), RayCoherence::Coherent, &mut out[start + k]);
                 }
-                missed
             },
             |out, i, hint| answer(&rays[i], None, hint, &mut out[i]),
             |out, range, hint| {
@@ -516,6 +526,56 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
     }
 }
 
+/// The rays of a window that enter none of the root's children ([`enters_node`]), at the SIMD
+/// level [`crate::simd_level`] chose, as a kernel for [`dispatch`]: `settled[k]` is set for each
+/// such ray `k` of a coherent run (`coherent[k / RUN]`).
+struct SettleAtRoot<'a> {
+    root: &'a crate::wide::Node8,
+    rays: &'a [Ray],
+    coherent: &'a [bool],
+    settled: &'a mut [bool],
+    /// Scratch for the packets the rays are tested in.
+    pk: &'a mut Packet,
+}
+
+impl WithLanes for SettleAtRoot<'_> {
+    type Output = ();
+
+    /// The rays of a coherent run in packets of consecutive rays where they share their
+    /// direction signs and can join a packet (every camera ray but near the image's middle
+    /// lines), each ray tested in its lane with its own arithmetic ([`Packet::entering_children`]);
+    /// the rest one at a time.
+    #[inline(always)]
+    fn run<L: Lanes8>(self) {
+        let SettleAtRoot { root, rays, coherent, settled, pk } = self;
+        let packable = |rays: &[Ray]| rays.iter().all(|r| r.sign() == rays[0].sign() && fusable(r));
+        let runs = rays.chunks(RUN).zip(settled.chunks_mut(RUN)).zip(coherent).enumerate();
+        for (r, ((run, settled), _)) in runs.filter(|(_, (_, coherent))| **coherent) {
+            for (c, (chunk, settled)) in run.chunks(PACKET).zip(settled.chunks_mut(PACKET)).enumerate() {
+                let start = r * RUN + c * PACKET;
+                if packable(chunk) {
+                    let idx: [usize; PACKET] = std::array::from_fn(|k| start + k);
+                    let idx = &idx[..chunk.len()];
+                    let entering = if L::FMA {
+                        pk.load::<L, true, true>(rays, idx);
+                        pk.entering_children::<L, true>(root)
+                    } else {
+                        pk.load::<L, false, true>(rays, idx);
+                        pk.entering_children::<L, false>(root)
+                    };
+                    for (k, settled) in settled.iter_mut().enumerate() {
+                        *settled = entering & (1 << k) == 0;
+                    }
+                } else {
+                    for (ray, settled) in chunk.iter().zip(settled) {
+                        *settled = !enters_node::<L>(root, ray);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// One packet's walk (`MeshBvh::trace_packet`), loaded and traced at the SIMD level
 /// [`crate::simd_level`] chose, as a kernel for [`dispatch`]: the fused node test where the level
 /// has a fused multiply-add, as the single rays at that level take it.
@@ -535,10 +595,10 @@ impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
     fn run<L: Lanes8>(self) -> (u64, LeafSharing) {
         let TracePacket { bvh, pk, rays, idx, watertight, best } = self;
         if L::FMA {
-            pk.load::<true, true>(rays, idx);
+            pk.load::<L, true, true>(rays, idx);
             bvh.trace_packet::<L, ANY, true>(pk, rays, idx, watertight, best)
         } else {
-            pk.load::<false, true>(rays, idx);
+            pk.load::<L, false, true>(rays, idx);
             bvh.trace_packet::<L, ANY, false>(pk, rays, idx, watertight, best)
         }
     }

@@ -48,6 +48,8 @@ pub(crate) struct Regroup {
     tiles: Tiles,
     /// A window's rays' octants.
     octant: Vec<u8>,
+    /// Which of a window's rays were settled.
+    settled: Vec<bool>,
 }
 
 impl Regroup {
@@ -59,6 +61,7 @@ impl Regroup {
             ends: Vec::with_capacity(WINDOW),
             tiles: Tiles::new(),
             octant: vec![NONE; WINDOW],
+            settled: vec![false; WINDOW],
         }
     }
 
@@ -67,9 +70,11 @@ impl Regroup {
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
     /// every other ray, with the coherence of its run as `hint`, but for whole runs of rays traced
     /// alone (the incoherent ones, and every run of a window whose packets would not pay), which
-    /// go to `alone(cx, range, hint)` together; `cx` is what all of them write to. Each
-    /// ray of a coherent run is first offered to `settle(cx, i)`, which may answer it at once (a
-    /// ray that misses the whole structure) and return `true`, or leave it to the packets.
+    /// go to `alone(cx, range, hint)` together; `cx` is what all of them write to. The rays of a
+    /// window's coherent runs are first offered to `settle(cx, window, coherent, settled)`, with
+    /// `window` the window's range of `rays` and `coherent[k / RUN]` whether its ray `k` is in a
+    /// coherent run: it may answer such a ray at once (one that misses the whole structure) and
+    /// set `settled[k]`, which is `false` on entry, or leave it to the packets.
     ///
     /// `packet` returns how its rays shared the leaves ([`LeafSharing`]). When a window's packets
     /// shared fewer than [`MIN_SHARING`] rays per leaf group (triangles smaller than the rays'
@@ -79,12 +84,12 @@ impl Regroup {
         &mut self,
         rays: &[Ray],
         cx: &mut C,
-        mut settle: impl FnMut(&mut C, usize) -> bool,
+        mut settle: impl FnMut(&mut C, std::ops::Range<usize>, &[bool], &mut [bool]),
         mut single: impl FnMut(&mut C, usize, RayCoherence),
         mut alone: impl FnMut(&mut C, std::ops::Range<usize>, RayCoherence),
         mut packet: impl FnMut(&mut C, &[usize]) -> LeafSharing,
     ) {
-        let Regroup { by_octant, sorted, ends, tiles, octant } = self;
+        let Regroup { by_octant, sorted, ends, tiles, octant, settled } = self;
         let (mut packets_pay, mut since_probe) = (true, 0);
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
@@ -105,13 +110,16 @@ impl Regroup {
             }
             since_probe = 0;
             let mut shared = LeafSharing::default();
+            let settled = &mut settled[..window.len()];
+            settled.fill(false);
+            settle(cx, base..base + window.len(), &coherent_run, settled);
             // Each ray's octant, or NONE when it is traced alone or settled.
             let mut count = [0usize; 8];
             for (k, ray) in window.iter().enumerate() {
                 octant[k] = NONE;
                 // A ray of an incoherent run was traced above with its run; a settled ray is
                 // answered.
-                if !coherent_run[k / RUN] || settle(cx, base + k) {
+                if !coherent_run[k / RUN] || settled[k] {
                     continue;
                 }
                 if !fusable(ray) {
@@ -200,8 +208,8 @@ fn tile_order(
     let (u, v) = ((w + 1) % 3, (w + 2) % 3);
     let (mut lo, mut hi) = (Vec2::INFINITY, Vec2::NEG_INFINITY);
     for (p, &i) in proj.iter_mut().zip(bucket.iter()) {
-        let d = rays[i].dir();
-        let inv = 1.0 / d[w].abs();
+        // `|1 / d[w]|` is `1 / |d[w]|`: the ray's own inverse direction saves a division.
+        let (d, inv) = (rays[i].dir(), rays[i].inv_dir()[w].abs());
         *p = Vec2::new(d[u] * inv, d[v] * inv);
         lo = lo.min(*p);
         hi = hi.max(*p);
@@ -226,8 +234,10 @@ fn tile_order(
     if gx * gy > 2 * MAX_CELLS {
         return false;
     }
+    // By the reciprocal: which cell a ray falls in near a border only changes the packets.
+    let per_cell = 1.0 / cell;
     let cell_of = |p: Vec2| {
-        let q = (p - lo) / cell;
+        let q = (p - lo) * per_cell;
         (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
     };
     // Each ray's tile, computed once (fewer than 2^16 tiles), then a counting sort.
@@ -271,7 +281,7 @@ fn tile_order(
 }
 
 /// Rays of a stream judged coherent or not together, by [`RayCoherence::of_rays`].
-const RUN: usize = 512;
+pub(crate) const RUN: usize = 512;
 
 /// Scratch of [`tile_order`]: each ray's projection and tile, and where each tile starts.
 struct Tiles {
@@ -324,7 +334,7 @@ mod tests {
         Regroup::new().run(
             &rays,
             &mut seen[..],
-            |_, _| false,
+            |_, _, _, _| {},
             |seen, i, hint| {
                 assert_eq!(hint, RayCoherence::Coherent, "ray {i}");
                 seen[i] += 1;
