@@ -274,7 +274,7 @@ fn embree_occluded(scene: &CommittedScene, rays: &[RawRay], coherent: &[bool], o
 /// Embree's own tutorials fill their packets; else the rays in their order.
 fn packet_order(n: usize, width: usize, tiles: bool) -> Vec<usize> {
     let side = n.isqrt();
-    if !tiles || side * side != n || side % 4 != 0 {
+    if !tiles || side * side != n || !side.is_multiple_of(4) {
         return (0..n).collect();
     }
     let rows = width / 4;
