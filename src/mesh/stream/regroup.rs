@@ -297,10 +297,12 @@ impl Tiles {
     }
 }
 
-/// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis.
+/// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis,
+/// judged by every fourth ray and the last: the tiles group rays of neighbouring directions, and
+/// the judgement only chooses between two walks with the same answers.
 fn coherent(rays: &[Ray], idx: &[usize]) -> bool {
     let (mut lo, mut hi) = (glam::Vec3A::INFINITY, glam::Vec3A::NEG_INFINITY);
-    for &i in idx {
+    for &i in idx.iter().step_by(4).chain(idx.last()) {
         let d = rays[i].dir().normalize_or_zero();
         lo = lo.min(d);
         hi = hi.max(d);
