@@ -7,6 +7,7 @@
 //! frontier camera SCENES_DIR SCENE SIZE OUT
 //! frontier camera-any MESH SIZE OUT
 //! frontier random MESH COUNT OUT
+//! frontier shadow SCENE MESH CAMERA_RAYS OUT
 //! ```
 //!
 //! `trace` builds LIB's BVH over MESH, traces every ray of RAYS once to warm up, then N more
@@ -23,7 +24,12 @@
 //!   a time (vendored header, built for this CPU by `build.rs`);
 //! * `embree-hq`, `embree-hq-robust` and `tinybvh-hq`: the same at their high build quality
 //!   (Embree's `RTC_BUILD_QUALITY_HIGH`, tinybvh's `BuildHQ`: spatial splits), for
-//!   `slabtree trace --build-quality high`.
+//!   `slabtree trace --build-quality high`;
+//! * `embree8`, `embree16`, `embree8-robust` and `embree16-robust`: Embree 3's ray packets,
+//!   `rtcIntersect8/16` / `rtcOccluded8/16` with the coherent context, the packets filled from the
+//!   raw records in each pass (for `slabtree trace --packets`). With `--tiles`, a set of N × N
+//!   rays (camera rays in scan-line order) goes into the packets in blocks of 4 × 2 or 4 × 4
+//!   pixels, as Embree's tutorials fill them; else in the set's order.
 //!
 //! The line also gives the build's wall time.
 //!
@@ -33,6 +39,9 @@
 //! bunny's view (`w = (−0.5, 0.25, 1)`, `k = 1.25`, 40°) of its bounding box; `random` writes COUNT
 //! rays as the README defines its `random` kind (an origin on the sphere of radius `D` about the
 //! box's centre, towards a uniform point of the box), from this program's own generator.
+//! `shadow` writes the shadow rays of CAMERA_RAYS' hits to SCENE's light, as the README defines
+//! its `shadow` kind from the primary hits (here slabtree's hits, Möller–Trumbore; for the shared
+//! 256 × 256 views they give the shared sets' occluded counts).
 
 use std::hint::black_box;
 use std::path::Path;
