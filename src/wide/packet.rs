@@ -178,11 +178,10 @@ impl Packet {
             let o: [L; 3] = [self.o[0].group(g), self.o[1].group(g), self.o[2].group(g)];
             let inv: [L; 3] = [self.inv[0].group(g), self.inv[1].group(g), self.inv[2].group(g)];
             let (tmin, tmax): (L, L) = (self.tmin.group(g), self.tmax.group(g));
-            // `fused_widen`: Δ = 8u·max|o·inv| + MIN_POSITIVE.
+            // `super::ray::fused_widen`, eight rays at a time: Δ = 8u·max|o·inv| + MIN_POSITIVE.
             let p = [o[0] * inv[0], o[1] * inv[1], o[2] * inv[2]];
             let widest = max_keep(max_keep(abs(p[2]), abs(p[1])), abs(p[0]));
             let widen = widest * pad + L::splat(f32::MIN_POSITIVE);
-            let constants = FUSED || LOWERED;
             for a in 0..3 {
                 let (org, far_inv, far_org) =
                     if FUSED { (p[a] + widen, inv[a] * far_pad, p[a] * far_pad) } else { (o[a], inv[a], o[a]) };
@@ -198,7 +197,8 @@ impl Packet {
             self.slack.set_group(g, if LOWERED && !FUSED { widen } else { L::splat(0.0) });
             self.box_margin.set_group(g, widen * L::splat(0.5));
             tmin_lo = min_keep(tmin, tmin_lo);
-            if constants {
+            // The margin of the interval test counts Δ only where the node tests use it.
+            if FUSED || LOWERED {
                 widen_hi = max_keep(widen, widen_hi);
             }
             tmax_hi = max_keep(tmax, tmax_hi);

@@ -54,6 +54,7 @@ use glam::DVec3;
 use slabtree::TriMesh;
 
 mod embree_geometry;
+mod shadow_ray;
 
 /// One ray record: origin, tmin, direction, tmax.
 type RawRay = [f32; 8];
@@ -302,22 +303,36 @@ fn packet_order(n: usize, width: usize, tiles: bool) -> Vec<usize> {
 /// the rays in `order`, `width` at a time, through `rtcIntersectN` or `rtcOccludedN` with the
 /// coherent context.
 macro_rules! embree_packets {
-    ($intersect:ident, $occluded:ident, $rayhit:ty, $n:literal, $rtc_intersect:ident, $rtc_occluded:ident) => {
+    (
+        $fill:ident,
+        $intersect:ident,
+        $occluded:ident,
+        $rayhit:ty,
+        $n:literal,
+        $rtc_intersect:ident,
+        $rtc_occluded:ident
+    ) => {
+        /// The rays `chunk` names as one packet, and its valid lanes.
+        fn $fill(rays: &[RawRay], chunk: &[usize]) -> ($rayhit, [i32; $n]) {
+            // SAFETY: plain data (floats and integers) for which zero bytes are valid.
+            let mut rh: $rayhit = unsafe { std::mem::zeroed() };
+            let mut valid = [0i32; $n];
+            for (l, &i) in chunk.iter().enumerate() {
+                let r = &rays[i];
+                (rh.ray.org_x[l], rh.ray.org_y[l], rh.ray.org_z[l], rh.ray.tnear[l]) = (r[0], r[1], r[2], r[3]);
+                (rh.ray.dir_x[l], rh.ray.dir_y[l], rh.ray.dir_z[l], rh.ray.tfar[l]) = (r[4], r[5], r[6], r[7]);
+                rh.ray.mask[l] = u32::MAX;
+                rh.hit.geomID[l] = u32::MAX;
+                valid[l] = -1;
+            }
+            (rh, valid)
+        }
+
         fn $intersect(scene: &CommittedScene, rays: &[RawRay], order: &[usize], out: &mut [(f32, u32)]) -> usize {
             let mut ctx = IntersectContext::coherent();
             let mut hits = 0;
             for chunk in order.chunks($n) {
-                // SAFETY: plain data (floats and integers) for which zero bytes are valid.
-                let mut rh: $rayhit = unsafe { std::mem::zeroed() };
-                let mut valid = [0i32; $n];
-                for (l, &i) in chunk.iter().enumerate() {
-                    let r = &rays[i];
-                    (rh.ray.org_x[l], rh.ray.org_y[l], rh.ray.org_z[l], rh.ray.tnear[l]) = (r[0], r[1], r[2], r[3]);
-                    (rh.ray.dir_x[l], rh.ray.dir_y[l], rh.ray.dir_z[l], rh.ray.tfar[l]) = (r[4], r[5], r[6], r[7]);
-                    rh.ray.mask[l] = u32::MAX;
-                    rh.hit.geomID[l] = u32::MAX;
-                    valid[l] = -1;
-                }
+                let (mut rh, valid) = $fill(rays, chunk);
                 // SAFETY: a committed scene's handle, a valid context; the packet is aligned by
                 // its type.
                 unsafe { sys::$rtc_intersect(valid.as_ptr(), scene.handle(), &mut ctx, &mut rh) };
@@ -335,16 +350,7 @@ macro_rules! embree_packets {
             let mut ctx = IntersectContext::coherent();
             let mut occluded = 0;
             for chunk in order.chunks($n) {
-                // SAFETY: as above.
-                let mut rh: $rayhit = unsafe { std::mem::zeroed() };
-                let mut valid = [0i32; $n];
-                for (l, &i) in chunk.iter().enumerate() {
-                    let r = &rays[i];
-                    (rh.ray.org_x[l], rh.ray.org_y[l], rh.ray.org_z[l], rh.ray.tnear[l]) = (r[0], r[1], r[2], r[3]);
-                    (rh.ray.dir_x[l], rh.ray.dir_y[l], rh.ray.dir_z[l], rh.ray.tfar[l]) = (r[4], r[5], r[6], r[7]);
-                    rh.ray.mask[l] = u32::MAX;
-                    valid[l] = -1;
-                }
+                let (mut rh, valid) = $fill(rays, chunk);
                 // SAFETY: as above.
                 unsafe { sys::$rtc_occluded(valid.as_ptr(), scene.handle(), &mut ctx, &mut rh.ray) };
                 for (l, &i) in chunk.iter().enumerate() {
@@ -358,8 +364,8 @@ macro_rules! embree_packets {
     };
 }
 
-embree_packets!(embree_intersect8, embree_occluded8, sys::RTCRayHit8, 8, rtcIntersect8, rtcOccluded8);
-embree_packets!(embree_intersect16, embree_occluded16, sys::RTCRayHit16, 16, rtcIntersect16, rtcOccluded16);
+embree_packets!(packet8, embree_intersect8, embree_occluded8, sys::RTCRayHit8, 8, rtcIntersect8, rtcOccluded8);
+embree_packets!(packet16, embree_intersect16, embree_occluded16, sys::RTCRayHit16, 16, rtcIntersect16, rtcOccluded16);
 
 /// One pass of Embree's packets of `width` rays (8 or 16), closest hits.
 fn embree_intersect_packets(
@@ -568,18 +574,9 @@ fn shadow(args: &[String]) -> Result<(), String> {
         let dir = glam::Vec3::new(r[4], r[5], r[6]);
         let ray = slabtree::Ray::new(glam::Vec3::new(r[0], r[1], r[2]), dir).with_range(r[3], r[7]);
         let Some(hit) = bvh.intersect(&ray).map_err(|e| e.to_string())? else { continue };
-        let [v0, v1, v2] = mesh.triangle(hit.triangle as usize).map(|p| p.as_dvec3());
-        let (u, v) = (f64::from(hit.u), f64::from(hit.v));
-        let p = (1.0 - u - v) * v0 + u * v1 + v * v2;
-        let mut n = (v1 - v0).cross(v2 - v0).normalize_or_zero();
-        if n.dot(dir.as_dvec3()) > 0.0 {
-            n = -n;
-        }
-        let o = (p + 1e-4 * d * n).as_vec3();
-        let to = light - o.as_dvec3();
-        let len = to.length();
-        let dir = (to / len).as_vec3();
-        for x in [o.x, o.y, o.z, 0.0, dir.x, dir.y, dir.z, len as f32] {
+        let shadow = shadow_ray::shadow_ray(&mesh, &hit, dir.as_dvec3(), d, light);
+        let (o, dir) = (shadow.origin(), shadow.dir());
+        for x in [o.x, o.y, o.z, shadow.tmin, dir.x, dir.y, dir.z, shadow.tmax] {
             bytes.extend_from_slice(&x.to_le_bytes());
         }
     }

@@ -28,6 +28,7 @@
 //! `RUSTFLAGS="-C target-cpu=x86-64-v3"` in its own target directory.
 
 mod embree_geometry;
+mod shadow_ray;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -121,24 +122,12 @@ fn camera_rays(v: &View, res: usize) -> Vec<slabtree::Ray> {
 /// `scenes/README.md` defines the shared set: from the hit point moved `1e-4·D` along the normal
 /// that faces the ray, to the light, any hit.
 fn shadow_rays(v: &View, mesh: &TriMesh, bvh: &MeshBvh, primary: &[slabtree::Ray]) -> Vec<slabtree::Ray> {
-    use glam::DVec3;
-    let light = DVec3::from(v.light);
+    let light = glam::DVec3::from(v.light);
     primary
         .iter()
         .filter_map(|ray| {
             let hit = bvh.intersect(ray).ok()??;
-            let [v0, v1, v2] = mesh.triangle(hit.triangle as usize).map(|p| p.as_dvec3());
-            let (u, w) = (f64::from(hit.u), f64::from(hit.v));
-            let p = (1.0 - u - w) * v0 + u * v1 + w * v2;
-            let mut n = (v1 - v0).cross(v2 - v0).normalize_or_zero();
-            if n.dot(ray.dir().as_dvec3()) > 0.0 {
-                n = -n;
-            }
-            // The origin as the shared set stores it: rounded to f32.
-            let o = (p + 1e-4 * v.size * n).as_vec3().as_dvec3();
-            let to = light - o;
-            let len = to.length();
-            Some(slabtree::Ray::new(o.as_vec3(), (to / len).as_vec3()).with_range(0.0, len as f32))
+            Some(shadow_ray::shadow_ray(mesh, &hit, ray.dir().as_dvec3(), v.size, light))
         })
         .collect()
 }
