@@ -24,6 +24,7 @@ mod shapes;
 pub(crate) mod stream;
 pub(crate) mod sweep;
 pub(crate) mod triangle;
+mod triangle_rays;
 mod triangle_set;
 mod trimesh;
 

@@ -17,8 +17,7 @@ use glam::{Vec3, Vec3A};
 use wide::f32x4;
 
 use crate::math::{KeepLanes, max_keep, min_keep};
-use crate::wide::packet::GroupRays;
-use crate::wide::{Lanes8, box_margin};
+use crate::wide::box_margin;
 
 /// Marks an unused lane of a pack.
 pub(crate) const NO_PRIM: u32 = u32::MAX;
@@ -183,9 +182,11 @@ macro_rules! watertight {
         let zero = f32x4::ZERO;
         // Not on both sides of the ray: all edge functions >= 0, or all <= 0 (as Embree's robust
         // kernel tests them, by their minimum and maximum; a NaN is refused below, where the
-        // barycentrics must be finite).
+        // barycentrics must be finite). The folds are the slab tests' (`KeepLanes`), which every
+        // level and the eight-ray test (`super::triangle_rays::watertight`) compute alike, also
+        // on NaN.
         let one_side = |u: f32x4, v: f32x4, w: f32x4| {
-            u.fast_min(v).fast_min(w).simd_ge(zero) | u.fast_max(v).fast_max(w).simd_le(zero)
+            min_keep(min_keep(u, v), w).simd_ge(zero) | max_keep(max_keep(u, v), w).simd_le(zero)
         };
         // Most packs a ray reaches miss: the edge functions alone say so, before the distance
         // and its divisions are paid for (as Möller–Trumbore leaves its distance until a lane
@@ -262,7 +263,7 @@ macro_rules! watertight {
 }
 
 /// The band, relative to a hit's distance, by which it may lie before its triangle's box.
-const BOX_BAND: f32 = 1.0 / (1 << 20) as f32;
+pub(super) const BOX_BAND: f32 = 1.0 / (1 << 20) as f32;
 
 /// The distance at which a ray (origin `o`, inverse direction `inv`, the sign of each
 /// component `negative`) enters the box of each lane's triangle, whose `corners` are given,
@@ -296,6 +297,40 @@ where
         entry = max_keep((plane - o[a]) * inv[a], entry);
     }
     entry
+}
+
+/// The watertight test's ray space (Woop, Benthin and Wald 2013, section 3): the permutation
+/// `(kx, ky, kz)`, with `kz` the axis along which the direction is largest and `kx`, `ky`
+/// swapped where `d[kz] < 0` to keep the winding, and the shear `(d[kx] / d[kz], d[ky] / d[kz])`.
+/// Woop's third factor, `1 / d[kz]`, scales only his distance, which is not used.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Shear {
+    pub k: [usize; 3],
+    pub s: [f32; 2],
+}
+
+/// Each axis's successor: `(kx, ky)` follow `kz` (plain arrays and a table: glam's indexing by a
+/// runtime axis is a match, and `% 3` a multiply, per ray).
+pub(super) const NEXT: [usize; 3] = [1, 2, 0];
+
+impl Shear {
+    /// The ray space of direction `d`.
+    #[inline(always)]
+    pub(crate) fn of(d: Vec3) -> Shear {
+        let (da, ad) = (d.to_array(), d.abs());
+        let kz = if ad.x >= ad.y && ad.x >= ad.z {
+            0
+        } else if ad.y >= ad.z {
+            1
+        } else {
+            2
+        };
+        let (mut kx, mut ky) = (NEXT[kz], NEXT[NEXT[kz]]);
+        if da[kz] < 0.0 {
+            std::mem::swap(&mut kx, &mut ky);
+        }
+        Shear { k: [kx, ky, kz], s: [da[kx] / da[kz], da[ky] / da[kz]] }
+    }
 }
 
 /// The per-ray data of the triangle tests, computed once per ray.
@@ -332,48 +367,28 @@ impl TriRay {
     /// The shear of the watertight test is only computed when `watertight` is set.
     #[inline(always)]
     pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32, watertight: bool) -> TriRay {
-        let s = f32x4::splat;
         // As `Ray::new` computes them, so that the box test matches the node tests'.
         let inv = Vec3A::ONE / Vec3A::from(d);
-        let (negative, box_margin) = (inv.to_array().map(f32::is_sign_negative), box_margin(o.into(), inv, tmin));
+        let shear = if watertight { Some(Shear::of(d)) } else { None };
+        TriRay::with(o, d, inv, box_margin(o.into(), inv, tmin), tmin, shear)
+    }
+
+    /// The ray from its parts, as [`TriRay::new`] would compute them: `inv` is `1 / d` as
+    /// `Ray::new` computes it, `box_margin` the ray's [`box_margin`], and `shear` the
+    /// watertight test's [`Shear::of`]`(d)` (none for Möller–Trumbore). A packet has them all at
+    /// hand (`crate::wide::packet::Packet`), and so tests a ray alone without dividing again.
+    #[inline(always)]
+    pub(crate) fn with(o: Vec3, d: Vec3, inv: Vec3A, box_margin: f32, tmin: f32, shear: Option<Shear>) -> TriRay {
+        let s = f32x4::splat;
+        let negative = inv.to_array().map(f32::is_sign_negative);
         let inv = [s(inv.x), s(inv.y), s(inv.z)];
-        if !watertight {
-            return TriRay {
-                o: [s(o.x), s(o.y), s(o.z)],
-                d: [s(d.x), s(d.y), s(d.z)],
-                k: [0, 1, 2],
-                shear: [s(0.0); 3],
-                o_k: [s(o.x), s(o.y), s(o.z)],
-                inv,
-                negative,
-                box_margin: s(box_margin),
-                tmin,
-            };
-        }
-        // Woop et al. 2013, section 3: kz is the dimension where the direction is largest; swap kx
-        // and ky when d[kz] < 0 to keep the winding. (Plain arrays and a table of successors:
-        // glam's indexing by a runtime axis is a match, and `% 3` a multiply, per ray.)
-        let (da, ad) = (d.to_array(), d.abs());
-        let kz = if ad.x >= ad.y && ad.x >= ad.z {
-            0
-        } else if ad.y >= ad.z {
-            1
-        } else {
-            2
-        };
-        const NEXT: [usize; 3] = [1, 2, 0];
-        let (mut kx, mut ky) = (NEXT[kz], NEXT[NEXT[kz]]);
-        if da[kz] < 0.0 {
-            std::mem::swap(&mut kx, &mut ky);
-        }
-        // Woop's third shear factor, 1 / d[kz], scales only his distance, which is not used.
-        let shear_s = [da[kx] / da[kz], da[ky] / da[kz], 0.0];
+        let Shear { k, s: [sx, sy] } = shear.unwrap_or(Shear { k: [0, 1, 2], s: [0.0; 2] });
         TriRay {
             o: [s(o.x), s(o.y), s(o.z)],
             d: [s(d.x), s(d.y), s(d.z)],
-            k: [kx, ky, kz],
-            shear: shear_s.map(s),
-            o_k: [kx, ky, kz].map(|k| s(o.to_array()[k])),
+            k,
+            shear: [s(sx), s(sy), s(0.0)],
+            o_k: k.map(|k| s(o.to_array()[k])),
             inv,
             negative,
             box_margin: s(box_margin),
@@ -411,82 +426,6 @@ impl TriRay {
         moller_trumbore!(self, p, tmax, LaneHits::new)
     }
 
-    /// [`TriRay::intersect_mt`] of eight rays (origins `o`, directions `d`, ranges `tmin..=tmax`,
-    /// one per lane) against the pack, one triangle at a time: each lane's answer is bit for bit
-    /// what `intersect_mt` gives that ray. The arithmetic is the same expression, operand for
-    /// operand, with the triangle splatted instead of the ray, so each lane rounds exactly as the
-    /// single-ray lane does; the nearest triangle is kept with a strict `<` in lane order, which
-    /// is [`LaneHits::nearest_of`]'s choice of the first of equal distances.
-    #[inline(always)]
-    pub(crate) fn intersect_mt_rays<L: Lanes8>(p: &TriPack, rays: &GroupRays<L>, tmax: L) -> RaysHit {
-        let GroupRays { o, d, box_margin, tmin, .. } = rays;
-        let (tmin, negative) = (*tmin, rays.negative);
-        let (mut mask, mut best_t, mut best_u, mut best_v) =
-            (0u32, L::splat(f32::INFINITY), L::splat(0.0), L::splat(0.0));
-        let mut lanes = [0u8; 8];
-        let cross =
-            |a: &[L; 3], b: &[L; 3]| [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
-        let dot = |a: &[L; 3], b: &[L; 3]| a[0] * b[0] + (a[1] * b[1] + a[2] * b[2]);
-        let (zero, minus_zero) = (L::splat(0.0), L::splat(-0.0));
-        for lane in 0..4 {
-            if p.prim[lane] == NO_PRIM {
-                continue;
-            }
-            // Written out rather than by `array::map` (see `crate::wide::packet::Packet::planes`).
-            let row = |k: usize| [L::splat(p.v[k][0][lane]), L::splat(p.v[k][1][lane]), L::splat(p.v[k][2][lane])];
-            let (v0, e1, e2) = (row(0), row(1), row(2));
-            let n = cross(&e1, &e2);
-            let c = [v0[0] - o[0], v0[1] - o[1], v0[2] - o[2]];
-            let r = cross(&c, d);
-            let den = dot(&n, d);
-            let sign = den.sign();
-            let abs_den = den.xor(sign);
-            let u = dot(&r, &e2).xor(sign);
-            let v = dot(&r, &e1).xor(minus_zero).xor(sign);
-            let inside = abs_den.gt_bits(zero) & u.ge_bits(zero) & v.ge_bits(zero) & (u + v).le_bits(abs_den);
-            if inside == 0 {
-                continue;
-            }
-            let t = dot(&c, &n).xor(sign);
-            let hit = inside & t.ge_bits(abs_den * tmin) & t.le_bits(abs_den * tmax);
-            if hit == 0 {
-                continue;
-            }
-            let inv = L::splat(1.0) / abs_den;
-            let (t, u, v) = (t * inv, u * inv, v * inv);
-            // As in `moller_trumbore`: within the range, at a finite distance, with finite
-            // barycentrics.
-            let max = L::splat(f32::MAX);
-            let hit = hit
-                & t.ge_bits(tmin)
-                & t.le_bits(tmax)
-                & t.lt_bits(L::splat(f32::INFINITY))
-                & u.le_bits(max)
-                & v.le_bits(max);
-            // As `not_before_box`, operand for operand.
-            let corners =
-                [v0, [v0[0] + e1[0], v0[1] + e1[1], v0[2] + e1[2]], [v0[0] + e2[0], v0[1] + e2[1], v0[2] + e2[2]]];
-            let entry = box_entry(&corners, o, &rays.inv, negative, L::splat(f32::NEG_INFINITY));
-            let abs_t = max_keep(t, zero - t);
-            let hit = hit & entry.le_bits(t + abs_t * L::splat(BOX_BAND) + *box_margin);
-            // The first triangle of the smallest `t`, per ray.
-            let better = hit & t.lt_bits(best_t);
-            if better == 0 {
-                continue;
-            }
-            best_t = L::select_bits(better, t, best_t);
-            best_u = L::select_bits(better, u, best_u);
-            best_v = L::select_bits(better, v, best_v);
-            mask |= better;
-            for (l, slot) in lanes.iter_mut().enumerate() {
-                if better & (1 << l) != 0 {
-                    *slot = lane as u8;
-                }
-            }
-        }
-        RaysHit { mask, t: best_t.to_array(), u: best_u.to_array(), v: best_v.to_array(), lane: lanes }
-    }
-
     /// Woop–Benthin–Wald watertight test on four triangles stored as corners
     /// ([`PackRows::Corners`]): the nearest hit with `tmin <= t <= tmax`.
     #[inline(always)]
@@ -499,16 +438,6 @@ impl TriRay {
     pub(crate) fn intersect_watertight_lanes(&self, p: &TriPack, tmax: f32) -> Option<LaneHits> {
         watertight!(self, p, tmax, LaneHits::new)
     }
-}
-
-/// What [`TriRay::intersect_mt_rays`] found for eight rays: the rays with a hit (a bit mask),
-/// and per ray the hit's distance, barycentrics and the pack lane of its triangle.
-pub(crate) struct RaysHit {
-    pub mask: u32,
-    pub t: [f32; 8],
-    pub u: [f32; 8],
-    pub v: [f32; 8],
-    pub lane: [u8; 8],
 }
 
 /// The lanes of a pack that a ray hits within its range, with each lane's distance and

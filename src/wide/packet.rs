@@ -80,7 +80,7 @@ pub(crate) struct Planes<L = wide::f32x8> {
 }
 
 /// One group of eight of a packet's rays, across the lanes, for the triangle tests
-/// (`crate::mesh::TriRay::intersect_mt_rays`).
+/// (`crate::mesh::triangle_rays`).
 pub(crate) struct GroupRays<L> {
     pub(crate) o: [L; 3],
     pub(crate) d: [L; 3],
@@ -91,6 +91,19 @@ pub(crate) struct GroupRays<L> {
     pub(crate) box_margin: L,
     pub(crate) tmin: L,
     pub(crate) tmax: L,
+}
+
+impl<L: Lanes8> GroupRays<L> {
+    /// The origins' coordinates along axis `a`, chosen at run time: by a branch on the axis, as
+    /// an array of vectors indexed at run time goes through the stack.
+    #[inline(always)]
+    pub(crate) fn o_along(&self, a: usize) -> L {
+        match a {
+            0 => self.o[0],
+            1 => self.o[1],
+            _ => self.o[2],
+        }
+    }
 }
 
 /// A packet: up to 64 valid rays of one direction octant whose fused products are finite, laid
@@ -264,11 +277,18 @@ impl Packet {
         }
     }
 
-    /// Ray `k`'s origin, direction and `tmin`, as loaded.
+    /// Group `g`'s directions.
     #[inline(always)]
-    pub(crate) fn ray_parts(&self, k: usize) -> (glam::Vec3, glam::Vec3, f32) {
+    pub(crate) fn group_dirs<L: Lanes8>(&self, g: usize) -> [L; 3] {
+        [self.d[0].group(g), self.d[1].group(g), self.d[2].group(g)]
+    }
+
+    /// Ray `k`'s origin, direction, inverse direction, triangle tests' margin and `tmin`, as
+    /// loaded.
+    #[inline(always)]
+    pub(crate) fn ray_parts(&self, k: usize) -> (glam::Vec3, glam::Vec3, glam::Vec3A, f32, f32) {
         let v = |l: &[Lanes; 3]| glam::Vec3::new(l[0].0[k], l[1].0[k], l[2].0[k]);
-        (v(&self.o), v(&self.d), self.tmin.0[k])
+        (v(&self.o), v(&self.d), v(&self.inv).into(), self.box_margin.0[k], self.tmin.0[k])
     }
 
     /// The children of `node` that some ray of the packet may enter (a bit mask; never an empty

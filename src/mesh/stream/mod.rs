@@ -57,6 +57,7 @@ use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
 use super::query::enters_node;
 use super::triangle::{PackHit, TriPack, TriRay};
+use super::triangle_rays::{self, ShearLanes};
 use crate::math::{Ray, RayCoherence};
 use crate::wide::packet::{
     PACKET, Packet, PacketLeaf, PacketVisitor, fusable, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
@@ -73,6 +74,7 @@ use regroup::MIN_PACKET;
 const LANES_FROM: u32 = 2;
 /// Rays at most that walk a subtree alone rather than in their packet (see `packet_walk`).
 const ALONE: u32 = 8;
+const WT_LANES: bool = true;
 
 /// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax` and the
 /// triangle test's range was raised to [`triangle_tmax`]`(tmax)`. A hit beyond `tmax` is no hit.
@@ -123,6 +125,27 @@ fn triangle_tmax(tmax: f32) -> f32 {
     raised_tmax(tmax)
 }
 
+/// The watertight test's ray spaces of the current packet's groups of eight rays, each computed
+/// at the first leaf its rays test ([`ShearLanes::of`]), as most rays of a camera packet reach
+/// no leaf.
+struct Shears {
+    /// The groups computed, a bit each.
+    ready: u8,
+    groups: [ShearLanes; PACKET / 8],
+}
+
+impl Shears {
+    /// Group `g`'s ray spaces.
+    #[inline(always)]
+    fn group<L: Lanes8>(&mut self, pk: &Packet, g: usize) -> &ShearLanes {
+        if self.ready & (1 << g) == 0 {
+            self.groups[g] = ShearLanes::of::<L>(&pk.group_dirs::<L>(g));
+            self.ready |= 1 << g;
+        }
+        &self.groups[g]
+    }
+}
+
 /// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing
 /// once warm (about 100 KB: a window's indices twice, its tiles and packet ends, a packet).
 struct Scratch {
@@ -131,6 +154,7 @@ struct Scratch {
     /// The packet the rays are settled in (`SettleAtRoot`), apart from `pk`, which the packets'
     /// walks hold meanwhile.
     settle_pk: Box<Packet>,
+    shears: Box<Shears>,
     regroup: Regroup,
 }
 
@@ -140,6 +164,7 @@ impl Scratch {
             best: Box::new([None; PACKET]),
             pk: Box::new(Packet::new()),
             settle_pk: Box::new(Packet::new()),
+            shears: Box::new(Shears { ready: 0, groups: [ShearLanes::EMPTY; PACKET / 8] }),
             regroup: Regroup::new(),
         }
     }
@@ -271,8 +296,8 @@ impl MeshBvh {
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
-        let Scratch { best, pk, settle_pk, regroup } = scratch;
-        let (best, pk) = (&mut **best, &mut **pk);
+        let Scratch { best, pk, settle_pk, shears, regroup } = scratch;
+        let (best, pk, shears) = (&mut **best, &mut **pk, &mut **shears);
         // Found once per stream rather than per ray: the settling below runs for every ray.
         let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
         regroup.run(
@@ -301,8 +326,15 @@ impl MeshBvh {
                 }
             },
             |out, idx| {
-                let (ties, shared) =
-                    dispatch(TracePacket::<ANY> { bvh: self, pk: &mut *pk, rays, idx, watertight, best: &mut *best });
+                let (ties, shared) = dispatch(TracePacket::<ANY> {
+                    bvh: self,
+                    pk: &mut *pk,
+                    rays,
+                    idx,
+                    watertight,
+                    best: &mut *best,
+                    shears: &mut *shears,
+                });
                 for (k, &i) in idx.iter().enumerate() {
                     answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
                 }
@@ -323,8 +355,10 @@ impl MeshBvh {
         idx: &[usize],
         watertight: bool,
         best: &mut Best,
+        shears: &mut Shears,
     ) -> (u64, LeafSharing) {
         best[..pk.n].fill(None);
+        shears.ready = 0;
         let mut ties = 0u64;
         let mut shared = LeafSharing::default();
         if self.blocks.is_empty() {
@@ -343,6 +377,7 @@ impl MeshBvh {
             best,
             ties: &mut ties,
             shared: &mut shared,
+            shears,
             lanes: std::marker::PhantomData,
         };
         packet_walk::<L, ANY, FUSED, ALONE, _>(blocks, pk, prefetch, &mut leaves);
@@ -469,14 +504,17 @@ struct PacketPacks<'a, L, const ANY: bool, const FUSED: bool> {
     best: &'a mut Best,
     ties: &'a mut u64,
     shared: &'a mut LeafSharing,
+    shears: &'a mut Shears,
     lanes: std::marker::PhantomData<L>,
 }
 
 impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut PacketPacks<'_, L, ANY, FUSED> {
     #[inline(always)]
     fn visit(&mut self, pk: &mut Packet, leaf: &PacketLeaf<L>) -> bool {
-        let PacketPacks { bvh, rays, idx, watertight, ref mut best, ref mut ties, ref mut shared, .. } = **self;
-        let (best, ties, shared) = (&mut **best, &mut **ties, &mut **shared);
+        let PacketPacks {
+            bvh, rays, idx, watertight, ref mut best, ref mut ties, ref mut shared, ref mut shears, ..
+        } = **self;
+        let (best, ties, shared, shears) = (&mut **best, &mut **ties, &mut **shared, &mut **shears);
         let blocks = &bvh.blocks;
         if leaf.subtree {
             return bvh.walk_subtree::<L, ANY, FUSED>(pk, leaf, rays, idx, watertight, best, ties);
@@ -489,11 +527,16 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
             let mut m = leaf.entering::<FUSED, true>(pk, g);
             shared.groups += u32::from(m != 0);
             shared.rays += m.count_ones();
-            if m.count_ones() > LANES_FROM && !watertight {
-                // Möller–Trumbore with the group's rays across the lanes: four tests of eight
-                // rays, against one of four triangles per ray that enters.
+            let lanes = m.count_ones() > LANES_FROM && (!watertight || (WT_LANES && shears.group::<L>(pk, g).uniform));
+            if lanes {
+                // The group's rays across the lanes: four tests of eight rays, against one of
+                // four triangles per ray that enters.
                 let rays = pk.group_rays::<L>(g);
-                let rh = TriRay::intersect_mt_rays(p, &rays, raised_tmax8(rays.tmax));
+                let rh = if watertight {
+                    triangle_rays::watertight(p, &rays, shears.group::<L>(pk, g), m, raised_tmax8(rays.tmax))
+                } else {
+                    triangle_rays::moller_trumbore(p, &rays, m, raised_tmax8(rays.tmax))
+                };
                 m &= rh.mask;
                 let (t, u, v, tmax) = (rh.t, rh.u, rh.v, rays.tmax.to_array());
                 while m != 0 {
@@ -509,8 +552,9 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
                 let r = g * 8 + m.trailing_zeros() as usize;
                 m &= m - 1;
                 let tmax = pk.tmax_of(r);
-                let (o, d, tmin) = pk.ray_parts(r);
-                let tr = TriRay::new(o, d, tmin, watertight);
+                let (o, d, inv, margin, tmin) = pk.ray_parts(r);
+                let shear = if watertight { Some(shears.group::<L>(pk, g).lane(r % 8)) } else { None };
+                let tr = TriRay::with(o, d, inv, margin, tmin, shear);
                 let test_tmax = triangle_tmax(tmax);
                 let h = if watertight { tr.intersect_watertight(p, test_tmax) } else { tr.intersect_mt(p, test_tmax) };
                 if let Some(mut h) = h {
@@ -586,6 +630,7 @@ struct TracePacket<'a, const ANY: bool> {
     idx: &'a [usize],
     watertight: bool,
     best: &'a mut Best,
+    shears: &'a mut Shears,
 }
 
 impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
@@ -593,13 +638,13 @@ impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
 
     #[inline(always)]
     fn run<L: Lanes8>(self) -> (u64, LeafSharing) {
-        let TracePacket { bvh, pk, rays, idx, watertight, best } = self;
+        let TracePacket { bvh, pk, rays, idx, watertight, best, shears } = self;
         if L::FMA {
             pk.load::<L, true, true>(rays, idx);
-            bvh.trace_packet::<L, ANY, true>(pk, rays, idx, watertight, best)
+            bvh.trace_packet::<L, ANY, true>(pk, rays, idx, watertight, best, shears)
         } else {
             pk.load::<L, false, true>(rays, idx);
-            bvh.trace_packet::<L, ANY, false>(pk, rays, idx, watertight, best)
+            bvh.trace_packet::<L, ANY, false>(pk, rays, idx, watertight, best, shears)
         }
     }
 }
