@@ -256,10 +256,10 @@ impl MeshBvh {
     /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
     /// `hint` is the coherence of the ray's run, for a ray traced alone. With `in_flight` (the
     /// public streams give it through a large BVH, [`crate::mesh::LARGE_BVH_BYTES`], where the rays
-    /// wait on memory), whole runs of rays traced alone go to `in_flight(rays, out)` instead, as a
-    /// batch's do (`interleave::by_runs`: closest hits in every such run, any hits in the
-    /// incoherent ones), to be traced with several rays in flight; but a run with an invalid ray
-    /// (an instance's view of a world ray) goes to `answer` one ray at a time.
+    /// wait on memory), the incoherent runs go to `in_flight(rays, out)` instead, as a batch's do
+    /// (`interleave::by_runs`; coherent rays follow their neighbours' nodes, in cache, and go one
+    /// by one), to be traced with several rays in flight; but a run with an invalid ray (an
+    /// instance's view of a world ray) goes to `answer` one ray at a time.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
@@ -317,9 +317,7 @@ impl MeshBvh {
             |out, range, hint| {
                 let run = &rays[range.clone()];
                 match in_flight {
-                    Some(trace)
-                        if (!ANY || hint == RayCoherence::Incoherent) && run.iter().all(|r| r.validate().is_ok()) =>
-                    {
+                    Some(trace) if hint == RayCoherence::Incoherent && run.iter().all(|r| r.validate().is_ok()) => {
                         trace(run, &mut out[range])
                     }
                     _ => range.for_each(|i| answer(&rays[i], None, hint, &mut out[i])),

@@ -25,6 +25,12 @@ impl LeafSharing {
     /// Nothing measured (the scene's packets, whose leaves are instances): never a reason to
     /// stop making packets.
     pub(crate) const UNKNOWN: LeafSharing = LeafSharing { groups: 0, rays: 0 };
+
+    /// `false` once enough leaf groups are counted ([`MIN_SAMPLE`]) and they shared fewer than
+    /// [`MIN_SHARING`] rays each.
+    fn pays(&self) -> bool {
+        self.groups < MIN_SAMPLE || self.rays as f32 >= MIN_SHARING * self.groups as f32
+    }
 }
 
 /// Leaf groups a window's packets must have entered for their sharing to decide the next window.
@@ -76,10 +82,11 @@ impl Regroup {
     /// coherent run: it may answer such a ray at once (one that misses the whole structure) and
     /// set `settled[k]`, which is `false` on entry, or leave it to the packets.
     ///
-    /// `packet` returns how its rays shared the leaves ([`LeafSharing`]). When a window's packets
-    /// shared fewer than [`MIN_SHARING`] rays per leaf group (triangles smaller than the rays'
-    /// spacing, where a packet's work only adds to the single rays'), the following windows are
-    /// traced one ray at a time, but for one in [`PROBE_EVERY`], whose packets decide again.
+    /// `packet` returns how its rays shared the leaves ([`LeafSharing`]). Once a window's packets
+    /// have shared fewer than [`MIN_SHARING`] rays per leaf group (triangles smaller than the rays'
+    /// spacing, where a packet's work only adds to the single rays'), counted over at least
+    /// [`MIN_SAMPLE`] groups, the rest of the window and the following windows are traced one ray
+    /// at a time, but for one window in [`PROBE_EVERY`], whose packets decide again.
     pub(crate) fn run<C: ?Sized>(
         &mut self,
         rays: &[Ray],
@@ -142,10 +149,12 @@ impl Regroup {
                     next[o as usize] += 1;
                 }
             }
+            // Set once the window's packets have shared too little: the rest of it goes alone.
+            let mut cut = false;
             for o in 0..8 {
                 let bucket = &mut by_octant[start[o]..start[o] + count[o]];
                 let sorted = &mut sorted[..bucket.len()];
-                if bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
+                if cut || bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
                     bucket.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     continue;
                 }
@@ -153,17 +162,18 @@ impl Regroup {
                 for &end in ends.iter() {
                     let idx = &bucket[from..end as usize];
                     from = end as usize;
-                    if idx.len() < MIN_PACKET || !coherent(rays, idx) {
+                    if cut || idx.len() < MIN_PACKET || !coherent(rays, idx) {
                         idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     } else {
                         let s = packet(cx, idx);
                         shared.groups += s.groups;
                         shared.rays += s.rays;
+                        cut = !shared.pays();
                     }
                 }
             }
             if shared.groups >= MIN_SAMPLE {
-                packets_pay = shared.rays as f32 >= MIN_SHARING * shared.groups as f32;
+                packets_pay = shared.pays();
             }
         }
     }
@@ -314,7 +324,7 @@ fn coherent(rays: &[Ray], idx: &[usize]) -> bool {
 mod tests {
     use glam::Vec3A;
 
-    use super::{LeafSharing, PROBE_EVERY, Regroup, WINDOW};
+    use super::{LeafSharing, MIN_SAMPLE, PROBE_EVERY, Regroup, WINDOW};
     use crate::math::{Ray, RayCoherence};
 
     /// Camera rays of `windows` windows, in scan lines of 64: every window coherent.
@@ -373,5 +383,32 @@ mod tests {
         // Too few leaf groups to judge: packets go on.
         let unknown = windows_with_packets(|_| LeafSharing::UNKNOWN, n);
         assert!(unknown.iter().all(|&p| p), "{unknown:?}");
+    }
+
+    /// Within a window, packets stop as soon as those made so far have been counted over enough
+    /// leaf groups and shared too little; packets that pay, or that are not yet counted over
+    /// enough groups, go on to the window's end.
+    #[test]
+    fn a_window_stops_making_packets_once_they_do_not_pay() {
+        let rays = camera_rays(1);
+        let packets = |sharing: LeafSharing| {
+            let mut made = 0;
+            Regroup::new().run(
+                &rays,
+                &mut made,
+                |_, _, _, _| {},
+                |_, _, _| {},
+                |_, _, _| {},
+                |made, _| {
+                    *made += 1;
+                    sharing
+                },
+            );
+            made
+        };
+        let all = packets(LeafSharing { groups: 8, rays: 32 });
+        assert!(all >= WINDOW / 64, "{all} packets");
+        assert_eq!(packets(LeafSharing { groups: 8, rays: 8 }), MIN_SAMPLE.div_ceil(8) as usize);
+        assert_eq!(packets(LeafSharing::UNKNOWN), all);
     }
 }
