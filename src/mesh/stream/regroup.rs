@@ -246,9 +246,12 @@ fn tile_order(
     }
     // By the reciprocal: which cell a ray falls in near a border only changes the packets.
     let per_cell = 1.0 / cell;
+    // Through `u32`: `q` is at least 0 and about the grid's size, and a float's conversion to a
+    // 32-bit integer takes fewer instructions than to a 64-bit one.
+    let (last_x, last_y) = (gx as u32 - 1, gy as u32 - 1);
     let cell_of = |p: Vec2| {
         let q = (p - lo) * per_cell;
-        (q.x as usize).min(gx - 1) + gx * (q.y as usize).min(gy - 1)
+        ((q.x as u32).min(last_x) + gx as u32 * (q.y as u32).min(last_y)) as usize
     };
     // Each ray's tile, computed once (fewer than 2^16 tiles), then a counting sort.
     for (t, &p) in tiles.iter_mut().zip(proj.iter()).take(bucket.len()) {
