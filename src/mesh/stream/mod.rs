@@ -74,7 +74,6 @@ use regroup::MIN_PACKET;
 const LANES_FROM: u32 = 2;
 /// Rays at most that walk a subtree alone rather than in their packet (see `packet_walk`).
 const ALONE: u32 = 8;
-const WT_LANES: bool = true;
 
 /// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax` and the
 /// triangle test's range was raised to [`triangle_tmax`]`(tmax)`. A hit beyond `tmax` is no hit.
@@ -525,7 +524,7 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
             let mut m = leaf.entering::<FUSED, true>(pk, g);
             shared.groups += u32::from(m != 0);
             shared.rays += m.count_ones();
-            let lanes = m.count_ones() > LANES_FROM && (!watertight || (WT_LANES && shears.group::<L>(pk, g).uniform));
+            let lanes = m.count_ones() > LANES_FROM && (!watertight || shears.group::<L>(pk, g).uniform);
             if lanes {
                 // The group's rays across the lanes: four tests of eight rays, against one of
                 // four triangles per ray that enters.
