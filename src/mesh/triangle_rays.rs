@@ -145,7 +145,9 @@ pub(crate) fn moller_trumbore<L: Lanes8>(p: &TriPack, rays: &GroupRays<L>, activ
 /// [`TriRay::intersect_watertight`] of eight rays (one per lane, sharing their ray space
 /// `shear`, which must be [`ShearLanes::uniform`]) against the pack, one triangle at a time:
 /// each lane's answer is bit for bit what `intersect_watertight` gives that ray, for the
-/// reasons given at [`moller_trumbore`].
+/// reasons given at [`moller_trumbore`]. Its ending (the box check and the nearest triangle) is
+/// `moller_trumbore`'s written out again: shared, it cost both tests instructions
+/// (`docs/performance.md`).
 #[inline(always)]
 pub(crate) fn watertight<L: Lanes8>(
     p: &TriPack,
