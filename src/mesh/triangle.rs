@@ -207,10 +207,7 @@ macro_rules! watertight {
                 (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
             for l in 0..4 {
                 if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
-                    let f = |a: f32| a as f64;
-                    ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
-                    va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
-                    wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
+                    [ua[l], va[l], wa[l]] = exact_edges([axa[l], aya[l]], [bxa[l], bya[l]], [cxa[l], cya[l]]);
                 }
             }
             u = f32x4::new(ua);
@@ -260,6 +257,20 @@ macro_rules! watertight {
         let mask = mask & $ray.not_before_box(&[corner(0), corner(1), corner(2)], t);
         $then(mask, t, bu, bv)
     }};
+}
+
+/// The three edge functions `(u, v, w)` of a ray's sheared corners `a`, `b` and `c`, in f64:
+/// the f32 products are exact there, so each sign is the true sign (Woop, Benthin and Wald,
+/// section 3.4), for the lanes whose f32 edge functions came out exactly 0. One text for the
+/// single ray's test and the eight-ray one (`super::triangle_rays::watertight`).
+#[inline(always)]
+pub(super) fn exact_edges(a: [f32; 2], b: [f32; 2], c: [f32; 2]) -> [f32; 3] {
+    let f = |x: f32| x as f64;
+    [
+        (f(c[0]) * f(b[1]) - f(c[1]) * f(b[0])) as f32,
+        (f(a[0]) * f(c[1]) - f(a[1]) * f(c[0])) as f32,
+        (f(b[0]) * f(a[1]) - f(b[1]) * f(a[0])) as f32,
+    ]
 }
 
 /// The band, relative to a hit's distance, by which it may lie before its triangle's box.

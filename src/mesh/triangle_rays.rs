@@ -4,7 +4,7 @@
 //! ([`TriRay::intersect_mt`], [`TriRay::intersect_watertight`]): the same expressions, operand
 //! for operand, with the triangle splatted where the single ray splats itself.
 
-use super::triangle::{BOX_BAND, NEXT, NO_PRIM, Shear, TriPack, box_entry};
+use super::triangle::{BOX_BAND, NEXT, NO_PRIM, Shear, TriPack, box_entry, exact_edges};
 #[cfg(doc)]
 use super::triangle::{LaneHits, TriRay};
 use crate::math::{max_keep, min_keep};
@@ -187,10 +187,7 @@ pub(crate) fn watertight<L: Lanes8>(
                 (ax.to_array(), ay.to_array(), bx.to_array(), by.to_array(), cx.to_array(), cy.to_array());
             for l in 0..8 {
                 if ua[l] == 0.0 || va[l] == 0.0 || wa[l] == 0.0 {
-                    let f = |a: f32| a as f64;
-                    ua[l] = (f(cxa[l]) * f(bya[l]) - f(cya[l]) * f(bxa[l])) as f32;
-                    va[l] = (f(axa[l]) * f(cya[l]) - f(aya[l]) * f(cxa[l])) as f32;
-                    wa[l] = (f(bxa[l]) * f(aya[l]) - f(bya[l]) * f(axa[l])) as f32;
+                    [ua[l], va[l], wa[l]] = exact_edges([axa[l], aya[l]], [bxa[l], bya[l]], [cxa[l], cya[l]]);
                 }
             }
             (u, v, w) = (L::load(&ua), L::load(&va), L::load(&wa));
