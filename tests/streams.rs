@@ -275,9 +275,10 @@ fn an_invalid_ray_refuses_the_stream_and_names_it() {
 }
 
 /// A mesh finer than the rays' spacing (a 590k-triangle sphere seen by 128 × 128 camera rays), where
-/// each leaf is entered by about one ray of a packet, so that the stream sends most windows to
-/// single rays and subtrees deep in the tree to single rays too: every answer is still the single
-/// ray's, and so are those of a coarse mesh seen by the same rays, whose windows stay in packets.
+/// each leaf is entered by about one ray of a packet, where packets gain nothing and the stream's
+/// probes may send windows to single rays, and subtrees deep in the tree go to single rays too:
+/// every answer is still the single ray's, and so are those of a coarse mesh seen by the same
+/// rays, where packets gain.
 #[test]
 fn finer_than_the_rays_and_coarser_equal_single_rays() {
     for mesh in [TriMesh::uv_sphere(1.0, 768, 384), TriMesh::uv_sphere(1.0, 16, 8)] {

@@ -70,7 +70,7 @@ impl MeshBvh {
     /// [`MeshBvh::intersect_valid_into`]), with the SIMD level's entry point chosen once for the
     /// run ([`EntryPoint`]): each ray is then one call (`docs/performance.md`, "How a batch
     /// runs").
-    fn intersect_valid_run(&self, rays: &[Ray], hint: RayCoherence, out: &mut [Option<Hit>]) {
+    pub(super) fn intersect_valid_run(&self, rays: &[Ray], hint: RayCoherence, out: &mut [Option<Hit>]) {
         fn each<const W: bool, const E: bool>(bvh: &MeshBvh, rays: &[Ray], out: &mut [Option<Hit>]) {
             let entry = EntryPoint::<TraceInto<'_, W, E>>::chosen();
             for (ray, slot) in rays.iter().zip(out) {

@@ -20,12 +20,14 @@ use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::Ray;
 use crate::mesh::Hit;
-use crate::mesh::stream::regroup::{LeafSharing, Regroup};
+use crate::mesh::stream::regroup::{Choosing, Regroup, wall_clock};
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.
 struct Scratch {
     regroup: Regroup,
+    /// The walk chosen for closest-hit streams and for any-hit streams (`Choosing`).
+    choosing: [Choosing; 2],
     pk: Box<Packet>,
     work: Work,
 }
@@ -47,6 +49,7 @@ impl Scratch {
     fn new() -> Scratch {
         Scratch {
             regroup: Regroup::new(),
+            choosing: [Choosing::new(); 2],
             pk: Box::new(Packet::new()),
             work: Work {
                 best: vec![None; PACKET],
@@ -108,6 +111,7 @@ impl Scene {
     /// too. Nothing is allocated once the thread has traced a stream.
     pub(super) fn intersect_packets(&self, rays: &[Ray], mask: u32, hits: &mut [Option<SceneHit>]) {
         self.stream(
+            false,
             rays,
             hits,
             |ray| self.intersect_valid::<false>(ray, mask, 0).0,
@@ -129,6 +133,7 @@ impl Scene {
     /// answer equals [`Scene::occluded`]'s.
     pub(super) fn occluded_packets(&self, rays: &[Ray], mask: u32, occluded: &mut [bool]) {
         self.stream(
+            true,
             rays,
             occluded,
             |ray| self.occluded_valid::<false>(ray, mask, 0).0,
@@ -149,9 +154,11 @@ impl Scene {
     /// What both streams share: traces every ray of `rays` (valid) into its slot of `out` with
     /// `single` until the scene has its 8-wide copy; then regroups the rays, tracing the
     /// incoherent ones with `single` and handing each packet (loaded in the exact slab form) to
-    /// `packet(view, packet, work, indices, out)`.
+    /// `packet(view, packet, work, indices, out)`; `any` says which kind of stream it is, each of
+    /// which keeps its own choice of walk.
     fn stream<T>(
         &self,
+        any: bool,
         rays: &[Ray],
         out: &mut [T],
         single: impl Fn(&Ray) -> T,
@@ -165,10 +172,12 @@ impl Scene {
             return;
         };
         let mut run = |s: &mut Scratch| {
-            let Scratch { regroup, pk, work } = s;
+            let Scratch { regroup, choosing, pk, work } = s;
             regroup.run(
+                &mut choosing[usize::from(any)],
                 rays,
                 &mut *out,
+                wall_clock(),
                 |_, _, _, _| {},
                 // Instances are walked without the coherence hint: it is a mesh walk's.
                 |out, i, _| out[i] = single(&rays[i]),
@@ -181,7 +190,6 @@ impl Scene {
                     }
                     pk.clipped();
                     packet(view, pk, work, idx, out);
-                    LeafSharing::UNKNOWN
                 },
             );
         };

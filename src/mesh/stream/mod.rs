@@ -63,7 +63,7 @@ use crate::wide::packet::{
     PACKET, Packet, PacketLeaf, PacketVisitor, fusable, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
 };
 use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first, dispatch};
-use regroup::{LeafSharing, RUN, Regroup};
+use regroup::{Choosing, RUN, Regroup, wall_clock};
 
 /// Rays a batch hands to the packets at a time: one regrouping window.
 pub(super) const PACKET_RUN: usize = regroup::WINDOW;
@@ -155,6 +155,8 @@ struct Scratch {
     settle_pk: Box<Packet>,
     shears: Box<Shears>,
     regroup: Regroup,
+    /// The walk chosen for closest-hit streams and for any-hit streams (`Choosing`).
+    choosing: [Choosing; 2],
 }
 
 impl Scratch {
@@ -165,6 +167,7 @@ impl Scratch {
             settle_pk: Box::new(Packet::new()),
             shears: Box::new(Shears { ready: 0, groups: [ShearLanes::EMPTY; PACKET / 8] }),
             regroup: Regroup::new(),
+            choosing: [Choosing::new(); 2],
         }
     }
 }
@@ -198,8 +201,14 @@ impl MeshBvh {
             Some((None, false)) => *slot = None,
             Some((Some((prim, h)), false)) => *slot = Some(self.finish(prim, h, ray)),
         };
-        let flight = |rays: &[Ray], hits: &mut [Option<Hit>]| self.intersect_interleaved(rays, hits);
-        self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
+        let alone = |run: &[Ray], hint, hits: &mut [Option<Hit>]| {
+            if in_flight && hint == RayCoherence::Incoherent {
+                self.intersect_interleaved(run, hits)
+            } else {
+                self.intersect_valid_run(run, hint, hits)
+            }
+        };
+        self.stream::<false, _>(rays, hits, answer, alone);
     }
 
     /// [`MeshBvh::intersect_stream_unchecked`] with each hit's key, the distance the walk ranked
@@ -226,8 +235,16 @@ impl MeshBvh {
                 Some((Some((prim, h)), false)) => Some((h.t, self.finish(prim, h, ray))),
             }
         };
-        let flight = |rays: &[Ray], hits: &mut [Option<(f32, Hit)>]| self.intersect_interleaved_keyed(rays, hits);
-        self.stream::<false, _>(rays, hits, answer, in_flight.then_some(flight));
+        let alone = |run: &[Ray], hint, hits: &mut [Option<(f32, Hit)>]| {
+            if in_flight && hint == RayCoherence::Incoherent {
+                self.intersect_interleaved_keyed(run, hits)
+            } else {
+                for (ray, slot) in run.iter().zip(hits) {
+                    *slot = self.trace_valid::<false>(ray, hint).0.map(|(prim, h)| (h.t, self.finish(prim, h, ray)));
+                }
+            }
+        };
+        self.stream::<false, _>(rays, hits, answer, alone);
     }
 
     /// Whether each of `rays` hits anything, into `occluded` (one slot per ray), with the
@@ -246,25 +263,32 @@ impl MeshBvh {
                 Some((best, _)) => best.is_some(),
             }
         };
-        let flight = |rays: &[Ray], occluded: &mut [bool]| self.occluded_interleaved(rays, occluded);
-        self.stream::<true, _>(rays, occluded, answer, in_flight.then_some(flight));
+        let alone = |run: &[Ray], hint, occluded: &mut [bool]| {
+            if in_flight && hint == RayCoherence::Incoherent {
+                self.occluded_interleaved(run, occluded)
+            } else {
+                for (ray, slot) in run.iter().zip(occluded) {
+                    *slot = self.trace_valid::<true>(ray, hint).0.is_some();
+                }
+            }
+        };
+        self.stream::<true, _>(rays, occluded, answer, alone);
     }
 
     /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
-    /// every ray and its slot of `out`: `packed` is `None` for a ray to be traced alone, else the
-    /// packet's pack hit for it (none for a ray settled at the root) and whether it met a tie;
-    /// `hint` is the coherence of the ray's run, for a ray traced alone. With `in_flight` (the
-    /// public streams give it through a large BVH, [`crate::mesh::LARGE_BVH_BYTES`], where the rays
-    /// wait on memory), the incoherent runs go to `in_flight(rays, out)` instead, as a batch's do
-    /// (`interleave::by_runs`; coherent rays follow their neighbours' nodes, in cache, and go one
-    /// by one), to be traced with several rays in flight; but a run with an invalid ray (an
-    /// instance's view of a world ray) goes to `answer` one ray at a time.
+    /// every ray and its slot of `out`: `packed` is `None` for an invalid ray (an instance's view
+    /// of a world ray), else the packet's pack hit for it (none for a ray settled at the root)
+    /// and whether it met a tie, to be traced again alone; `hint` is the coherence of the ray's
+    /// run. Valid rays traced alone go to `alone(run, hint, out)`, a run or a ray at a time, as a
+    /// batch's runs go one by one: each caller chooses there whether the incoherent runs of a large
+    /// BVH ([`crate::mesh::LARGE_BVH_BYTES`]), where the rays wait on memory, go in flight
+    /// (`interleave::by_runs`; coherent rays follow their neighbours' nodes, in cache).
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
         out: &mut [T],
         answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
-        in_flight: Option<impl Fn(&[Ray], &mut [T])>,
+        alone: impl Fn(&[Ray], RayCoherence, &mut [T]),
     ) {
         // Fewer rays than a packet holds: no packet, and no scratch to fetch.
         if rays.len() < MIN_PACKET {
@@ -281,7 +305,7 @@ impl MeshBvh {
                 // Re-entered from `answer` on this thread (never by the library itself).
                 Err(_) => fresh.insert(Scratch::new()),
             };
-            self.stream_in::<ANY, T>(rays, out, &answer, in_flight.as_ref(), scratch);
+            self.stream_in::<ANY, T>(rays, out, &answer, &alone, scratch);
         })
     }
 
@@ -291,17 +315,28 @@ impl MeshBvh {
         rays: &[Ray],
         out: &mut [T],
         answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
-        in_flight: Option<&impl Fn(&[Ray], &mut [T])>,
+        alone: &impl Fn(&[Ray], RayCoherence, &mut [T]),
         scratch: &mut Scratch,
     ) {
         let watertight = self.options.triangle_test == TriangleTest::Watertight;
-        let Scratch { best, pk, settle_pk, shears, regroup } = scratch;
+        let Scratch { best, pk, settle_pk, shears, regroup, choosing } = scratch;
         let (best, pk, shears) = (&mut **best, &mut **pk, &mut **shears);
         // Found once per stream rather than per ray: the settling below runs for every ray.
         let root = (!self.blocks.is_empty()).then(|| self.blocks.node(0));
+        // A run of valid rays to `alone`, else each ray to `answer`.
+        let traced_alone = |out: &mut [T], range: std::ops::Range<usize>, hint| {
+            let run = &rays[range.clone()];
+            if run.iter().all(|r| r.validate().is_ok()) {
+                alone(run, hint, &mut out[range]);
+            } else {
+                range.for_each(|i| answer(&rays[i], None, hint, &mut out[i]));
+            }
+        };
         regroup.run(
+            &mut choosing[usize::from(ANY)],
             rays,
             out,
+            wall_clock(),
             // A ray that enters none of the root's children is settled: nothing is hit.
             |out, window, coherent, settled| {
                 let Some(root) = root else { return };
@@ -312,18 +347,10 @@ impl MeshBvh {
                     answer(&rays[start + k], Some((None, false)), RayCoherence::Coherent, &mut out[start + k]);
                 }
             },
-            |out, i, hint| answer(&rays[i], None, hint, &mut out[i]),
-            |out, range, hint| {
-                let run = &rays[range.clone()];
-                match in_flight {
-                    Some(trace) if hint == RayCoherence::Incoherent && run.iter().all(|r| r.validate().is_ok()) => {
-                        trace(run, &mut out[range])
-                    }
-                    _ => range.for_each(|i| answer(&rays[i], None, hint, &mut out[i])),
-                }
-            },
+            |out, i, hint| traced_alone(out, i..i + 1, hint),
+            traced_alone,
             |out, idx| {
-                let (ties, shared) = dispatch(TracePacket::<ANY> {
+                let ties = dispatch(TracePacket::<ANY> {
                     bvh: self,
                     pk: &mut *pk,
                     rays,
@@ -335,15 +362,13 @@ impl MeshBvh {
                 for (k, &i) in idx.iter().enumerate() {
                     answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
                 }
-                shared
             },
         );
     }
 
     /// Traces the packet loaded from `rays[idx[..]]`: each ray's nearest (or, with `ANY`, first)
     /// pack hit in `best`; returns the rays that met a tie (a hit within a rounding band of their
-    /// `tmax`, see [`record`]; to be traced again singly) and how the rays shared the packs they
-    /// were tested against.
+    /// `tmax`, see [`record`]; to be traced again singly).
     #[inline(always)]
     fn trace_packet<L: Lanes8, const ANY: bool, const FUSED: bool>(
         &self,
@@ -353,13 +378,12 @@ impl MeshBvh {
         watertight: bool,
         best: &mut Best,
         shears: &mut Shears,
-    ) -> (u64, LeafSharing) {
+    ) -> u64 {
         best[..pk.n].fill(None);
         shears.ready = 0;
         let mut ties = 0u64;
-        let mut shared = LeafSharing::default();
         if self.blocks.is_empty() {
-            return (ties, shared);
+            return ties;
         }
         let blocks = &self.blocks;
         let prefetch = |c: ChildRef| {
@@ -373,12 +397,11 @@ impl MeshBvh {
             watertight,
             best,
             ties: &mut ties,
-            shared: &mut shared,
             shears,
             lanes: std::marker::PhantomData,
         };
         packet_walk::<L, ANY, FUSED, ALONE, _>(blocks, pk, prefetch, &mut leaves);
-        (ties, shared)
+        ties
     }
 
     /// The rays of `at`'s range that enter its box, each walking the subtree under it alone
@@ -500,7 +523,6 @@ struct PacketPacks<'a, L, const ANY: bool, const FUSED: bool> {
     watertight: bool,
     best: &'a mut Best,
     ties: &'a mut u64,
-    shared: &'a mut LeafSharing,
     shears: &'a mut Shears,
     lanes: std::marker::PhantomData<L>,
 }
@@ -508,10 +530,8 @@ struct PacketPacks<'a, L, const ANY: bool, const FUSED: bool> {
 impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut PacketPacks<'_, L, ANY, FUSED> {
     #[inline(always)]
     fn visit(&mut self, pk: &mut Packet, leaf: &PacketLeaf<L>) -> bool {
-        let PacketPacks {
-            bvh, rays, idx, watertight, ref mut best, ref mut ties, ref mut shared, ref mut shears, ..
-        } = **self;
-        let (best, ties, shared, shears) = (&mut **best, &mut **ties, &mut **shared, &mut **shears);
+        let PacketPacks { bvh, rays, idx, watertight, ref mut best, ref mut ties, ref mut shears, .. } = **self;
+        let (best, ties, shears) = (&mut **best, &mut **ties, &mut **shears);
         let blocks = &bvh.blocks;
         if leaf.subtree {
             return bvh.walk_subtree::<L, ANY, FUSED>(pk, leaf, rays, idx, watertight, best, ties);
@@ -522,8 +542,6 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
         let mut hit = false;
         for g in leaf.groups() {
             let mut m = leaf.entering::<FUSED, true>(pk, g);
-            shared.groups += u32::from(m != 0);
-            shared.rays += m.count_ones();
             let lanes = m.count_ones() > LANES_FROM && (!watertight || shears.group::<L>(pk, g).uniform);
             if lanes {
                 // The group's rays across the lanes: four tests of eight rays, against one of
@@ -631,10 +649,10 @@ struct TracePacket<'a, const ANY: bool> {
 }
 
 impl<const ANY: bool> WithLanes for TracePacket<'_, ANY> {
-    type Output = (u64, LeafSharing);
+    type Output = u64;
 
     #[inline(always)]
-    fn run<L: Lanes8>(self) -> (u64, LeafSharing) {
+    fn run<L: Lanes8>(self) -> u64 {
         let TracePacket { bvh, pk, rays, idx, watertight, best, shears } = self;
         if L::FMA {
             pk.load::<L, true, true>(rays, idx);

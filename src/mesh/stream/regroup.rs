@@ -11,37 +11,167 @@ use crate::wide::packet::{PACKET, fusable};
 /// Rays of one direction octant in a window, or of a packet, below which they are traced singly.
 pub(crate) const MIN_PACKET: usize = 8;
 
-/// How many rays of a packet shared its leaves: over the packet's leaf visits, the groups of
-/// eight rays that entered a leaf, and the rays in them. A packet pays for itself only where
-/// leaves are entered by several rays at once: one ray per group and leaf is the single ray's
-/// work plus the packet's.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct LeafSharing {
-    pub groups: u32,
-    pub rays: u32,
+/// Which walk a window's coherent rays take, packets or single rays, chosen by the clock.
+///
+/// Which is faster depends on the scene, the rays and the machine: packets gain where several
+/// rays enter each leaf, and lose where the triangles are smaller than the rays' spacing, where
+/// a packet's work only adds to each ray's own. Both walks give the same answers, so the choice
+/// changes the time alone, and the time is what it is judged by. A probe window hands its
+/// packets to the two walks in turn, neighbouring tiles of alike rays to each, until each walk
+/// has traced [`PROBE_RAYS`] rays; a probe goes on into the next windows where its own has too
+/// few rays that the root does not settle (the sky above a model), for up to [`PROBE_EVERY`]
+/// windows. The packets are charged their share of
+/// the window's preparation too (the octants and the tiles); settling the rays that miss the
+/// root is not charged to either, as both walks' windows settle them where a probe found enough
+/// of them ([`Choice::settle`]). The walk with the fewer ticks per ray takes the rest of the
+/// window and the windows up to the next probe: [`PROBE_EVERY`] windows on, twice as many each
+/// time a probe keeps the walk, up to [`MOST_PROBE_EVERY`]. A choice is kept from one stream
+/// call to the next ([`Choosing`]), as a batch hands its stream over one window at a time.
+#[derive(Clone, Copy, Debug)]
+struct Choice {
+    /// Whether packets are the walk chosen.
+    packets: bool,
+    /// Windows from the end of one probe to the start of the next.
+    interval: usize,
+    /// Whether the windows traced as single rays settle the rays that miss the root first: where
+    /// the last probe settled at least one coherent ray in [`SETTLE_FROM`]. (Settling tests the
+    /// root for 64 rays at once, far less than a single ray's walk to find the same miss.)
+    settle: bool,
+    /// Windows since the last probe.
+    since_probe: usize,
 }
 
-impl LeafSharing {
-    /// Nothing measured (the scene's packets, whose leaves are instances): never a reason to
-    /// stop making packets.
-    pub(crate) const UNKNOWN: LeafSharing = LeafSharing { groups: 0, rays: 0 };
+impl Choice {
+    /// Packets until a probe says otherwise; the first window probes.
+    fn new() -> Choice {
+        Choice { packets: true, interval: PROBE_EVERY, settle: true, since_probe: PROBE_EVERY - 1 }
+    }
 
-    /// `false` once enough leaf groups are counted ([`MIN_SAMPLE`]) and they shared fewer than
-    /// [`MIN_SHARING`] rays each.
-    fn pays(&self) -> bool {
-        self.groups < MIN_SAMPLE || self.rays as f32 >= MIN_SHARING * self.groups as f32
+    /// Moves to the next window, in which `probe` goes on or, when none does and one is due,
+    /// begins.
+    fn next_window(&mut self, probe: &mut Option<Probe>) {
+        match probe {
+            Some(p) => p.windows += 1,
+            None => {
+                self.since_probe += 1;
+                if self.since_probe >= self.interval {
+                    self.since_probe = 0;
+                    *probe = Some(Probe::default());
+                }
+            }
+        }
+    }
+
+    /// Ends the window: a probe that has gone on for [`PROBE_EVERY`] windows decides by what it
+    /// has.
+    fn end_window(&mut self, probe: &mut Option<Probe>) {
+        if let Some(p) = probe
+            && p.windows + 1 >= PROBE_EVERY
+        {
+            self.decide(p);
+            *probe = None;
+        }
+    }
+
+    /// Takes the cheaper walk of `probe`, if both traced enough rays to judge by
+    /// ([`MIN_JUDGED`]); else keeps the walk it had.
+    fn decide(&mut self, probe: &Probe) {
+        let Probe { packets, single, prepared, tiled, settled, coherent, .. } = *probe;
+        if packets.rays >= MIN_JUDGED && single.rays >= MIN_JUDGED {
+            let packet_cost = packets.per_ray() + prepared.per_ray() + tiled.per_ray();
+            let kept = self.packets == (packet_cost <= single.per_ray());
+            self.packets = packet_cost <= single.per_ray();
+            self.interval = if kept { (2 * self.interval).min(MOST_PROBE_EVERY) } else { PROBE_EVERY };
+        }
+        if coherent > 0 {
+            self.settle = settled * SETTLE_FROM >= coherent;
+        }
     }
 }
 
-/// Leaf groups a window's packets must have entered for their sharing to decide the next window.
-const MIN_SAMPLE: u32 = 256;
-/// Rays per entered leaf group below which packets cost more than single rays, between the
-/// sharing of packets that lose to single rays and of those that gain, on the shared scenes'
-/// camera and shadow rays (`docs/performance.md`, "Ray streams").
-const MIN_SHARING: f32 = 1.4;
-/// While packets do not pay, one window in this many is still traced as packets, to notice when
-/// they pay again.
+/// The ticks spent on some rays.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timed {
+    ticks: u64,
+    rays: usize,
+}
+
+impl Timed {
+    /// Adds `ticks` spent on `rays` rays.
+    fn add(&mut self, ticks: u64, rays: usize) {
+        self.ticks += ticks;
+        self.rays += rays;
+    }
+
+    /// Ticks per ray (0 for no rays).
+    fn per_ray(&self) -> f64 {
+        if self.rays == 0 { 0.0 } else { self.ticks as f64 / self.rays as f64 }
+    }
+}
+
+/// A probe window's timings ([`Choice`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Probe {
+    /// The packets' walks, and the rays in them.
+    packets: Timed,
+    /// The single rays' walks of the packets given to them.
+    single: Timed,
+    /// Bucketing the window's rays by octant, per ray bucketed.
+    prepared: Timed,
+    /// The tile orders, per ray ordered.
+    tiled: Timed,
+    /// The probe's rays of coherent runs, and those settled among them.
+    settled: usize,
+    coherent: usize,
+    /// The windows it went on into.
+    windows: usize,
+}
+
+impl Probe {
+    /// Whether the next packet goes to the packet walk: the walk that has traced fewer rays.
+    fn next_is_packet(&self) -> bool {
+        self.packets.rays <= self.single.rays
+    }
+
+    /// Whether both walks have traced enough rays.
+    fn done(&self) -> bool {
+        self.packets.rays >= PROBE_RAYS && self.single.rays >= PROBE_RAYS
+    }
+}
+
+/// Rays each walk traces in a probe window before the choice is made.
+const PROBE_RAYS: usize = 1024;
+/// Rays each walk must have traced in a probe window for it to decide anything (a window with
+/// fewer coherent rays that miss nothing keeps the walk chosen before).
+const MIN_JUDGED: usize = 128;
+/// Windows from one probe to the next, after a probe that changed the walk.
 const PROBE_EVERY: usize = 8;
+/// Windows from one probe to the next at most (a stream of 1024 × 1024 rays is 256 windows).
+const MOST_PROBE_EVERY: usize = 32;
+
+/// The walk chosen for a kind of stream ([`Choice`]), and the probe under way: kept by the
+/// caller from one call of [`Regroup::run`] to the next.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Choosing {
+    choice: Choice,
+    probe: Option<Probe>,
+}
+
+impl Choosing {
+    /// Packets, and a probe in the first window.
+    pub(crate) fn new() -> Choosing {
+        Choosing { choice: Choice::new(), probe: None }
+    }
+}
+/// Single-ray windows settle their rays first where a probe settled one coherent ray in this
+/// many or more.
+const SETTLE_FROM: usize = 8;
+
+/// A clock for [`Regroup::run`]'s probes: nanoseconds since it was made.
+pub(crate) fn wall_clock() -> impl Fn() -> u64 {
+    let base = std::time::Instant::now();
+    move || base.elapsed().as_nanos() as u64
+}
 
 /// The scratch of the regrouping, kept by its caller so that nothing is allocated per stream.
 pub(crate) struct Regroup {
@@ -75,29 +205,29 @@ impl Regroup {
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
     /// every other ray, with the coherence of its run as `hint`, but for whole runs of rays traced
-    /// alone (the incoherent ones, and every run of a window whose packets would not pay), which
-    /// go to `alone(cx, range, hint)` together; `cx` is what all of them write to. The rays of a
-    /// window's coherent runs are first offered to `settle(cx, window, coherent, settled)`, with
-    /// `window` the window's range of `rays` and `coherent[k / RUN]` whether its ray `k` is in a
-    /// coherent run: it may answer such a ray at once (one that misses the whole structure) and
-    /// set `settled[k]`, which is `false` on entry, or leave it to the packets.
+    /// alone (the incoherent ones, and every run of a window whose coherent rays are traced
+    /// singly), which go to `alone(cx, range, hint)` together; `cx` is what all of them write to.
+    /// The rays of a window's coherent runs are first offered to `settle(cx, window, coherent,
+    /// settled)`, with `window` the window's range of `rays` and `coherent[k / RUN]` whether its
+    /// ray `k` is in a coherent run: it may answer such a ray at once (one that misses the whole
+    /// structure) and set `settled[k]`, which is `false` on entry, or leave it to the packets.
     ///
-    /// `packet` returns how its rays shared the leaves ([`LeafSharing`]). Once a window's packets
-    /// have shared fewer than [`MIN_SHARING`] rays per leaf group (triangles smaller than the rays'
-    /// spacing, where a packet's work only adds to the single rays'), counted over at least
-    /// [`MIN_SAMPLE`] groups, the rest of the window and the following windows are traced one ray
-    /// at a time, but for one window in [`PROBE_EVERY`], whose packets decide again.
+    /// Whether a window's packets go to `packet` or their rays to `single` is timed by `clock`
+    /// (any monotonic count of ticks) and kept in `choosing`: see [`Choice`].
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run<C: ?Sized>(
         &mut self,
+        choosing: &mut Choosing,
         rays: &[Ray],
         cx: &mut C,
+        clock: impl Fn() -> u64,
         mut settle: impl FnMut(&mut C, std::ops::Range<usize>, &[bool], &mut [bool]),
         mut single: impl FnMut(&mut C, usize, RayCoherence),
         mut alone: impl FnMut(&mut C, std::ops::Range<usize>, RayCoherence),
-        mut packet: impl FnMut(&mut C, &[usize]) -> LeafSharing,
+        mut packet: impl FnMut(&mut C, &[usize]),
     ) {
         let Regroup { by_octant, sorted, ends, tiles, octant, settled } = self;
-        let (mut packets_pay, mut since_probe) = (true, 0);
+        let Choosing { choice, probe } = choosing;
         for (w, window) in rays.chunks(WINDOW).enumerate() {
             let base = w * WINDOW;
             // Incoherent runs go to the single-ray path at once, in stream order.
@@ -107,19 +237,38 @@ impl Regroup {
             }
             let hint = |r: usize| if coherent_run[r] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
             let span = |r: usize| base + r * RUN..base + (r * RUN + RUN).min(window.len());
-            since_probe += 1;
-            if !packets_pay && since_probe < PROBE_EVERY {
+            choice.next_window(probe);
+            if probe.is_none() && !choice.packets && !choice.settle {
                 (0..window.len().div_ceil(RUN)).for_each(|r| alone(cx, span(r), hint(r)));
                 continue;
             }
             for r in (0..window.len().div_ceil(RUN)).filter(|&r| !coherent_run[r]) {
                 alone(cx, span(r), RayCoherence::Incoherent);
             }
-            since_probe = 0;
-            let mut shared = LeafSharing::default();
             let settled = &mut settled[..window.len()];
             settled.fill(false);
             settle(cx, base..base + window.len(), &coherent_run, settled);
+            if probe.is_none() && !choice.packets {
+                // Single rays: the coherent runs' unsettled stretches, each as a run.
+                let mut k = 0;
+                for stretch in settled.chunk_by(|a, b| a == b) {
+                    let (from, to) = (k, k + stretch.len());
+                    k = to;
+                    if !stretch[0] {
+                        // Split at the runs' ends: each keeps its own coherence.
+                        let mut at = from;
+                        while at < to {
+                            let end = to.min((at / RUN + 1) * RUN);
+                            if coherent_run[at / RUN] {
+                                alone(cx, base + at..base + end, RayCoherence::Coherent);
+                            }
+                            at = end;
+                        }
+                    }
+                }
+                continue;
+            }
+            let prepared_from = if probe.is_some() { clock() } else { 0 };
             // Each ray's octant, or NONE when it is traced alone or settled.
             let mut count = [0usize; 8];
             for (k, ray) in window.iter().enumerate() {
@@ -149,12 +298,20 @@ impl Regroup {
                     next[o as usize] += 1;
                 }
             }
-            // Set once the window's packets have shared too little: the rest of it goes alone.
-            let mut cut = false;
+            if let Some(p) = probe.as_mut() {
+                p.prepared.add(clock().saturating_sub(prepared_from), count.iter().sum());
+                p.coherent += (0..window.len()).filter(|&k| coherent_run[k / RUN]).count();
+                p.settled += settled.iter().filter(|&&s| s).count();
+            }
             for o in 0..8 {
                 let bucket = &mut by_octant[start[o]..start[o] + count[o]];
                 let sorted = &mut sorted[..bucket.len()];
-                if cut || bucket.len() < MIN_PACKET || !tile_order(rays, bucket, sorted, tiles, ends) {
+                let tiling_from = if probe.is_some() { clock() } else { 0 };
+                let tiled = bucket.len() >= MIN_PACKET && tile_order(rays, bucket, sorted, tiles, ends);
+                if let Some(p) = probe.as_mut() {
+                    p.tiled.add(clock().saturating_sub(tiling_from), bucket.len());
+                }
+                if !tiled {
                     bucket.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
                     continue;
                 }
@@ -162,19 +319,29 @@ impl Regroup {
                 for &end in ends.iter() {
                     let idx = &bucket[from..end as usize];
                     from = end as usize;
-                    if cut || idx.len() < MIN_PACKET || !coherent(rays, idx) {
-                        idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
-                    } else {
-                        let s = packet(cx, idx);
-                        shared.groups += s.groups;
-                        shared.rays += s.rays;
-                        cut = !shared.pays();
+                    let as_packet = idx.len() >= MIN_PACKET && coherent(rays, idx);
+                    match probe.as_mut() {
+                        Some(p) if as_packet => {
+                            let to_packet = p.next_is_packet();
+                            let began = clock();
+                            if to_packet {
+                                packet(cx, idx);
+                            } else {
+                                idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent));
+                            }
+                            let walk = if to_packet { &mut p.packets } else { &mut p.single };
+                            walk.add(clock().saturating_sub(began), idx.len());
+                            if p.done() {
+                                choice.decide(p);
+                                *probe = None;
+                            }
+                        }
+                        None if as_packet && choice.packets => packet(cx, idx),
+                        _ => idx.iter().for_each(|&i| single(cx, i, RayCoherence::Coherent)),
                     }
                 }
             }
-            if shared.groups >= MIN_SAMPLE {
-                packets_pay = shared.pays();
-            }
+            choice.end_window(probe);
         }
     }
 }
@@ -325,9 +492,11 @@ fn coherent(rays: &[Ray], idx: &[usize]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use glam::Vec3A;
 
-    use super::{LeafSharing, MIN_SAMPLE, PROBE_EVERY, Regroup, WINDOW};
+    use super::{Choosing, MIN_PACKET, MOST_PROBE_EVERY, PROBE_EVERY, PROBE_RAYS, Regroup, WINDOW};
     use crate::math::{Ray, RayCoherence};
 
     /// Camera rays of `windows` windows, in scan lines of 64: every window coherent.
@@ -340,78 +509,162 @@ mod tests {
             .collect()
     }
 
-    /// Runs the regrouping with packets that report `sharing(window)`, and returns for each window
-    /// whether it made packets, checking that every ray was answered once, by a packet or alone
-    /// with the coherent hint.
-    fn windows_with_packets(sharing: impl Fn(usize) -> LeafSharing, windows: usize) -> Vec<bool> {
+    /// Runs the regrouping over `windows` windows of camera rays on a clock that packets advance
+    /// by `cost(window).0` ticks per ray and single rays by `cost(window).1`, with every ray `i`
+    /// with `settles(i)` settled at the root where it is offered to be, and returns the rays each
+    /// window traced as packets, checking that every ray was answered once, settled, by a packet
+    /// or alone with the coherent hint, and how many rays that `settles` were traced alone in
+    /// runs instead.
+    fn rays_in_packets(
+        cost: impl Fn(usize) -> (u64, u64),
+        settles: fn(usize) -> bool,
+        windows: usize,
+    ) -> (Vec<usize>, usize) {
         let rays = camera_rays(windows);
+        let ticks = Cell::new(0u64);
         let mut seen = vec![0u8; rays.len()];
+        let mut in_packets = vec![0usize; windows];
+        let unsettled = Cell::new(0);
         Regroup::new().run(
+            &mut Choosing::new(),
             &rays,
             &mut seen[..],
-            |_, _, _, _| {},
+            || ticks.get(),
+            |seen, window, coherent, settled| {
+                for i in window.clone().filter(|&i| settles(i) && coherent[(i - window.start) / super::RUN]) {
+                    settled[i - window.start] = true;
+                    seen[i] += 1;
+                }
+            },
             |seen, i, hint| {
                 assert_eq!(hint, RayCoherence::Coherent, "ray {i}");
                 seen[i] += 1;
+                ticks.set(ticks.get() + cost(i / WINDOW).1);
             },
             |seen, range, hint| {
                 assert_eq!(hint, RayCoherence::Coherent, "rays {range:?}");
+                unsettled.set(unsettled.get() + range.clone().filter(|&i| settles(i)).count());
                 range.for_each(|i| seen[i] += 1);
             },
             |seen, idx| {
-                idx.iter().for_each(|&i| seen[i] += 2);
-                sharing(idx[0] / WINDOW)
+                assert!(idx.len() >= MIN_PACKET);
+                idx.iter().for_each(|&i| seen[i] += 1);
+                in_packets[idx[0] / WINDOW] += idx.len();
+                ticks.set(ticks.get() + cost(idx[0] / WINDOW).0 * idx.len() as u64);
             },
         );
-        assert!(seen.iter().all(|&s| s == 1 || s == 2), "a ray answered twice or never");
-        seen.chunks(WINDOW).map(|w| w.contains(&2)).collect()
+        assert!(seen.iter().all(|&s| s == 1), "a ray answered twice or never");
+        (in_packets, unsettled.get())
     }
 
-    /// Packets whose rays share the leaves are kept; packets that serve about one ray per leaf
-    /// group send the following windows to single rays, but for a probe every `PROBE_EVERY`
-    /// windows, and packets come back as soon as a probe finds them paying.
+    /// Where packets take fewer ticks per ray, every window is traced as packets but for the
+    /// probes' rays that single rays take, at least `PROBE_RAYS` and less than a packet more;
+    /// where they take more, the probes alone make packets, and only as many. A probe that keeps
+    /// the walk puts the next twice as far, up to `MOST_PROBE_EVERY` windows; one that changes it
+    /// puts it `PROBE_EVERY` windows on.
     #[test]
-    fn windows_whose_packets_do_not_pay_are_traced_alone() {
-        let n = 3 * PROBE_EVERY;
-        let (pays, fails) = (LeafSharing { groups: 1000, rays: 4000 }, LeafSharing { groups: 1000, rays: 1100 });
-        let paying = windows_with_packets(|_| pays, n);
-        assert!(paying.iter().all(|&p| p), "{paying:?}");
-        let failing = windows_with_packets(|_| fails, n);
-        let probes: Vec<bool> = (0..n).map(|w| w % PROBE_EVERY == 0).collect();
-        assert_eq!(failing, probes);
-        // Packets that stop paying, then pay again from the second probe on.
-        let back = windows_with_packets(|w| if w < PROBE_EVERY { fails } else { pays }, n);
-        let expected: Vec<bool> = (0..n).map(|w| w == 0 || w >= PROBE_EVERY).collect();
-        assert_eq!(back, expected);
-        // Too few leaf groups to judge: packets go on.
-        let unknown = windows_with_packets(|_| LeafSharing::UNKNOWN, n);
-        assert!(unknown.iter().all(|&p| p), "{unknown:?}");
-    }
-
-    /// Within a window, packets stop as soon as those made so far have been counted over enough
-    /// leaf groups and shared too little; packets that pay, or that are not yet counted over
-    /// enough groups, go on to the window's end.
-    #[test]
-    fn a_window_stops_making_packets_once_they_do_not_pay() {
-        let rays = camera_rays(1);
-        let packets = |sharing: LeafSharing| {
-            let mut made = 0;
-            Regroup::new().run(
-                &rays,
-                &mut made,
-                |_, _, _, _| {},
-                |_, _, _| {},
-                |_, _, _| {},
-                |made, _| {
-                    *made += 1;
-                    sharing
-                },
-            );
-            made
+    fn windows_take_the_walk_the_clock_finds_cheaper() {
+        let none = |_| false;
+        let n = 2 * MOST_PROBE_EVERY;
+        let probe_share = |r: usize| (PROBE_RAYS..PROBE_RAYS + 64).contains(&r);
+        // The windows that probe: the first, and then each the given number of windows on.
+        let probes = |gaps: &[usize]| -> Vec<bool> {
+            let mut at = vec![false; n];
+            let mut w = 0;
+            at[0] = true;
+            for &gap in gaps {
+                w += gap;
+                at[w] = true;
+            }
+            at
         };
-        let all = packets(LeafSharing { groups: 8, rays: 32 });
-        assert!(all >= WINDOW / 64, "{all} packets");
-        assert_eq!(packets(LeafSharing { groups: 8, rays: 8 }), MIN_SAMPLE.div_ceil(8) as usize);
-        assert_eq!(packets(LeafSharing::UNKNOWN), all);
+        let cheap = rays_in_packets(|_| (1, 2), none, n).0;
+        // The rays that join packets when packets are all there is (some of a camera's rays fall
+        // in octants too small for a packet).
+        let all = cheap[1];
+        assert!(all > WINDOW * 9 / 10, "{cheap:?}");
+        // Packets were the walk before the first probe, so it keeps them.
+        let at = probes(&[16, 32]);
+        for (w, &r) in cheap.iter().enumerate() {
+            assert!(if at[w] { probe_share(all - r) } else { r == all }, "window {w}: {cheap:?}");
+        }
+        let dear = rays_in_packets(|_| (3, 2), none, n).0;
+        let at = probes(&[8, 16, 32]);
+        for (w, &r) in dear.iter().enumerate() {
+            assert!(if at[w] { probe_share(r) } else { r == 0 }, "window {w}: {dear:?}");
+        }
+        // Packets dearer in the first probe's windows, cheaper from the second probe on.
+        let back = rays_in_packets(|w| if w < PROBE_EVERY { (3, 2) } else { (1, 2) }, none, n).0;
+        let at = probes(&[8, 8, 16]);
+        assert!(at[32] && !at[48]);
+        for (w, &r) in back.iter().enumerate() {
+            let expected = if w < PROBE_EVERY {
+                dear[w] == r
+            } else if at[w] {
+                probe_share(all - r)
+            } else {
+                r == all
+            };
+            assert!(expected, "window {w}: {back:?}");
+        }
+        // A probe whose first windows settle every ray (the sky) goes on into the next, and the
+        // next probe is counted from the window it ends in.
+        let sky = rays_in_packets(|_| (3, 2), |i| i < 2 * WINDOW, n).0;
+        for (w, &r) in sky.iter().enumerate() {
+            assert!(if [2, 10, 26, 58].contains(&w) { probe_share(r) } else { r == 0 }, "window {w}: {sky:?}");
+        }
+        // A probe that never has enough rays decides after `PROBE_EVERY` windows by what it has.
+        let sparse = rays_in_packets(|_| (3, 2), |i| i % WINDOW < WINDOW - 100, n).0;
+        assert!(sparse[..PROBE_EVERY].iter().all(|&r| r > 0), "{sparse:?}");
+        assert!(sparse[PROBE_EVERY..2 * PROBE_EVERY - 1].iter().all(|&r| r == 0), "{sparse:?}");
+        // Settled rays are answered once, whichever walk the others take: the windows of single
+        // rays settle first where the probe settled one ray in eight or more, and trace the rest;
+        // where it settled fewer, they trace every ray alone.
+        type Settles = fn(usize) -> bool;
+        let cases: [(Settles, bool); 3] = [(|i| i % 3 == 0, true), (|i| i % 64 < 40, true), (|i| i % 100 == 0, false)];
+        for (settles, settled_first) in cases {
+            assert_eq!(rays_in_packets(|_| (3, 2), settles, n).1 == 0, settled_first);
+            assert_eq!(rays_in_packets(|_| (1, 2), settles, n).1, 0);
+        }
+    }
+
+    /// A probe's two walks see alike rays: its packets alternate between them in tile order, so
+    /// each walk's rays are spread over the probe's part of the window, not one half of it.
+    #[test]
+    fn a_probe_alternates_its_packets() {
+        let rays = camera_rays(1);
+        // Each packet as `true`, each ray traced singly as `false`.
+        let mut walks = Vec::new();
+        Regroup::new().run(
+            &mut Choosing::new(),
+            &rays,
+            &mut walks,
+            || 0,
+            |_, _, _, _| {},
+            |walks: &mut Vec<bool>, _, _| walks.push(false),
+            |_, _, _| {},
+            |walks: &mut Vec<bool>, _| walks.push(true),
+        );
+        // Runs of single rays as long as a packet stand for a packet given to the single rays;
+        // shorter ones are rays that joined no packet.
+        let mut tokens = Vec::new();
+        for run in walks.chunk_by(|a, b| a == b) {
+            if run[0] {
+                tokens.extend(run);
+            } else if run.len() >= MIN_PACKET {
+                tokens.push(false);
+            }
+        }
+        let singles = tokens.iter().filter(|&&p| !p).count();
+        assert!((PROBE_RAYS / 64..=PROBE_RAYS / 56).contains(&singles), "{tokens:?}");
+        // From the first packet to the last given to the single rays, the two walks take turns
+        // (a walk may take two in a row where its packets were smaller); the clock never moves,
+        // so packets cost no more than single rays and take the rest of the window.
+        let first = tokens.iter().position(|&p| p).unwrap();
+        let last = tokens.iter().rposition(|&p| !p).unwrap();
+        let probe = &tokens[first..=last];
+        assert!(probe.windows(2).all(|w| w[0] || w[1]), "{tokens:?}");
+        assert!(probe.windows(3).all(|w| !(w[0] && w[1] && w[2])), "{tokens:?}");
+        assert!(tokens.len() - last > WINDOW / 64 / 3, "{tokens:?}");
     }
 }
