@@ -47,7 +47,7 @@ impl MeshBvh {
     ) -> Result<QueryStats, BatchError> {
         let walks = BatchWalks {
             one_by_one: |r: &[Ray], o: &mut [Option<Hit>]| self.intersect_valid_rays(r, o),
-            packets: |r: &[Ray], o: &mut [Option<Hit>]| self.intersect_stream_unchecked(r, o),
+            packets: |r: &[Ray], o: &mut [Option<Hit>]| self.intersect_stream_valid(r, o),
             counting: |r: &Ray| self.intersect_unchecked(r),
         };
         trace_batch(options, rays, HINT_RUN, None, hits, walks)
@@ -78,7 +78,7 @@ impl MeshBvh {
     ) -> Result<QueryStats, BatchError> {
         let walks = BatchWalks {
             one_by_one: |r: &[Ray], o: &mut [bool]| self.occluded_valid_rays(r, o),
-            packets: |r: &[Ray], o: &mut [bool]| self.occluded_stream_unchecked(r, o),
+            packets: |r: &[Ray], o: &mut [bool]| self.occluded_stream_unchecked(r, o, true),
             counting: |r: &Ray| self.occluded_unchecked(r, RayCoherence::Coherent),
         };
         trace_batch(options, rays, HINT_RUN, false, occluded, walks)

@@ -269,7 +269,7 @@ impl Scene {
         let Work { local, which, occluded, .. } = work;
         occluded.clear();
         occluded.resize(local.len(), false);
-        inst.mesh.occluded_stream_unchecked(local, occluded);
+        inst.mesh.occluded_stream_unchecked(local, occluded, false);
         for (&r, &o) in which.iter().zip(occluded.iter()) {
             if o {
                 pk.live &= !(1u64 << r);

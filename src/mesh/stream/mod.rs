@@ -180,19 +180,18 @@ thread_local! {
 type Best = [Option<(u32, PackHit)>; PACKET];
 
 impl MeshBvh {
-    /// The closest hit of each of `rays` into `hits` (one slot per ray), with the coherent rays
-    /// traced as packets: each answer equals [`MeshBvh::intersect`]'s exactly (triangle, `t`,
-    /// `u`, `v`, normal). The packets of [`MeshBvh::intersect_batch`] and of the scene's
-    /// instances. Rays may have a non-finite origin or direction (those hit nothing), as an
-    /// instance's view of world rays does; their ranges are valid.
-    pub(crate) fn intersect_stream_unchecked(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+    /// The closest hit of each of `rays`, all valid ([`Ray::validate`]), into `hits` (one slot per
+    /// ray), with the coherent rays traced as packets: each answer equals
+    /// [`MeshBvh::intersect`]'s exactly (triangle, `t`, `u`, `v`, normal). The packets of
+    /// [`MeshBvh::intersect_batch`], which checked its rays.
+    pub(crate) fn intersect_stream_valid(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
         self.intersect_stream_in(rays, hits, self.is_large());
     }
 
-    /// [`MeshBvh::intersect_stream_unchecked`], with the runs of rays traced alone traced with
+    /// [`MeshBvh::intersect_stream_valid`], with the runs of rays traced alone traced with
     /// several rays in flight when `in_flight` (the BVH is large).
     fn intersect_stream_in(&self, rays: &[Ray], hits: &mut [Option<Hit>], in_flight: bool) {
-        debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
+        debug_assert!(rays.iter().all(|r| r.validate().is_ok()));
         // Each answer is written in place: built elsewhere and copied, its 32-byte reload
         // waited on the narrower stores that wrote it (a tenth of a stream's time, perf).
         let answer = |ray: &Ray, packed: Option<_>, hint, slot: &mut Option<Hit>| match packed {
@@ -208,11 +207,13 @@ impl MeshBvh {
                 self.intersect_valid_run(run, hint, hits)
             }
         };
-        self.stream::<false, _>(rays, hits, answer, alone);
+        self.stream::<false, _>(rays, true, hits, answer, alone);
     }
 
-    /// [`MeshBvh::intersect_stream_unchecked`] with each hit's key, the distance the walk ranked
-    /// it by ([`MeshBvh::intersect_keyed_unchecked`]): the scene's packets.
+    /// [`MeshBvh::intersect_stream_valid`] with each hit's key, the distance the walk ranked it
+    /// by ([`MeshBvh::intersect_keyed_unchecked`]): the scene's packets. Rays may have a
+    /// non-finite origin or direction (those hit nothing), as an instance's view of world rays
+    /// does; their ranges are valid.
     pub(crate) fn intersect_stream_keyed_unchecked(&self, rays: &[Ray], hits: &mut [Option<(f32, Hit)>]) {
         self.intersect_stream_keyed_in(rays, hits, self.is_large());
     }
@@ -244,18 +245,20 @@ impl MeshBvh {
                 }
             }
         };
-        self.stream::<false, _>(rays, hits, answer, alone);
+        self.stream::<false, _>(rays, false, hits, answer, alone);
     }
 
     /// Whether each of `rays` hits anything, into `occluded` (one slot per ray), with the
-    /// coherent rays traced as packets, as [`MeshBvh::intersect_stream_unchecked`] traces them.
-    pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool]) {
-        self.occluded_stream_in(rays, occluded, self.is_large());
+    /// coherent rays traced as packets, as [`MeshBvh::intersect_stream_valid`] traces them. Rays
+    /// may be invalid, as [`MeshBvh::intersect_stream_keyed_unchecked`]'s may, unless `valid`
+    /// says that every one is (a batch checked them).
+    pub(crate) fn occluded_stream_unchecked(&self, rays: &[Ray], occluded: &mut [bool], valid: bool) {
+        self.occluded_stream_in(rays, occluded, self.is_large(), valid);
     }
 
     /// [`MeshBvh::occluded_stream_unchecked`], with rays in flight as
     /// [`MeshBvh::intersect_stream_in`] says.
-    fn occluded_stream_in(&self, rays: &[Ray], occluded: &mut [bool], in_flight: bool) {
+    fn occluded_stream_in(&self, rays: &[Ray], occluded: &mut [bool], in_flight: bool, valid: bool) {
         debug_assert!(rays.iter().all(|r| r.tmin.is_finite() && r.tmin <= r.tmax));
         let answer = |ray: &Ray, packed: Option<(Option<_>, bool)>, hint, slot: &mut bool| {
             *slot = match packed {
@@ -272,7 +275,7 @@ impl MeshBvh {
                 }
             }
         };
-        self.stream::<true, _>(rays, occluded, answer, alone);
+        self.stream::<true, _>(rays, valid, occluded, answer, alone);
     }
 
     /// Regroups `rays` into packets ([`Regroup::run`]) and calls `answer(ray, packed, slot)` for
@@ -282,10 +285,12 @@ impl MeshBvh {
     /// run. Valid rays traced alone go to `alone(run, hint, out)`, a run or a ray at a time, as a
     /// batch's runs go one by one: each caller chooses there whether the incoherent runs of a large
     /// BVH ([`crate::mesh::LARGE_BVH_BYTES`]), where the rays wait on memory, go in flight
-    /// (`interleave::by_runs`; coherent rays follow their neighbours' nodes, in cache).
+    /// (`interleave::by_runs`; coherent rays follow their neighbours' nodes, in cache). With
+    /// `valid`, every ray is known to be valid, and none is checked again.
     fn stream<const ANY: bool, T>(
         &self,
         rays: &[Ray],
+        valid: bool,
         out: &mut [T],
         answer: impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
         alone: impl Fn(&[Ray], RayCoherence, &mut [T]),
@@ -305,7 +310,7 @@ impl MeshBvh {
                 // Re-entered from `answer` on this thread (never by the library itself).
                 Err(_) => fresh.insert(Scratch::new()),
             };
-            self.stream_in::<ANY, T>(rays, out, &answer, &alone, scratch);
+            self.stream_in::<ANY, T>(rays, valid, out, &answer, &alone, scratch);
         })
     }
 
@@ -313,6 +318,7 @@ impl MeshBvh {
     fn stream_in<const ANY: bool, T>(
         &self,
         rays: &[Ray],
+        valid: bool,
         out: &mut [T],
         answer: &impl Fn(&Ray, Option<(Option<(u32, PackHit)>, bool)>, RayCoherence, &mut T),
         alone: &impl Fn(&[Ray], RayCoherence, &mut [T]),
@@ -326,7 +332,7 @@ impl MeshBvh {
         // A run of valid rays to `alone`, else each ray to `answer`.
         let traced_alone = |out: &mut [T], range: std::ops::Range<usize>, hint| {
             let run = &rays[range.clone()];
-            if run.iter().all(|r| r.validate().is_ok()) {
+            if valid || run.iter().all(|r| r.validate().is_ok()) {
                 alone(run, hint, &mut out[range]);
             } else {
                 range.for_each(|i| answer(&rays[i], None, hint, &mut out[i]));
@@ -694,7 +700,7 @@ mod tests {
         let mut hits = vec![None; rays.len()];
         bvh.intersect_stream_in(&rays, &mut hits, true);
         let mut occluded = vec![false; rays.len()];
-        bvh.occluded_stream_in(&rays, &mut occluded, true);
+        bvh.occluded_stream_in(&rays, &mut occluded, true, true);
         let mut keyed = vec![None; rays.len()];
         bvh.intersect_stream_keyed_in(&rays, &mut keyed, true);
         for (i, r) in rays.iter().enumerate() {
