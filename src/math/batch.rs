@@ -32,9 +32,10 @@ pub struct BatchOptions {
     /// Trace the rays as packets (ray streams, `mesh::stream`): rays whose directions agree are
     /// regrouped into packets of up to 64 that walk the BVH together, and the others go one by
     /// one. Packets pay for camera rays through an interior, where many rays share each leaf,
-    /// and cost time where few do (small or distant objects, shadow rays from scattered points;
-    /// `docs/performance.md`, "Ray streams"); the library does not yet choose them by itself.
-    /// The answers are the same either way.
+    /// and cost time where few do (small or distant objects, shadow rays from scattered points);
+    /// so a stream times both walks on a share of its rays every few thousand rays, and traces
+    /// the rest with the faster (`docs/performance.md`, "Ray streams"). The answers are the same
+    /// either way.
     pub packets: bool,
     /// Count what every ray visits, and return the sum ([`QueryStats`](crate::QueryStats)) from the batch: for the
     /// mean cost of a view, or to compare trees and builds without a timer. Counting traces each

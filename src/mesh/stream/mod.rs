@@ -677,6 +677,46 @@ mod tests {
     use crate::{BuildOptions, MeshBvh, Ray, TriMesh};
     use slabtree_testkit::rng::units;
 
+    /// Each walk a stream can choose gives the single rays' answers, held fixed (no probe):
+    /// packets, and single rays with and without settling the rays that miss the root first,
+    /// for camera rays that partly miss a sphere, closest hit (with and without its key) and any
+    /// hit, with both triangle tests.
+    #[test]
+    fn each_walk_a_stream_chooses_equals_single_rays() {
+        use super::{Choosing, SCRATCH, Scratch};
+        use crate::TriangleTest;
+        let rays: Vec<Ray> = (0..96 * 96)
+            .map(|i| {
+                let (x, y) = ((i % 96) as f32 / 96.0 - 0.5, (i / 96) as f32 / 96.0 - 0.5);
+                Ray::new(Vec3A::new(0.2, 0.1, 3.0), Vec3A::new(x, y, -1.0))
+            })
+            .collect();
+        for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
+            let options = BuildOptions { triangle_test: test, ..Default::default() };
+            let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 48, 24), &options);
+            for (packets, settle) in [(true, true), (false, true), (false, false)] {
+                SCRATCH.with(|s| {
+                    s.borrow_mut().get_or_insert_with(Scratch::new).choosing = [Choosing::fixed(packets, settle); 2];
+                });
+                let mut hits = vec![None; rays.len()];
+                bvh.intersect_stream_in(&rays, &mut hits, false);
+                let mut occluded = vec![false; rays.len()];
+                bvh.occluded_stream_in(&rays, &mut occluded, false, true);
+                let mut keyed = vec![None; rays.len()];
+                bvh.intersect_stream_keyed_in(&rays, &mut keyed, false);
+                for (i, r) in rays.iter().enumerate() {
+                    let walk = format!("ray {i}, {test:?}, packets {packets}, settle {settle}");
+                    assert_eq!(hits[i], bvh.intersect(r).unwrap(), "{walk}");
+                    assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "{walk}");
+                    assert_eq!(keyed[i], bvh.intersect_keyed_unchecked(r).0, "{walk}");
+                }
+                let n = hits.iter().filter(|h| h.is_some()).count();
+                assert!(n > 2000 && n < rays.len() - 2000, "{n} hits");
+            }
+        }
+        SCRATCH.with(|s| *s.borrow_mut() = None);
+    }
+
     /// The runs that a stream traces alone, traced with rays in flight (as through a large BVH,
     /// forced here on a small one) give the single rays' answers: random rays (incoherent runs)
     /// and camera rays (coherent, in packets) in one stream, closest hit (with and without its

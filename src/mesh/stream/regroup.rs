@@ -162,7 +162,15 @@ impl Choosing {
     pub(crate) fn new() -> Choosing {
         Choosing { choice: Choice::new(), probe: None }
     }
+
+    /// A choice held for a test: packets, or single rays that settle the rays missing the root
+    /// first with `settle`, and no probe for as long as a test runs.
+    #[cfg(test)]
+    pub(crate) fn fixed(packets: bool, settle: bool) -> Choosing {
+        Choosing { choice: Choice { packets, interval: usize::MAX, settle, since_probe: 0 }, probe: None }
+    }
 }
+
 /// Single-ray windows settle their rays first where a probe settled one coherent ray in this
 /// many or more.
 const SETTLE_FROM: usize = 8;
