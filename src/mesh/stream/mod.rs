@@ -677,6 +677,24 @@ mod tests {
     use crate::{BuildOptions, MeshBvh, Ray, TriMesh};
     use slabtree_testkit::rng::units;
 
+    /// Checks the three streams (closest hit, with its key, any hit) of `rays` against the single
+    /// rays, with the runs traced alone in flight where `in_flight`, naming `what` on a failure;
+    /// returns the rays that hit.
+    fn streams_equal_single_rays(bvh: &MeshBvh, rays: &[Ray], in_flight: bool, what: &str) -> usize {
+        let mut hits = vec![None; rays.len()];
+        bvh.intersect_stream_in(rays, &mut hits, in_flight);
+        let mut occluded = vec![false; rays.len()];
+        bvh.occluded_stream_in(rays, &mut occluded, in_flight, true);
+        let mut keyed = vec![None; rays.len()];
+        bvh.intersect_stream_keyed_in(rays, &mut keyed, in_flight);
+        for (i, r) in rays.iter().enumerate() {
+            assert_eq!(hits[i], bvh.intersect(r).unwrap(), "ray {i}, {what}");
+            assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "ray {i}, {what}");
+            assert_eq!(keyed[i], bvh.intersect_keyed_unchecked(r).0, "ray {i}, {what}");
+        }
+        hits.iter().filter(|h| h.is_some()).count()
+    }
+
     /// Each walk a stream can choose gives the single rays' answers, held fixed (no probe):
     /// packets, and single rays with and without settling the rays that miss the root first,
     /// for camera rays that partly miss a sphere, closest hit (with and without its key) and any
@@ -698,19 +716,12 @@ mod tests {
                 SCRATCH.with(|s| {
                     s.borrow_mut().get_or_insert_with(Scratch::new).choosing = [Choosing::fixed(packets, settle); 2];
                 });
-                let mut hits = vec![None; rays.len()];
-                bvh.intersect_stream_in(&rays, &mut hits, false);
-                let mut occluded = vec![false; rays.len()];
-                bvh.occluded_stream_in(&rays, &mut occluded, false, true);
-                let mut keyed = vec![None; rays.len()];
-                bvh.intersect_stream_keyed_in(&rays, &mut keyed, false);
-                for (i, r) in rays.iter().enumerate() {
-                    let walk = format!("ray {i}, {test:?}, packets {packets}, settle {settle}");
-                    assert_eq!(hits[i], bvh.intersect(r).unwrap(), "{walk}");
-                    assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "{walk}");
-                    assert_eq!(keyed[i], bvh.intersect_keyed_unchecked(r).0, "{walk}");
-                }
-                let n = hits.iter().filter(|h| h.is_some()).count();
+                let n = streams_equal_single_rays(
+                    &bvh,
+                    &rays,
+                    false,
+                    &format!("{test:?}, packets {packets}, settle {settle}"),
+                );
                 assert!(n > 2000 && n < rays.len() - 2000, "{n} hits");
             }
         }
@@ -737,17 +748,7 @@ mod tests {
             Ray::new(Vec3A::new(0.5, 0.5, -2.0), Vec3A::new(x - 0.5, y - 0.5, 1.0))
         });
         let rays: Vec<Ray> = random.chain(camera).collect();
-        let mut hits = vec![None; rays.len()];
-        bvh.intersect_stream_in(&rays, &mut hits, true);
-        let mut occluded = vec![false; rays.len()];
-        bvh.occluded_stream_in(&rays, &mut occluded, true, true);
-        let mut keyed = vec![None; rays.len()];
-        bvh.intersect_stream_keyed_in(&rays, &mut keyed, true);
-        for (i, r) in rays.iter().enumerate() {
-            assert_eq!(hits[i], bvh.intersect(r).unwrap(), "ray {i}");
-            assert_eq!(occluded[i], bvh.occluded(r).unwrap(), "ray {i}");
-            assert_eq!(keyed[i], bvh.intersect_keyed_unchecked(r).0, "ray {i}");
-        }
-        assert!(hits.iter().filter(|h| h.is_some()).count() > 500);
+        let hits = streams_equal_single_rays(&bvh, &rays, true, "in flight");
+        assert!(hits > 500, "{hits} hits");
     }
 }
