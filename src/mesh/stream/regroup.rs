@@ -16,17 +16,20 @@ pub(crate) const MIN_PACKET: usize = 8;
 /// Which is faster depends on the scene, the rays and the machine: packets gain where several
 /// rays enter each leaf, and lose where the triangles are smaller than the rays' spacing, where
 /// a packet's work only adds to each ray's own. Both walks give the same answers, so the choice
-/// changes the time alone, and the time is what it is judged by. A probe window hands its
-/// packets to the two walks in turn, neighbouring tiles of alike rays to each, until each walk
-/// has traced [`PROBE_RAYS`] rays; a probe goes on into the next windows where its own has too
-/// few rays that the root does not settle (the sky above a model), for up to [`PROBE_EVERY`]
-/// windows. The packets are charged their share of
-/// the window's preparation too (the octants and the tiles); settling the rays that miss the
-/// root is not charged to either, as both walks' windows settle them where a probe found enough
-/// of them ([`Choice::settle`]). The walk with the fewer ticks per ray takes the rest of the
-/// window and the windows up to the next probe: [`PROBE_EVERY`] windows on, twice as many each
-/// time a probe keeps the walk, up to [`MOST_PROBE_EVERY`]. A choice is kept from one stream
-/// call to the next ([`Choosing`]), as a batch hands its stream over one window at a time.
+/// changes the time alone, and the time is what it is judged by.
+///
+/// * A probe window hands its packets to the two walks in turn, neighbouring tiles of alike rays
+///   to each, until each walk has traced [`PROBE_RAYS`] rays. A probe goes on into the next
+///   windows where its own has too few rays that the root does not settle (the sky above a
+///   model), for up to [`PROBE_EVERY`] windows.
+/// * The packets are charged their share of the window's preparation too (the octants and the
+///   tiles). Settling the rays that miss the root is charged to neither: both walks' windows
+///   settle them where a probe found enough of them ([`Choice::settle`]).
+/// * The walk with the fewer ticks per ray takes the rest of the window and the windows up to
+///   the next probe: [`PROBE_EVERY`] windows on, twice as many each time a probe keeps the walk,
+///   up to [`MOST_PROBE_EVERY`].
+/// * A choice is kept from one stream call to the next ([`Choosing`]), as a batch hands its
+///   stream over one window at a time.
 #[derive(Clone, Copy, Debug)]
 struct Choice {
     /// Whether packets are the walk chosen.
