@@ -93,13 +93,17 @@ impl MeshBvh {
         // `EntryPoint` chosen once per run, as the closest hits take, executed fewer instructions
         // but ran the bunny's shadow rays slower (`docs/performance.md`, "How a batch runs").
         super::interleave::by_runs(rays, self.is_large(), |span, hint| match hint {
-            Some(hint) => {
-                for (r, o) in rays[span.clone()].iter().zip(&mut out[span]) {
-                    *o = self.trace_valid::<true>(r, hint).0.is_some();
-                }
-            }
+            Some(hint) => self.occluded_valid_run(&rays[span.clone()], hint, &mut out[span]),
             None => self.occluded_interleaved(&rays[span.clone()], &mut out[span]),
         });
+    }
+
+    /// Any hit of each of a run of valid rays into `out`, one after another, each dispatched on
+    /// its own (see [`MeshBvh::occluded_valid_rays`]).
+    pub(super) fn occluded_valid_run(&self, rays: &[Ray], hint: RayCoherence, out: &mut [bool]) {
+        for (r, o) in rays.iter().zip(out) {
+            *o = self.trace_valid::<true>(r, hint).0.is_some();
+        }
     }
 
     /// The closest hit of a ray that may be invalid (then it hits nothing and visits nothing),

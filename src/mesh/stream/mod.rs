@@ -270,9 +270,7 @@ impl MeshBvh {
             if in_flight && hint == RayCoherence::Incoherent {
                 self.occluded_interleaved(run, occluded)
             } else {
-                for (ray, slot) in run.iter().zip(occluded) {
-                    *slot = self.trace_valid::<true>(ray, hint).0.is_some();
-                }
+                self.occluded_valid_run(run, hint, occluded)
             }
         };
         self.stream::<true, _>(rays, valid, occluded, answer, alone);

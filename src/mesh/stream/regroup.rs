@@ -82,8 +82,9 @@ impl Choice {
         let Probe { packets, single, prepared, tiled, settled, coherent, .. } = *probe;
         if packets.rays >= MIN_JUDGED && single.rays >= MIN_JUDGED {
             let packet_cost = packets.per_ray() + prepared.per_ray() + tiled.per_ray();
-            let kept = self.packets == (packet_cost <= single.per_ray());
-            self.packets = packet_cost <= single.per_ray();
+            let packets_cheaper = packet_cost <= single.per_ray();
+            let kept = self.packets == packets_cheaper;
+            self.packets = packets_cheaper;
             self.interval = if kept { (2 * self.interval).min(MOST_PROBE_EVERY) } else { PROBE_EVERY };
         }
         if coherent > 0 {
@@ -311,7 +312,8 @@ impl Regroup {
             }
             if let Some(p) = probe.as_mut() {
                 p.prepared.add(clock().saturating_sub(prepared_from), count.iter().sum());
-                p.coherent += (0..window.len()).filter(|&k| coherent_run[k / RUN]).count();
+                p.coherent +=
+                    window.chunks(RUN).zip(coherent_run).filter(|(_, c)| *c).map(|(run, _)| run.len()).sum::<usize>();
                 p.settled += settled.iter().filter(|&&s| s).count();
             }
             for o in 0..8 {
