@@ -167,12 +167,16 @@ fn nan_infinite_rays_and_bad_ranges() {
                 bvh.intersect_batch(
                     &batch,
                     &mut hits,
-                    BatchOptions { threads: Threads::Calling, ..Default::default() },
+                    BatchOptions { threads: Threads::Calling, packets: false, ..Default::default() },
                 ),
                 Err(BatchError { index: 2, error: e }),
             );
             same(
-                bvh.occluded_batch(&batch, &mut occ, BatchOptions { threads: Threads::Calling, ..Default::default() }),
+                bvh.occluded_batch(
+                    &batch,
+                    &mut occ,
+                    BatchOptions { threads: Threads::Calling, packets: false, ..Default::default() },
+                ),
                 Err(BatchError { index: 2, error: e }),
             );
             assert!(hits.is_empty() && occ.is_empty());

@@ -84,7 +84,7 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
         assert_eq!(expect.len(), rays.len());
         let got = {
             let mut out = Vec::new();
-            bvh.occluded_batch(rays, &mut out, BatchOptions::default()).map(|_| out)
+            bvh.occluded_batch(rays, &mut out, BatchOptions { packets: false, ..Default::default() }).map(|_| out)
         }
         .expect("the shared rays are valid");
         // The same rays as a stream (packets of coherent rays) give the same answers.
@@ -112,7 +112,7 @@ fn compare_set(mesh: &TriMesh, bvh: &MeshBvh, rays: &[Ray], reference: &Path, ki
     assert_eq!(f.len(), rays.len() * 4);
     let got = {
         let mut out = Vec::new();
-        bvh.intersect_batch(rays, &mut out, BatchOptions::default()).map(|_| out)
+        bvh.intersect_batch(rays, &mut out, BatchOptions { packets: false, ..Default::default() }).map(|_| out)
     }
     .expect("the shared rays are valid");
     let mut streamed = Vec::new();

@@ -70,9 +70,19 @@ fn check_against_brute(
     // coherence of its runs itself: each is checked against brute force.
     let all: Vec<Ray> = rays.iter().map(|&(o, d, tmax)| Ray::new(o, d).with_range(0.0, tmax)).collect();
     let mut batch = Vec::new();
-    bvh.intersect_batch(&all, &mut batch, BatchOptions { threads: Threads::Calling, ..Default::default() }).unwrap();
+    bvh.intersect_batch(
+        &all,
+        &mut batch,
+        BatchOptions { threads: Threads::Calling, packets: false, ..Default::default() },
+    )
+    .unwrap();
     let mut batch_any = Vec::new();
-    bvh.occluded_batch(&all, &mut batch_any, BatchOptions { threads: Threads::Calling, ..Default::default() }).unwrap();
+    bvh.occluded_batch(
+        &all,
+        &mut batch_any,
+        BatchOptions { threads: Threads::Calling, packets: false, ..Default::default() },
+    )
+    .unwrap();
     let mut compared = 0;
     let incoherent = RayOptions { coherence: RayCoherence::Incoherent };
     for (i, &(o, d, tmax)) in rays.iter().enumerate() {

@@ -105,8 +105,12 @@ fn ray_queries_allocate_nothing_once_warm() {
         tree.intersect_batch(&stream, &mut ws, &mut tree_hits).unwrap();
         *count += tree_hits.iter().flatten().count();
         // Batches on rayon's threads, into vectors that keep their room.
-        meshes[0].intersect_batch(&stream, &mut batch_hits, BatchOptions::default()).unwrap();
-        meshes[1].occluded_batch(&stream, &mut batch_occluded, BatchOptions::default()).unwrap();
+        meshes[0]
+            .intersect_batch(&stream, &mut batch_hits, BatchOptions { packets: false, ..Default::default() })
+            .unwrap();
+        meshes[1]
+            .occluded_batch(&stream, &mut batch_occluded, BatchOptions { packets: false, ..Default::default() })
+            .unwrap();
         *count += batch_hits.iter().flatten().count() + batch_occluded.iter().filter(|&&o| o).count();
         meshes[0]
             .intersect_batch(

@@ -343,7 +343,9 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         assert_eq!(
             {
                 let mut out = Vec::new();
-                scene.intersect_batch(&rays, mask, &mut out, BatchOptions::default()).map(|_| out)
+                scene
+                    .intersect_batch(&rays, mask, &mut out, BatchOptions { packets: false, ..Default::default() })
+                    .map(|_| out)
             }
             .unwrap(),
             single_hits
@@ -351,15 +353,21 @@ fn check_queries(rng: &mut Rng, scene: &Scene, meshes: &[Arc<MeshBvh>], model: &
         assert_eq!(
             {
                 let mut out = Vec::new();
-                scene.occluded_batch(&rays, mask, &mut out, BatchOptions::default()).map(|_| out)
+                scene
+                    .occluded_batch(&rays, mask, &mut out, BatchOptions { packets: false, ..Default::default() })
+                    .map(|_| out)
             }
             .unwrap(),
             single_occluded
         );
         // Into vectors that held more, and fewer, answers before.
         let (mut batch_hits, mut batch_occluded) = (vec![None; rays.len() + 5], vec![true; 2]);
-        scene.intersect_batch(&rays, mask, &mut batch_hits, BatchOptions::default()).unwrap();
-        scene.occluded_batch(&rays, mask, &mut batch_occluded, BatchOptions::default()).unwrap();
+        scene
+            .intersect_batch(&rays, mask, &mut batch_hits, BatchOptions { packets: false, ..Default::default() })
+            .unwrap();
+        scene
+            .occluded_batch(&rays, mask, &mut batch_occluded, BatchOptions { packets: false, ..Default::default() })
+            .unwrap();
         assert!(batch_hits == single_hits && batch_occluded == single_occluded);
         // Streams of these rays and of a camera's rays in scan-line order (packets inside each
         // instance) equal single rays exactly.

@@ -26,8 +26,11 @@
 # Embree 3 robust. A WARNING marks a library whose hit count differs from slabtree's by more
 # than 0.1% of the rays. Timings are only meaningful on an otherwise idle machine.
 #
-# FRONTIER_MODE=streams compares coherent rays instead (the streams issue's table): `slabtree trace
-# --packets` (Moller-Trumbore and watertight) against slabtree's single rays and Embree 3's 8- and
+# `slabtree trace` runs as users run it: coherent runs of rays go as packets where its streams time
+# them faster (`BatchOptions::packets`), while Embree 3 and tinybvh trace single rays here.
+#
+# FRONTIER_MODE=streams compares coherent rays instead (the streams issue's table): `slabtree trace`
+# (Moller-Trumbore and watertight) against its single rays (`--single-rays`) and Embree 3's 8- and
 # 16-ray packets (`rtcIntersect8/16`, `rtcOccluded8/16`; 16 only where the CPU has AVX-512; the
 # default scene against Moller-Trumbore, the robust one against watertight), on the shared 256 x 256
 # primary and shadow sets and on camera rays at FRONTIER_SIZE square with the shadow rays from
@@ -64,7 +67,7 @@ slab="$root/target/portable/release/slabtree"
 peer="$root/benches/peers/target/release/frontier"
 
 if [ "$mode" = streams ]; then
-    echo "# slabtree trace --packets (portable build) against its single rays and Embree 3's packets, one thread, each library alone in its process"
+    echo "# slabtree trace (portable build) against its single rays and Embree 3's packets, one thread, each library alone in its process"
 else
     echo "# slabtree trace (portable build) against Embree 3 and tinybvh, one thread, each library alone in its process"
 fi
@@ -87,11 +90,11 @@ run_one() {
     local lib="$1" mesh="$2" rays="$3" any="$4" tiles="${5:-}" line
     case "$lib" in
         slabtree*)
-            local test=moller-trumbore packets=""
+            local test=moller-trumbore single=""
             if [[ "$lib" == *-wt* ]]; then test=watertight; fi
-            if [[ "$lib" == *-packets ]]; then packets=1; fi
+            if [[ "$lib" == *-single ]]; then single=1; fi
             line="$("$slab" trace "$mesh" --rays "$rays" --out "$work/answers" --threads 1 --passes "$passes" \
-                --triangle-test "$test" --build-quality "$quality" ${any:+--any} ${packets:+--packets} | grep '^query:')"
+                --triangle-test "$test" --build-quality "$quality" ${any:+--any} ${single:+--single-rays} | grep '^query:')"
             echo "$line" | sed -E 's/.*best ([0-9.]+) Mrays\/s, median ([0-9.]+) Mrays\/s.*; ([0-9.]+)% .*/\1 \2 \3/'
             ;;
         *)
@@ -107,7 +110,7 @@ run_one() {
 
 libs=(slabtree embree tinybvh slabtree-wt embree-robust)
 if [ "$mode" = streams ]; then
-    libs=(slabtree slabtree-packets embree8 slabtree-wt slabtree-wt-packets embree8-robust)
+    libs=(slabtree-single slabtree embree8 slabtree-wt-single slabtree-wt embree8-robust)
     if grep -q avx512f /proc/cpuinfo; then libs+=(embree16 embree16-robust); fi
 fi
 for name in "${names[@]}"; do
@@ -173,11 +176,11 @@ for name in "${names[@]}"; do
                     mt = (best["embree8"] > best["embree16"]) ? best["embree8"] : best["embree16"]
                     wt = (best["embree8-robust"] > best["embree16-robust"]) ? best["embree8-robust"] : best["embree16-robust"]
                     printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", scene, set,
-                        cell("slabtree"), cell("slabtree-packets"), cell("embree8"), ("embree16" in n) ? cell("embree16") : "",
-                        ratio(best["slabtree-packets"], best["slabtree"]), ratio(best["slabtree-packets"], mt),
-                        cell("slabtree-wt"), cell("slabtree-wt-packets"), cell("embree8-robust"),
+                        cell("slabtree-single"), cell("slabtree"), cell("embree8"), ("embree16" in n) ? cell("embree16") : "",
+                        ratio(best["slabtree"], best["slabtree-single"]), ratio(best["slabtree"], mt),
+                        cell("slabtree-wt-single"), cell("slabtree-wt"), cell("embree8-robust"),
                         ("embree16-robust" in n) ? cell("embree16-robust") : "",
-                        ratio(best["slabtree-wt-packets"], best["slabtree-wt"]), ratio(best["slabtree-wt-packets"], wt)
+                        ratio(best["slabtree-wt"], best["slabtree-wt-single"]), ratio(best["slabtree-wt"], wt)
                 } else {
                 better = (best["embree"] > best["tinybvh"]) ? best["embree"] : best["tinybvh"]
                 printf "| %s | %s | %s | %s | %s | **%.2f** | %s | %s | **%.2f** |\n", scene, set,

@@ -234,10 +234,11 @@ pub struct TraceArgs {
     #[arg(long)]
     pub any: bool,
 
-    /// Trace the rays in file order as packets (`BatchOptions::packets`): coherent runs
-    /// of rays go as packets, the rest one by one. The answers are the same.
+    /// Trace every ray alone, never as packets (`BatchOptions::packets` off). By default
+    /// coherent runs of rays go as packets where they are timed faster, the rest one by one.
+    /// The answers are the same.
     #[arg(long)]
-    pub packets: bool,
+    pub single_rays: bool,
 
     /// Timed passes over the rays after one warm-up pass (whose answers are written); prints
     /// the best and the median rate.

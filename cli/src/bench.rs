@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use glam::{Vec3, Vec3A};
-use slabtree::{BatchOptions, Hit, MeshBvh, Ray};
+use slabtree::{BatchOptions, Hit, MeshBvh, Ray, Threads};
 
 use super::args::{BenchArgs, Kind};
 use super::camera::Camera;
@@ -79,34 +79,35 @@ pub fn run(args: &BenchArgs) -> CliResult<()> {
 /// (a refusal would be a bug here, reported as one).
 const GENERATED: &str = "generated rays are valid";
 
-/// How many rays hit (or were occluded), and the timings of `passes` batch queries after a
-/// warm-up, each into answer vectors made once outside the timed passes.
+/// Batches of single rays: every ray alone, as a loop of `intersect` would trace it.
+const SINGLE_RAYS: BatchOptions = BatchOptions { threads: Threads::Pool, packets: false, count_visits: false };
+
+/// How many rays hit (or were occluded), and the timings of `passes` batch queries of single
+/// rays after a warm-up, each into answer vectors made once outside the timed passes.
 fn time(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
     // Grown by the untimed warm-up pass, then reused.
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking", || {
         if any {
-            bvh.occluded_batch(rays, &mut occluded, BatchOptions::default()).expect(GENERATED);
+            bvh.occluded_batch(rays, &mut occluded, SINGLE_RAYS).expect(GENERATED);
             occluded.iter().filter(|&&o| o).count()
         } else {
-            bvh.intersect_batch(rays, &mut hits, BatchOptions::default()).expect(GENERATED);
+            bvh.intersect_batch(rays, &mut hits, SINGLE_RAYS).expect(GENERATED);
             hits.iter().filter(|h| h.is_some()).count()
         }
     })
 }
 
-/// As [`time`], with the rays traced as packets (`BatchOptions::packets`), which regroup
-/// coherent rays into packets of up to 64.
+/// As [`time`], with the batch's default (`BatchOptions::packets`): coherent rays regrouped
+/// into packets of up to 64 where a stream times them faster.
 fn time_streams(bvh: &MeshBvh, rays: &[Ray], any: bool, passes: u32) -> (usize, progress::Passes) {
     let (mut hits, mut occluded) = (Vec::new(), Vec::new());
     progress::timed(passes, "benchmarking streams", || {
         if any {
-            bvh.occluded_batch(rays, &mut occluded, BatchOptions { packets: true, ..Default::default() })
-                .expect(GENERATED);
+            bvh.occluded_batch(rays, &mut occluded, BatchOptions::default()).expect(GENERATED);
             occluded.iter().filter(|&&o| o).count()
         } else {
-            bvh.intersect_batch(rays, &mut hits, BatchOptions { packets: true, ..Default::default() })
-                .expect(GENERATED);
+            bvh.intersect_batch(rays, &mut hits, BatchOptions::default()).expect(GENERATED);
             hits.iter().filter(|h| h.is_some()).count()
         }
     })

@@ -66,7 +66,7 @@ pub fn run(args: &TraceArgs) -> CliResult<()> {
 
     // The answers go into vectors made once, outside the timed passes, so that a pass times the
     // queries, not the allocation and first touch of their answers.
-    let options = BatchOptions { packets: args.packets, ..Default::default() };
+    let options = BatchOptions { packets: !args.single_rays, ..Default::default() };
     let (out, hits, label) = if args.any {
         let mut occluded = Vec::with_capacity(rays.len());
         let (done, time) =

@@ -545,8 +545,8 @@ fn bench_and_info_on_a_builtin_scene() {
 
 /// Every shared ray set through `slabtree trace`, against Embree's hits: hit or miss the same, t
 /// within 1e-4 relative, the same triangle unless the two share a vertex or ours is hit at the
-/// same t (ties); 99.99% of the rays must agree. `trace --packets` (ray streams) must write the
-/// same bytes.
+/// same t (ties); 99.99% of the rays must agree. `trace --single-rays` (no packets) must write
+/// the same bytes.
 #[cfg(feature = "shared-data")]
 #[test]
 fn trace_round_trips_the_shared_ray_files() {
@@ -584,15 +584,15 @@ fn trace_round_trips_the_shared_ray_files() {
         }
         let text = stdout(&run(&mut cmd));
         let ours = std::fs::read(&out).unwrap();
-        // The same rays as a stream (`--packets`): the same bytes, answer for answer.
-        let packed = dir.join(format!("{stem}.packets.out"));
+        // The same rays one by one (`--single-rays`): the same bytes, answer for answer.
+        let single = dir.join(format!("{stem}.single.out"));
         let mut cmd = bin();
-        cmd.arg("trace").arg(&mesh_path).arg("--rays").arg(&rays_path).arg("--out").arg(&packed).arg("--packets");
+        cmd.arg("trace").arg(&mesh_path).arg("--rays").arg(&rays_path).arg("--out").arg(&single).arg("--single-rays");
         if any {
             cmd.arg("--any");
         }
         run(&mut cmd);
-        assert!(std::fs::read(&packed).unwrap() == ours, "{stem}: --packets wrote other answers");
+        assert!(std::fs::read(&single).unwrap() == ours, "{stem}: --single-rays wrote other answers");
         let (mut ties, mut worst_t) = (0, 0.0f32);
         let (agree, n) = if any {
             let theirs = std::fs::read(scenes.join(format!("rays/{scene}.shadow.occluded"))).unwrap();

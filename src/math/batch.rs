@@ -16,26 +16,27 @@ pub enum Threads {
 
 /// How a batch runs ([`MeshBvh::intersect_batch`](crate::MeshBvh::intersect_batch) and the
 /// others). The default is what suits most rays: rayon's threads, and the library's choice of
-/// how each run of rays walks the tree (one ray at a time for coherent runs, several in flight
-/// for incoherent runs through a BVH larger than the caches).
+/// how each run of rays walks the tree (packets where they are timed faster, else one ray at a
+/// time, with several in flight for incoherent runs through a BVH larger than the caches).
 ///
 /// ```
 /// use slabtree::{BatchOptions, Threads};
 /// let on_this_thread = BatchOptions { threads: Threads::Calling, ..Default::default() };
-/// let as_packets = BatchOptions { packets: true, ..Default::default() };
-/// assert_ne!(on_this_thread, as_packets);
+/// let one_by_one = BatchOptions { packets: false, ..Default::default() };
+/// assert!(on_this_thread.packets && !one_by_one.packets);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchOptions {
     /// Where the rays are traced.
     pub threads: Threads,
-    /// Trace the rays as packets (ray streams, `mesh::stream`): rays whose directions agree are
-    /// regrouped into packets of up to 64 that walk the BVH together, and the others go one by
-    /// one. Packets pay for camera rays through an interior, where many rays share each leaf,
-    /// and cost time where few do (small or distant objects, shadow rays from scattered points);
-    /// so a stream times both walks on a share of its rays every few thousand rays, and traces
-    /// the rest with the faster (`docs/performance.md`, "Ray streams"). The answers are the same
-    /// either way.
+    /// Let coherent rays go as packets (ray streams, `mesh::stream`; on by default): rays whose
+    /// directions agree are regrouped into packets of up to 64 that walk the BVH together, and
+    /// the others go one by one. Packets pay for camera rays through an interior, where many
+    /// rays share each leaf, and cost time where few do (small or distant objects, shadow rays
+    /// from scattered points); so a stream times both walks on a share of its rays every few
+    /// thousand rays, and traces the rest with the faster (`docs/performance.md`, "Ray
+    /// streams"). `false` traces every ray alone, as a loop of single rays would. The answers
+    /// are the same either way.
     pub packets: bool,
     /// Count what every ray visits, and return the sum ([`QueryStats`](crate::QueryStats)) from the batch: for the
     /// mean cost of a view, or to compare trees and builds without a timer. Counting traces each
@@ -56,4 +57,11 @@ pub struct BatchOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub count_visits: bool,
+}
+
+impl Default for BatchOptions {
+    /// Rayon's threads, packets where they are timed faster, no counting.
+    fn default() -> BatchOptions {
+        BatchOptions { threads: Threads::Pool, packets: true, count_visits: false }
+    }
 }

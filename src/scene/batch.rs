@@ -31,10 +31,10 @@ impl Scene {
     /// let mut hits = Vec::new();
     /// scene.intersect_batch(&rays, Scene::ALL, &mut hits, BatchOptions::default())?;
     /// assert!(hits.len() == 100 && hits.iter().all(|h| h.is_some_and(|h| h.user_id == 7)));
-    /// // As packets: the same answers.
-    /// let mut packed = Vec::new();
-    /// scene.intersect_batch(&rays, Scene::ALL, &mut packed, BatchOptions { packets: true, ..Default::default() })?;
-    /// assert_eq!(packed, hits);
+    /// // Every ray alone (no packets): the same answers.
+    /// let mut alone = Vec::new();
+    /// scene.intersect_batch(&rays, Scene::ALL, &mut alone, BatchOptions { packets: false, ..Default::default() })?;
+    /// assert_eq!(alone, hits);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn intersect_batch(

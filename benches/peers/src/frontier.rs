@@ -27,7 +27,7 @@
 //!   `slabtree trace --build-quality high`;
 //! * `embree8`, `embree16`, `embree8-robust` and `embree16-robust`: Embree 3's ray packets,
 //!   `rtcIntersect8/16` / `rtcOccluded8/16` with the coherent context, the packets filled from the
-//!   raw records in each pass (for `slabtree trace --packets`). With `--tiles`, a set of N × N
+//!   raw records in each pass (against `slabtree trace`'s packets). With `--tiles`, a set of N × N
 //!   rays (camera rays in scan-line order) goes into the packets in blocks of 4 × 2 or 4 × 4
 //!   pixels, as Embree's tutorials fill them; else in the set's order.
 //!

@@ -257,6 +257,12 @@ impl Regroup {
             for r in (0..window.len().div_ceil(RUN)).filter(|&r| !coherent_run[r]) {
                 alone(cx, span(r), RayCoherence::Incoherent);
             }
+            // A window of incoherent rays alone (diffuse bounces) is done: it has nothing to
+            // settle, bucket or time.
+            if !coherent_run.contains(&true) {
+                choice.end_window(probe);
+                continue;
+            }
             let settled = &mut settled[..window.len()];
             settled.fill(false);
             settle(cx, base..base + window.len(), &coherent_run, settled);
@@ -639,6 +645,42 @@ mod tests {
             assert_eq!(rays_in_packets(|_| (3, 2), settles, n).1 == 0, settled_first);
             assert_eq!(rays_in_packets(|_| (1, 2), settles, n).1, 0);
         }
+    }
+
+    /// A window of incoherent rays alone (diffuse bounces) goes to `alone` run by run, in stream
+    /// order, and costs nothing else: nothing is offered to be settled, bucketed or timed.
+    #[test]
+    fn incoherent_windows_go_alone_and_nothing_else() {
+        // Directions scattered by a hash: every run is judged incoherent.
+        let rays: Vec<Ray> = (0..2 * WINDOW + 100)
+            .map(|i| {
+                let h =
+                    |k: u32| ((i as u32 ^ k).wrapping_mul(0x9E37_79B9).rotate_left(13) % 2001) as f32 / 1000.0 - 1.0;
+                Ray::new(Vec3A::ZERO, Vec3A::new(h(1), h(2), h(3)) + Vec3A::new(0.0, 0.0, 1e-3))
+            })
+            .collect();
+        let mut runs = Vec::new();
+        let clock_reads = Cell::new(0);
+        Regroup::new().run(
+            &mut Choosing::new(),
+            &rays,
+            &mut runs,
+            || {
+                clock_reads.set(clock_reads.get() + 1);
+                0
+            },
+            |_, _, _, _| panic!("incoherent rays offered to be settled"),
+            |_, i, _| panic!("ray {i} traced alone outside a run"),
+            |runs: &mut Vec<std::ops::Range<usize>>, range, hint| {
+                assert_eq!(hint, RayCoherence::Incoherent);
+                runs.push(range);
+            },
+            |_, _| panic!("a packet of incoherent rays"),
+        );
+        let expected: Vec<_> =
+            (0..rays.len()).step_by(super::RUN).map(|s| s..(s + super::RUN).min(rays.len())).collect();
+        assert_eq!(runs, expected);
+        assert_eq!(clock_reads.get(), 0, "incoherent windows were timed");
     }
 
     /// A probe's two walks see alike rays: its packets alternate between them in tile order, so
