@@ -4,8 +4,9 @@
 //! `cargo run --release --example trace_rays -- MESH RAYS... [--watertight] [--passes N] [--rotations N] [--bins N] [--quality low|medium|high] [--batch]`
 //!
 //! With `--batch`, each pass also traces the file through `intersect_batch` / `occluded_batch`
-//! on the calling thread (`Threads::Calling`; they keep several rays in flight through a BVH of
-//! `LARGE_BVH_BYTES` or more), in turn with the single rays, checks that both give the same
+//! on the calling thread (`Threads::Calling`, the default walks: packets where a stream times
+//! them faster, several rays in flight through a BVH of `LARGE_BVH_BYTES` or more), in turn with
+//! the single rays, checks that both give the same
 //! answers, and prints the batch's Mrays/s beside the single rays': those of the loop that only
 //! counts the hits, and of the loop that keeps each answer in a vector, as the batch does.
 

@@ -11,39 +11,54 @@ pub(crate) fn join<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnc
     (a(), b())
 }
 
+/// [`join`] when `parallel`, else `a` then `b` on the calling thread: for work too small to pay
+/// for a hand-off. Called from outside rayon's pool, as a user's build is, a parallel call hands
+/// its work to the pool's threads and waits on them (a wake-up and a sleep each way), which
+/// costs more than building a BVH of a few hundred triangles (`docs/performance.md`, "Small
+/// builds").
+#[inline]
+pub(crate) fn join_if<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if parallel { join(a, b) } else { (a(), b()) }
+}
+
+/// Whether a map in tasks of `min_len` elements over `len` elements has more than one task, and
+/// so is worth rayon's hand-off (see [`join_if`]).
+#[inline]
+fn several_tasks(len: usize, min_len: usize) -> bool {
+    cfg!(feature = "parallel") && len > min_len
+}
+
 /// `f` of every element of `items`, in order, in tasks of `min_len` elements (the last may be
-/// shorter), each free to be stolen (see [`map_checked_chunks_into`]).
+/// shorter), each free to be stolen (see [`map_checked_chunks_into`]). A single task runs on the
+/// calling thread.
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
-    {
+    if several_tasks(items.len(), min_len) {
         use rayon::prelude::*;
-        items.par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect()
+        return items.par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
     }
-    #[cfg(not(feature = "parallel"))]
-    {
-        let _ = min_len;
-        items.iter().map(f).collect()
-    }
+    items.iter().map(f).collect()
 }
 
 /// `f(i)` for every `i` in `0..n`, in order, in tasks of `min_len` indices (the last may be
-/// shorter), each free to be stolen (see [`map_checked_chunks_into`]).
+/// shorter), each free to be stolen (see [`map_checked_chunks_into`]). A single task runs on the
+/// calling thread.
 pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
-    {
+    if several_tasks(n as usize, min_len) {
         use rayon::prelude::*;
-        (0..n).into_par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect()
+        return (0..n).into_par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
     }
-    #[cfg(not(feature = "parallel"))]
-    {
-        let _ = min_len;
-        (0..n).map(f).collect()
-    }
+    (0..n).map(f).collect()
 }
 
 /// The threads a parallel map here would run on: the current rayon pool's (1 without the
 /// feature).
-fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     #[cfg(feature = "parallel")]
     {
         rayon::current_num_threads()
@@ -54,17 +69,15 @@ fn threads() -> usize {
     }
 }
 
-/// `f` of every element of `items`, taken by value, in order, one task per element.
+/// `f` of every element of `items`, taken by value, in order, one task per element; a single
+/// element on the calling thread.
 pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     #[cfg(feature = "parallel")]
-    {
+    if several_tasks(items.len(), 1) {
         use rayon::prelude::*;
-        items.into_par_iter().map(f).collect()
+        return items.into_par_iter().map(f).collect();
     }
-    #[cfg(not(feature = "parallel"))]
-    {
-        items.into_iter().map(f).collect()
-    }
+    items.into_iter().map(f).collect()
 }
 
 /// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk
@@ -121,10 +134,10 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
         let o = unsafe { &mut *(o as *mut [MaybeUninit<R>] as *mut [R]) };
         f(i, o);
     };
-    // A pool of one thread runs the chunks here: handing them to its one worker costs a wake-up
-    // per call, and the worker may run on another core than the one that holds the input in
-    // its caches (`docs/performance.md`, "How a batch runs").
-    let parallel = parallel && threads() > 1;
+    // A pool of one thread, or a single chunk, runs here: handing the chunks to the pool costs a
+    // wake-up per call, and the worker may run on another core than the one that holds the input
+    // in its caches (`docs/performance.md`, "How a batch runs").
+    let parallel = parallel && threads() > 1 && n > chunk;
     #[cfg(feature = "parallel")]
     if parallel {
         use rayon::prelude::*;

@@ -875,3 +875,57 @@ fn meshes_of_different_build_qualities_answer_alike() {
     }
     assert!(hits > 300, "only {hits} rays hit");
 }
+
+/// Copies of one mesh in one place are hit at one distance: the scene reports the copy added
+/// first (the lowest instance slot), whichever tree its rays walk (binary or 8-wide), through
+/// single rays, policies, and batches with and without packets. The oracle is the copies' own
+/// order; before the rule, the answer followed the walk's order, and so changed once the scene
+/// made its 8-wide copy.
+#[test]
+fn copies_in_one_place_report_the_first_copy() {
+    let mesh = Arc::new(MeshBvh::build(&TriMesh::uv_sphere(1.0, 24, 12), &BuildOptions::default()));
+    let mut rng = Rng(11);
+    let place = random_transform(&mut rng, 4.0);
+    let rays: Vec<Ray> = (0..600)
+        .map(|i| {
+            let (x, y) = ((i % 30) as f32 / 15.0 - 1.0, (i / 30) as f32 / 10.0 - 1.0);
+            let at = place.transform_point3(Vec3::ZERO);
+            Ray::new(at + Vec3::new(0.3 * x, 0.3 * y, 6.0), Vec3::new(0.02 * x, 0.02 * y, -1.0))
+        })
+        .collect();
+    for tree in [RayTree::Binary, RayTree::Wide] {
+        let mut scene = Scene::new();
+        let mut ids = Vec::new();
+        // Other instances first, away from the rays, so that the copies' slots are not 0 and 1
+        // and the walk's order among the leaves is not the slots' order.
+        for k in 0..5 {
+            let away = Affine3A::from_translation(Vec3::new(100.0 + 10.0 * k as f32, 0.0, 0.0));
+            scene.add(mesh.clone(), away, 100 + k, Scene::ALL).unwrap();
+        }
+        for k in 0..4 {
+            ids.push(scene.add(mesh.clone(), place, k, Scene::ALL).unwrap());
+        }
+        scene.set_ray_tree(tree);
+        let first = ids[0];
+        let mut hits = 0;
+        for ray in &rays {
+            let single = scene.intersect(ray, Scene::ALL).unwrap();
+            let through_policy =
+                scene.intersect_with(ray, Scene::ALL, &mut |_: &SceneHitCandidate| HitControl::Accept).unwrap();
+            if let Some(h) = single {
+                hits += 1;
+                assert_eq!(h.instance, first, "{tree:?}: {ray:?}");
+            }
+            assert_eq!(through_policy.map(|h| (h.instance, h.t)), single.map(|h| (h.instance, h.t)), "{tree:?}");
+        }
+        assert!(hits > 100, "{hits} rays hit");
+        for packets in [false, true] {
+            let mut batch = Vec::new();
+            let options = BatchOptions { threads: Threads::Calling, packets, ..Default::default() };
+            scene.intersect_batch(&rays, Scene::ALL, &mut batch, options).unwrap();
+            for (ray, h) in rays.iter().zip(&batch) {
+                assert_eq!(h.map(|h| h.instance), scene.intersect(ray, Scene::ALL).unwrap().map(|h| h.instance));
+            }
+        }
+    }
+}

@@ -35,8 +35,10 @@ pub struct BatchOptions {
     /// rays share each leaf, and cost time where few do (small or distant objects, shadow rays
     /// from scattered points); so a stream times both walks on a share of its rays every few
     /// thousand rays, and traces the rest with the faster (`docs/performance.md`, "Ray
-    /// streams"). `false` traces every ray alone, as a loop of single rays would. The answers
-    /// are the same either way.
+    /// streams"). On rayon's threads a batch goes as packets only with two windows of 4096 rays
+    /// or more per thread; a shorter one shares out its single rays in short runs instead.
+    /// `false` traces every ray alone, as a loop of single rays would. The answers are the
+    /// same either way.
     pub packets: bool,
     /// Count what every ray visits, and return the sum ([`QueryStats`](crate::QueryStats)) from the batch: for the
     /// mean cost of a view, or to compare trees and builds without a timer. Counting traces each

@@ -95,11 +95,25 @@ pub(crate) struct BatchWalks<OneByOne, Packets, Counting> {
     pub counting: Counting,
 }
 
+/// Whether a batch of `rays` rays with `options` goes to its packets' walk, else one by one (or
+/// counting): with packets on, on the calling thread, or on rayon's threads when each thread
+/// gets two regrouping windows ([`PACKET_RUN`]) or more. A stream's regrouping and its timed
+/// choice between packets and single rays need whole windows, while the single rays share out
+/// in short runs: a batch of a few windows on two threads ran 1.3–2× slower as packets than
+/// one by one (`docs/performance.md`, "How a batch runs").
+pub(crate) fn goes_as_packets(options: BatchOptions, rays: usize) -> bool {
+    if !options.packets || options.count_visits {
+        return false;
+    }
+    let threads = if options.threads == Threads::Pool { crate::par::threads() } else { 1 };
+    threads <= 1 || rays >= 2 * threads * PACKET_RUN
+}
+
 /// Every batch of the mesh and the scene: `out` (cleared first, its room kept) gets one answer
 /// per ray, the rays cut into runs, each run checked ([`validate_rays`]) just before it is
 /// traced, on rayon's threads or the calling thread as `options` say. Runs of `run` rays go to
-/// `walks.one_by_one(run, answers)`; with `options.packets`, runs of a regrouping window go to
-/// `walks.packets(run, answers)`; with `options.count_visits`, each ray goes to
+/// `walks.one_by_one(run, answers)`; where [`goes_as_packets`], runs of a regrouping window go
+/// to `walks.packets(run, answers)`; with `options.count_visits`, each ray goes to
 /// `walks.counting(ray)`, and the visits are summed. On an invalid ray the error names the
 /// first and `out` is left empty (see `crate::par::map_checked_chunks_into`).
 pub(crate) fn trace_batch<R: Clone + Send + Sync>(
@@ -134,7 +148,7 @@ pub(crate) fn trace_batch<R: Clone + Send + Sync>(
         crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, counting)?;
         return Ok(QueryStats { nodes: nodes.into_inner(), leaves: leaves.into_inner() });
     }
-    if options.packets {
+    if goes_as_packets(options, rays.len()) {
         crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, rebase, walks.packets)?;
     } else {
         crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, walks.one_by_one)?;

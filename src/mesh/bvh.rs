@@ -374,8 +374,10 @@ impl MeshBvh {
     /// ```
     pub fn build(mesh: &TriMesh, options: &BuildOptions) -> MeshBvh {
         let start = Instant::now();
-        // The copy is made on another thread meanwhile rather than after the build.
-        let (built, copy) = crate::par::join(|| Built::new(mesh, options, start), || mesh.clone());
+        // The copy is made on another thread meanwhile rather than after the build, where the
+        // build is large enough to go parallel at all.
+        let parallel = mesh.len() > options.parallel_threshold;
+        let (built, copy) = crate::par::join_if(parallel, || Built::new(mesh, options, start), || mesh.clone());
         built.into_bvh(copy, options, start)
     }
 

@@ -101,7 +101,7 @@ impl Scene {
     ) -> Result<QueryStats, BatchError> {
         // Rays one by one count towards the wide copy all at once, not one contended add per
         // ray (packets count per run, as they take the copy).
-        if !options.packets || options.count_visits {
+        if !crate::mesh::goes_as_packets(options, rays.len()) {
             self.wide_view(rays.len() as u64);
         }
         let each = walks.one_by_one;

@@ -4,7 +4,7 @@
 //! its instance. An accepted hit clips the world ray for every later instance, a stop ends the
 //! whole query.
 
-use super::query::local_ray;
+use super::query::{local_ray, nearer};
 use super::{InstanceId, InstanceSlot, Scene, SceneHit};
 use crate::dbvt::{RayControl, RayLeaf};
 use crate::math::RayCoherence;
@@ -77,9 +77,8 @@ impl Scene {
         ray.validate()?;
         let mut best: Option<(u32, f32, crate::mesh::Hit)> = None;
         self.walk_with::<false>(ray, mask, policy, &mut |slot, key, finish, stopped| {
-            // Ranked by key, and equal keys in two instances keep the first, as
-            // `Scene::intersect` does.
-            if stopped || best.is_none_or(|b| key < b.1) {
+            // Ranked as `Scene::intersect` ranks them: by key, then by instance slot.
+            if stopped || nearer(slot, key, best.map(|b| (b.0, b.1))) {
                 best = Some((slot, key, finish()));
             }
         });

@@ -142,9 +142,9 @@ impl Scene {
         rays_cast: u64,
     ) -> (Option<SceneHit>, QueryStats) {
         // The best hit's instance slot, key and hit. Hits are ranked, and the ray clipped, by
-        // their keys (see `MeshBvh::intersect_keyed_unchecked`): a hit at the same key in a later
-        // instance is then seen and not taken, whichever order the walk meets them in, and the
-        // packets (`super::stream`) see it too and trace the ray again singly.
+        // their keys (see `MeshBvh::intersect_keyed_unchecked`): a hit at the same key in another
+        // instance is then still seen, and ranked by `nearer`, whichever order the walk meets
+        // them in; the packets (`super::stream`) see it too and trace the ray again singly.
         let mut best: Option<(u32, f32, crate::mesh::Hit)> = None;
         let mut below = QueryStats::default();
         let mut policy = |leaf: RayLeaf<'_, InstanceSlot>| {
@@ -158,7 +158,7 @@ impl Scene {
                 below += stats;
             }
             match hit {
-                Some((key, h)) if best.is_none_or(|b| key < b.1) => {
+                Some((key, h)) if nearer(leaf.data.index, key, best.map(|b| (b.0, b.1))) => {
                     best = Some((leaf.data.index, key, h));
                     RayControl::Clip(key)
                 }
@@ -285,8 +285,17 @@ impl Scene {
     }
 }
 
-/// Two distances within rounding of each other: which instance the single-ray path keeps then
-/// depends on the order it meets them, so the streams defer to it.
+/// Whether a hit in instance slot `slot` at `key` ranks before `best` (the slot and key of the
+/// best hit so far): a smaller key, or the same key in a lower slot. Two instances hit at one
+/// key (copies in one place) then give one answer whichever tree the ray walks, binary or
+/// 8-wide ([`crate::RayTree`]), and in whichever order it meets them.
+#[inline]
+pub(super) fn nearer(slot: u32, key: f32, best: Option<(u32, f32)>) -> bool {
+    best.is_none_or(|(best_slot, best_key)| key < best_key || (key == best_key && slot < best_slot))
+}
+
+/// Two distances within rounding of each other: the streams trace such a ray again singly, so
+/// that which instance it reports is the single ray's ranking ([`nearer`]).
 #[inline]
 pub(super) fn near_tie(a: f32, b: f32) -> bool {
     (a - b).abs() <= 1e-5 * a.abs().max(b.abs()) + f32::MIN_POSITIVE
