@@ -80,6 +80,26 @@ pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync
     items.into_iter().map(f).collect()
 }
 
+/// `f(input chunk, output chunk)` over `input` and `out` (of one length) in chunks of `chunk`
+/// elements, one task per chunk, each free to be stolen; on the calling thread for a single
+/// chunk or without the feature. For work inside a task that may be uneven: the other threads
+/// take chunks of it once they run out of their own.
+pub(crate) fn for_each_chunk<T: Sync, R: Send>(
+    input: &[T],
+    out: &mut [R],
+    chunk: usize,
+    f: &(impl Fn(&[T], &mut [R]) + Sync + Send),
+) {
+    debug_assert_eq!(input.len(), out.len());
+    #[cfg(feature = "parallel")]
+    if several_tasks(input.len(), chunk) && threads() > 1 {
+        use rayon::prelude::*;
+        input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| f(i, o));
+        return;
+    }
+    input.chunks(chunk).zip(out.chunks_mut(chunk)).for_each(|(i, o)| f(i, o));
+}
+
 /// `f(input chunk, output chunk)` over `input` in chunks of `chunk` elements, one task per chunk
 /// on rayon's threads when `parallel` (and the feature is on), else chunk after chunk on the
 /// calling thread, into `out`, which is cleared first and keeps its room: each output chunk is set

@@ -149,7 +149,18 @@ pub(crate) fn trace_batch<R: Clone + Send + Sync>(
         return Ok(QueryStats { nodes: nodes.into_inner(), leaves: leaves.into_inner() });
     }
     if goes_as_packets(options, rays.len()) {
-        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, rebase, walks.packets)?;
+        // A window of incoherent runs alone (diffuse bounces) would be one long task of single
+        // rays: it is shared out in runs instead, as a batch of single rays is, so that the
+        // threads end together (`docs/performance.md`, "How a batch runs").
+        let window = |rays: &[Ray], out: &mut [R]| {
+            let incoherent = |r: &[Ray]| RayCoherence::of_rays(r) == RayCoherence::Incoherent;
+            if parallel && rays.chunks(crate::mesh::stream::regroup::RUN).all(incoherent) {
+                crate::par::for_each_chunk(rays, out, run, &walks.one_by_one);
+            } else {
+                (walks.packets)(rays, out);
+            }
+        };
+        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, rebase, window)?;
     } else {
         crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, walks.one_by_one)?;
     }
