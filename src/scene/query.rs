@@ -103,7 +103,9 @@ impl Scene {
     }
 
     /// The closest hit over the instances whose mask shares a bit with `mask` ([`Scene::ALL`]
-    /// for every instance), or `None`. An invalid ray is refused with the [`InputError`] that
+    /// for every instance), or `None`. Of two instances hit at one distance (copies in one
+    /// place), the one in the lower slot: the one added first, unless a removal freed a slot
+    /// that a later one took. An invalid ray is refused with the [`InputError`] that
     /// [`Ray::validate`] gives.
     pub fn intersect(&self, ray: &Ray, mask: u32) -> Result<Option<SceneHit>, InputError> {
         ray.validate()?;
