@@ -25,8 +25,8 @@ pub(crate) fn join_if<A: Send, B: Send>(
     if parallel { join(a, b) } else { (a(), b()) }
 }
 
-/// Whether a map in tasks of `min_len` elements over `len` elements has more than one task, and
-/// so is worth rayon's hand-off (see [`join_if`]).
+/// Whether a map in tasks of `min_len` elements over `len` elements goes to rayon's threads: it
+/// has more than one task, and so is worth the hand-off (see [`join_if`]), and the feature is on.
 #[inline]
 fn several_tasks(len: usize, min_len: usize) -> bool {
     cfg!(feature = "parallel") && len > min_len
@@ -36,10 +36,12 @@ fn several_tasks(len: usize, min_len: usize) -> bool {
 /// shorter), each free to be stolen (see [`map_checked_chunks_into`]). A single task runs on the
 /// calling thread.
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
-    #[cfg(feature = "parallel")]
     if several_tasks(items.len(), min_len) {
-        use rayon::prelude::*;
-        return items.par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            return items.par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
+        }
     }
     items.iter().map(f).collect()
 }
@@ -48,10 +50,12 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], min_len: usize, f: impl Fn(&T) 
 /// shorter), each free to be stolen (see [`map_checked_chunks_into`]). A single task runs on the
 /// calling thread.
 pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + Sync + Send) -> Vec<R> {
-    #[cfg(feature = "parallel")]
     if several_tasks(n as usize, min_len) {
-        use rayon::prelude::*;
-        return (0..n).into_par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            return (0..n).into_par_iter().with_min_len(min_len).with_max_len(min_len).map(f).collect();
+        }
     }
     (0..n).map(f).collect()
 }
@@ -72,10 +76,12 @@ pub(crate) fn threads() -> usize {
 /// `f` of every element of `items`, taken by value, in order, one task per element; a single
 /// element on the calling thread.
 pub(crate) fn map_vec<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
-    #[cfg(feature = "parallel")]
     if several_tasks(items.len(), 1) {
-        use rayon::prelude::*;
-        return items.into_par_iter().map(f).collect();
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            return items.into_par_iter().map(f).collect();
+        }
     }
     items.into_iter().map(f).collect()
 }
@@ -91,11 +97,13 @@ pub(crate) fn for_each_chunk<T: Sync, R: Send>(
     f: &(impl Fn(&[T], &mut [R]) + Sync + Send),
 ) {
     debug_assert_eq!(input.len(), out.len());
-    #[cfg(feature = "parallel")]
     if several_tasks(input.len(), chunk) && threads() > 1 {
-        use rayon::prelude::*;
-        input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| f(i, o));
-        return;
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            input.par_chunks(chunk).zip(out.par_chunks_mut(chunk)).with_max_len(1).for_each(|(i, o)| f(i, o));
+            return;
+        }
     }
     input.chunks(chunk).zip(out.chunks_mut(chunk)).for_each(|(i, o)| f(i, o));
 }

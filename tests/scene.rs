@@ -924,7 +924,13 @@ fn copies_in_one_place_report_the_first_copy() {
             let options = BatchOptions { threads: Threads::Calling, packets, ..Default::default() };
             scene.intersect_batch(&rays, Scene::ALL, &mut batch, options).unwrap();
             for (ray, h) in rays.iter().zip(&batch) {
-                assert_eq!(h.map(|h| h.instance), scene.intersect(ray, Scene::ALL).unwrap().map(|h| h.instance));
+                let single = scene.intersect(ray, Scene::ALL).unwrap();
+                assert_eq!(
+                    h.map(|h| (h.t, h.triangle)),
+                    single.map(|h| (h.t, h.triangle)),
+                    "{tree:?}, packets {packets}"
+                );
+                assert!(h.is_none_or(|h| h.instance == first), "{tree:?}, packets {packets}: {ray:?}");
             }
         }
     }

@@ -101,7 +101,7 @@ pub(crate) struct BatchWalks<OneByOne, Packets, Counting> {
 /// choice between packets and single rays need whole windows, while the single rays share out
 /// in short runs: a batch of a few windows on two threads ran 1.3–2× slower as packets than
 /// one by one (`docs/performance.md`, "How a batch runs").
-pub(crate) fn goes_as_packets(options: BatchOptions, rays: usize) -> bool {
+fn goes_as_packets(options: BatchOptions, rays: usize) -> bool {
     if !options.packets || options.count_visits {
         return false;
     }

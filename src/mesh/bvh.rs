@@ -98,6 +98,14 @@ pub struct BuildOptions {
     pub rotation_passes: usize,
 }
 
+impl BuildOptions {
+    /// Whether a build of `triangles` triangles goes parallel at all
+    /// ([`BuildOptions::parallel_threshold`]).
+    fn in_parallel(&self, triangles: usize) -> bool {
+        triangles > self.parallel_threshold
+    }
+}
+
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
@@ -293,7 +301,7 @@ impl Built {
             block: 4,
             longest_axis_only: false,
         };
-        let parallel = mesh.len() > options.parallel_threshold;
+        let parallel = options.in_parallel(mesh.len());
         let (items, mut build, bounded) = match options.quality {
             // The items are made in the curve's order, from the triangles, once sorted.
             BuildQuality::Low => {
@@ -376,7 +384,7 @@ impl MeshBvh {
         let start = Instant::now();
         // The copy is made on another thread meanwhile rather than after the build, where the
         // build is large enough to go parallel at all.
-        let parallel = mesh.len() > options.parallel_threshold;
+        let parallel = options.in_parallel(mesh.len());
         let (built, copy) = crate::par::join_if(parallel, || Built::new(mesh, options, start), || mesh.clone());
         built.into_bvh(copy, options, start)
     }

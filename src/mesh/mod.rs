@@ -32,7 +32,7 @@ pub use crate::math::QueryStats;
 pub use bvh::{BuildOptions, BuildPhases, BuildQuality, Hit, LARGE_BVH_BYTES, MeshBvh, MeshStats, TriangleTest};
 pub use sweep::BoxCastHit;
 
-pub(crate) use batch::{BatchWalks, goes_as_packets, trace_batch};
+pub(crate) use batch::{BatchWalks, trace_batch};
 pub use cast::ShapeCastHit;
 pub use closest::ClosestPoint;
 pub use error::MeshError;

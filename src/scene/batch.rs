@@ -99,11 +99,10 @@ impl Scene {
             impl Fn(&Ray) -> (R, QueryStats) + Sync + Send,
         >,
     ) -> Result<QueryStats, BatchError> {
-        // Rays one by one count towards the wide copy all at once, not one contended add per
-        // ray (packets count per run, as they take the copy).
-        if !crate::mesh::goes_as_packets(options, rays.len()) {
-            self.wide_view(rays.len() as u64);
-        }
+        // Every ray of the batch counts towards the wide copy here, all at once, not one
+        // contended add per ray or per window: a window of packets may yet go one by one
+        // (`crate::mesh::trace_batch`), and its streams only look the copy up.
+        self.wide_view(rays.len() as u64);
         let each = walks.one_by_one;
         let one_by_one = |r: &[Ray], o: &mut [R]| r.iter().zip(o).for_each(|(r, o)| *o = each(r));
         let walks = BatchWalks { one_by_one, packets: walks.packets, counting: walks.counting };

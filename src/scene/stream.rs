@@ -165,7 +165,8 @@ impl Scene {
         mut packet: impl FnMut(&WideView, &mut Packet, &mut Work, &[usize], &mut [T]),
     ) {
         debug_assert!(rays.iter().all(|r| r.validate().is_ok()) && rays.len() == out.len());
-        let Some(view) = self.wide_view(rays.len() as u64) else {
+        // The batch counted these rays towards the wide copy (`Scene::batch`).
+        let Some(view) = self.wide_view(0) else {
             for (ray, slot) in rays.iter().zip(out.iter_mut()) {
                 *slot = single(ray);
             }
