@@ -536,6 +536,7 @@ impl<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> WithLanes
     for TraceNearest<'_, ANY, WATERTIGHT, EARLY>
 {
     type Output = (Option<(u32, PackHit)>, QueryStats);
+    const EARLY_LOADS: bool = EARLY;
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {
@@ -553,6 +554,7 @@ struct TraceDeciding<'a, const ANY: bool, const EARLY: bool, D> {
 
 impl<const ANY: bool, const EARLY: bool, D: Decide> WithLanes for TraceDeciding<'_, ANY, EARLY, D> {
     type Output = (Option<(u32, PackHit)>, QueryStats);
+    const EARLY_LOADS: bool = EARLY;
 
     #[inline(always)]
     fn run<V: Lanes8>(self) -> Self::Output {
@@ -582,6 +584,7 @@ struct TraceInto<'a, const WATERTIGHT: bool, const EARLY: bool> {
 
 impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATERTIGHT, EARLY> {
     type Output = ();
+    const EARLY_LOADS: bool = EARLY;
 
     #[inline(always)]
     fn run<V: Lanes8>(self) {

@@ -9,14 +9,24 @@
 //! choice is made once per query (a load and a predictable branch), never per node.
 
 use super::lanes::WithLanes;
+use super::level::early_loads_level;
 use super::{SimdLevel, simd_level};
 
-/// Runs `kernel` at the SIMD level [`simd_level`] reports: on x86-64, the baseline's lanes or an
-/// entry point compiled for AVX2 or AVX-512; elsewhere `wide`'s lanes as compiled.
+/// Runs `kernel` at the SIMD level [`simd_level`] reports (a walk with early child loads at
+/// [`kernel_level`]'s): on x86-64, the baseline's lanes or an entry point compiled for AVX2 or
+/// AVX-512; elsewhere `wide`'s lanes as compiled.
 #[inline(always)]
 pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
-    // SAFETY: `simd_level` is never above the CPU's level.
-    unsafe { dispatch_unchecked(simd_level(), kernel) }
+    // SAFETY: neither level is ever above the CPU's.
+    unsafe { dispatch_unchecked(kernel_level::<W>(), kernel) }
+}
+
+/// The level kernels of type `W` run at: [`simd_level`], or for walks with early child loads
+/// ([`WithLanes::EARLY_LOADS`]) `early_loads_level`, which differs only where AVX-512 was chosen
+/// without being asked for (`docs/performance.md`, "Which CPUs get AVX-512").
+#[inline(always)]
+fn kernel_level<W: WithLanes>() -> SimdLevel {
+    if W::EARLY_LOADS { early_loads_level() } else { simd_level() }
 }
 
 /// The entry point of kernels of type `W` at the SIMD level [`simd_level`] reports, chosen once
@@ -28,12 +38,12 @@ pub(crate) fn dispatch<W: WithLanes>(kernel: W) -> W::Output {
 pub(crate) struct EntryPoint<W: WithLanes>(unsafe fn(W) -> W::Output);
 
 impl<W: WithLanes> EntryPoint<W> {
-    /// The entry point of the level [`simd_level`] reports.
+    /// The entry point of the level kernels of type `W` run at ([`dispatch`]).
     #[inline]
     pub(crate) fn chosen() -> EntryPoint<W> {
         #[cfg(target_arch = "x86_64")]
         {
-            match simd_level() {
+            match kernel_level::<W>() {
                 SimdLevel::Avx512 => EntryPoint(super::x86::run_avx512::<W>),
                 SimdLevel::Avx2 => EntryPoint(super::x86::run_avx2::<W>),
                 _ => EntryPoint(run_baseline::<W>),
@@ -48,7 +58,7 @@ impl<W: WithLanes> EntryPoint<W> {
     /// Runs `kernel` through the entry point.
     #[inline(always)]
     pub(crate) fn run(&self, kernel: W) -> W::Output {
-        // SAFETY: the entry point is the one of a level `simd_level` chose, never above the
+        // SAFETY: the entry point is the one of a level `kernel_level` gave, never above the
         // CPU's (`EntryPoint::chosen` is the only constructor).
         unsafe { (self.0)(kernel) }
     }
@@ -120,3 +130,46 @@ macro_rules! at_every_level {
 }
 #[cfg(test)]
 pub(crate) use at_every_level;
+
+#[cfg(test)]
+mod tests {
+    use super::{EntryPoint, WithLanes};
+    use crate::wide::level::early_loads_level;
+    use crate::wide::{Lanes8, SimdLevel, simd_level};
+
+    /// A kernel that does nothing, a walk with early loads or not.
+    struct Kernel<const EARLY: bool>;
+
+    impl<const EARLY: bool> WithLanes for Kernel<EARLY> {
+        type Output = ();
+        const EARLY_LOADS: bool = EARLY;
+        fn run<L: Lanes8>(self) {}
+    }
+
+    /// The entry point of `level` for `Kernel<EARLY>`.
+    fn entry_of<const EARLY: bool>(level: SimdLevel) -> unsafe fn(Kernel<EARLY>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            match level {
+                SimdLevel::Avx512 => super::super::x86::run_avx512::<Kernel<EARLY>>,
+                SimdLevel::Avx2 => super::super::x86::run_avx2::<Kernel<EARLY>>,
+                _ => super::run_baseline::<Kernel<EARLY>>,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = level;
+            super::run_baseline::<Kernel<EARLY>>
+        }
+    }
+
+    /// A walk with early loads gets the entry point of the early-load walks' level, any other
+    /// kernel that of `simd_level` (the levels themselves are checked in `super::super::level`).
+    #[test]
+    fn walks_with_early_loads_run_at_their_own_level() {
+        let early = EntryPoint::<Kernel<true>>::chosen().0;
+        assert!(std::ptr::fn_addr_eq(early, entry_of::<true>(early_loads_level())));
+        let other = EntryPoint::<Kernel<false>>::chosen().0;
+        assert!(std::ptr::fn_addr_eq(other, entry_of::<false>(simd_level())));
+    }
+}

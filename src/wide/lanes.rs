@@ -175,6 +175,10 @@ pub(crate) trait WithLanes {
     /// What the kernel returns.
     type Output;
 
+    /// Whether the kernel is a walk with early child loads, which runs at
+    /// `super::level::early_loads_level` rather than at [`crate::simd_level`].
+    const EARLY_LOADS: bool = false;
+
     /// The kernel, on lanes `L`.
     fn run<L: Lanes8>(self) -> Self::Output;
 }

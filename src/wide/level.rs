@@ -51,13 +51,16 @@ impl fmt::Display for SimdLevel {
 
 /// The SIMD level slabtree's dispatched kernels run at in this process, chosen once from CPUID
 /// when first asked, whatever `-C target-cpu` the crate was built with: on x86-64
-/// [`SimdLevel::Avx2`] when the CPU has AVX2 and FMA, else [`SimdLevel::Sse2`]; on aarch64
-/// [`SimdLevel::Neon`].
+/// [`SimdLevel::Avx512`] on AMD's CPUs that have it, else [`SimdLevel::Avx2`] when the CPU has
+/// AVX2 and FMA, else [`SimdLevel::Sse2`]; on aarch64 [`SimdLevel::Neon`].
 ///
-/// [`SimdLevel::Avx512`] is never chosen on its own: its kernels are the AVX2 kernels with
-/// AVX-512's encodings allowed, and across the measured ray sets they were no faster, and on some
-/// slower, on the AVX-512 hosts tried (`docs/performance.md`, "AVX-512 is not chosen by
-/// default"). `SLABTREE_SIMD=avx512` chooses it on a CPU that has it.
+/// [`SimdLevel::Avx512`] is chosen on its own only on AMD's CPUs (Zen 4 and later). Its kernels
+/// are the AVX2 kernels with AVX-512's encodings and 32 vector registers allowed; there they ran
+/// coherent rays a few per cent faster, and the walks with early child loads (incoherent rays,
+/// BVHs larger than the last-level cache) up to 4% slower, so on those CPUs the walks with early
+/// loads keep the AVX2 kernels unless a level is asked for. On the Intel CPUs measured AVX-512
+/// was no faster, so they get AVX2 (`docs/performance.md`, "Which CPUs get AVX-512").
+/// `SLABTREE_SIMD=avx512` chooses it, for every kernel, on any CPU that has it.
 ///
 /// The environment variable `SLABTREE_SIMD` (`sse2`, `avx2`, `avx512`, `neon`, `scalar`) chooses
 /// the level instead, for tests and comparisons; it never goes above what the CPU has (a higher
@@ -77,18 +80,15 @@ pub fn simd_level() -> SimdLevel {
     if let Some(level) = TEST_LEVEL.with(std::cell::Cell::get) {
         return level.min(cpu_level());
     }
-    match LEVEL.load(Ordering::Relaxed) {
-        0 => SimdLevel::Scalar,
-        1 => SimdLevel::Neon,
-        2 => SimdLevel::Sse2,
-        3 => SimdLevel::Avx2,
-        4 => SimdLevel::Avx512,
-        _ => choose_level(),
+    match stored(&LEVEL) {
+        Some(level) => level,
+        None => choose_level(),
     }
 }
 
 /// Sets the SIMD level of slabtree's dispatched kernels for the rest of the process (every
-/// thread), as `SLABTREE_SIMD` would at start-up, and returns the level it set: `level` lowered to
+/// thread; every kernel, the walks with early child loads included, see [`simd_level`]), as
+/// `SLABTREE_SIMD` would at start-up, and returns the level it set: `level` lowered to
 /// the CPU's best, and on x86-64 raised to [`SimdLevel::Sse2`], the lowest level its kernels
 /// are built for (elsewhere the CPU's one level). Queries already running finish at the level
 /// they began with.
@@ -109,6 +109,7 @@ pub fn simd_level() -> SimdLevel {
 /// ```
 pub fn set_simd_level(level: SimdLevel) -> SimdLevel {
     let level = runnable(level, cpu_level());
+    EARLY_LOADS_LEVEL.store(level as u8, Ordering::Relaxed);
     LEVEL.store(level as u8, Ordering::Relaxed);
     level
 }
@@ -119,11 +120,45 @@ fn runnable(asked: SimdLevel, cpu: SimdLevel) -> SimdLevel {
     if cfg!(target_arch = "x86_64") { asked.clamp(SimdLevel::Sse2, cpu) } else { cpu }
 }
 
-/// The first [`simd_level`]: chooses, and keeps the choice in [`LEVEL`].
+/// The level of the walks with early child loads (the mesh BVH's walks for incoherent rays and
+/// BVHs larger than the last-level cache): [`simd_level`], but AVX2 where AVX-512 was chosen
+/// without being asked for (see [`simd_level`]).
+#[inline]
+pub(crate) fn early_loads_level() -> SimdLevel {
+    #[cfg(test)]
+    if let Some(level) = TEST_LEVEL.with(std::cell::Cell::get) {
+        return level.min(cpu_level());
+    }
+    match stored(&EARLY_LOADS_LEVEL) {
+        Some(level) => level,
+        None => {
+            choose_level();
+            early_loads_level()
+        }
+    }
+}
+
+/// The level `cell` holds, or `None` before the first choice.
+#[inline(always)]
+fn stored(cell: &AtomicU8) -> Option<SimdLevel> {
+    match cell.load(Ordering::Relaxed) {
+        0 => Some(SimdLevel::Scalar),
+        1 => Some(SimdLevel::Neon),
+        2 => Some(SimdLevel::Sse2),
+        3 => Some(SimdLevel::Avx2),
+        4 => Some(SimdLevel::Avx512),
+        _ => None,
+    }
+}
+
+/// The first [`simd_level`]: chooses, and keeps the choice in [`LEVEL`] (and the early-load
+/// walks' in [`EARLY_LOADS_LEVEL`]).
 #[cold]
 #[inline(never)]
 fn choose_level() -> SimdLevel {
-    let level = chosen_level();
+    let (level, asked) = chosen_level();
+    let early = if asked { level } else { level.min(SimdLevel::Avx2) };
+    EARLY_LOADS_LEVEL.store(early as u8, Ordering::Relaxed);
     LEVEL.store(level as u8, Ordering::Relaxed);
     level
 }
@@ -169,7 +204,7 @@ impl SimdLevel {
     }
 }
 
-/// Every level, in the order of the enum (their discriminants, which [`simd_level`] matches).
+/// Every level, in the order of the enum (their discriminants, which `stored` matches).
 const LEVELS: [SimdLevel; 5] =
     [SimdLevel::Scalar, SimdLevel::Neon, SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512];
 
@@ -180,19 +215,43 @@ const UNSET: u8 = u8::MAX;
 /// at once both choose, and choose the same.
 static LEVEL: AtomicU8 = AtomicU8::new(UNSET);
 
-/// The level `SLABTREE_SIMD` asks for, at most the CPU's best, or else [`default_level`].
-fn chosen_level() -> SimdLevel {
+/// The level [`early_loads_level`] gives, as its discriminant, or [`UNSET`]; set with [`LEVEL`].
+static EARLY_LOADS_LEVEL: AtomicU8 = AtomicU8::new(UNSET);
+
+/// The level `SLABTREE_SIMD` asks for, at most the CPU's best, or else [`default_level`]; and
+/// whether it was asked for.
+fn chosen_level() -> (SimdLevel, bool) {
     let cpu = cpu_level();
     match std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name) {
-        Some(asked) => runnable(asked, cpu),
-        None => default_level(cpu),
+        Some(asked) => (runnable(asked, cpu), true),
+        None => (default_level(cpu, prefers_avx512()), false),
     }
 }
 
-/// The level chosen on a CPU whose best is `cpu` when `SLABTREE_SIMD` asks for none: the best
-/// but AVX-512, which only `SLABTREE_SIMD=avx512` chooses (see [`simd_level`]).
-fn default_level(cpu: SimdLevel) -> SimdLevel {
-    cpu.min(SimdLevel::Avx2)
+/// The level chosen on a CPU whose best is `cpu` when `SLABTREE_SIMD` asks for none: the best,
+/// but AVX-512 only where `prefers_avx512` (AMD's CPUs; see [`simd_level`]).
+fn default_level(cpu: SimdLevel, prefers_avx512: bool) -> SimdLevel {
+    if prefers_avx512 { cpu } else { cpu.min(SimdLevel::Avx2) }
+}
+
+/// Whether this CPU runs the AVX-512 kernels of coherent rays faster than the AVX2 ones, as
+/// measured: AMD's (the vendor string of CPUID leaf 0), whose AVX-512 CPUs (Zen 4, Zen 5) run
+/// the 8-lane kernels at full speed with twice the registers; not Intel's, where the AVX-512
+/// level ran the ray sets no faster (`docs/performance.md`, "Which CPUs get AVX-512").
+fn prefers_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: CPUID leaf 0 exists on every x86-64 CPU. (`__cpuid` is safe to call from
+        // Rust 1.94 on; the minimum supported version, 1.89, still asks for the block.)
+        #[allow(unused_unsafe)]
+        let id = unsafe { std::arch::x86_64::__cpuid(0) };
+        // "AuthenticAMD", in EBX, EDX, ECX.
+        (id.ebx, id.edx, id.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// The best level this CPU runs (CPUID on x86-64). Cached by `std`'s feature detection.
@@ -258,8 +317,10 @@ mod tests {
     use super::*;
 
     /// The run-time level claims no instruction the CPU lacks (CPUID, through
-    /// `is_x86_feature_detected!`, is the oracle), is the CPU's best but AVX-512 unless
-    /// `SLABTREE_SIMD` asks for another, and the compiled level no more than the build enables.
+    /// `is_x86_feature_detected!`, is the oracle) and is the CPU's best, AVX-512 only on AMD's
+    /// CPUs (the vendor in `/proc/cpuinfo`, where there is one, is the oracle) and then not for
+    /// the walks with early loads, unless `SLABTREE_SIMD` asks for a level; and the compiled
+    /// level is no more than the build enables.
     #[test]
     fn levels_match_the_cpu_and_the_build() {
         let level = simd_level();
@@ -267,10 +328,21 @@ mod tests {
         assert_eq!(SimdLevel::from_name(level.name()), Some(level));
         assert!(level <= cpu_level());
         let asked = std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name);
-        assert_eq!(level, asked.map_or(default_level(cpu_level()), |a| runnable(a, cpu_level())));
-        assert!(asked.is_some() || level != SimdLevel::Avx512);
-        assert_eq!(default_level(SimdLevel::Avx512), SimdLevel::Avx2);
-        assert_eq!(default_level(SimdLevel::Sse2), SimdLevel::Sse2);
+        let amd = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .map(|info| info.lines().any(|l| l.starts_with("vendor_id") && l.trim_end().ends_with("AuthenticAMD")));
+        if let Some(amd) = amd {
+            assert_eq!(prefers_avx512(), amd && cfg!(target_arch = "x86_64"));
+        }
+        let preferred = default_level(cpu_level(), prefers_avx512());
+        assert_eq!(level, asked.map_or(preferred, |a| runnable(a, cpu_level())));
+        assert!(asked.is_some() || level != SimdLevel::Avx512 || amd != Some(false));
+        let early = early_loads_level();
+        assert_eq!(early, if asked.is_some() { level } else { level.min(SimdLevel::Avx2) });
+        assert_eq!(default_level(SimdLevel::Avx512, false), SimdLevel::Avx2);
+        assert_eq!(default_level(SimdLevel::Avx512, true), SimdLevel::Avx512);
+        assert_eq!(default_level(SimdLevel::Avx2, true), SimdLevel::Avx2);
+        assert_eq!(default_level(SimdLevel::Sse2, false), SimdLevel::Sse2);
         #[cfg(target_arch = "x86_64")]
         {
             assert_eq!(runnable(SimdLevel::Scalar, SimdLevel::Avx2), SimdLevel::Sse2);
