@@ -224,7 +224,8 @@ fn chosen_level() -> (SimdLevel, bool) {
     let cpu = cpu_level();
     match std::env::var("SLABTREE_SIMD").ok().as_deref().and_then(SimdLevel::from_name) {
         Some(asked) => (runnable(asked, cpu), true),
-        None => (default_level(cpu, prefers_avx512()), false),
+        // CPUID's vendor is read only where there is an AVX-512 level to choose.
+        None => (default_level(cpu, cpu >= SimdLevel::Avx512 && prefers_avx512()), false),
     }
 }
 
@@ -239,7 +240,8 @@ fn default_level(cpu: SimdLevel, prefers_avx512: bool) -> SimdLevel {
 /// the 8-lane kernels at full speed with twice the registers; not Intel's, where the AVX-512
 /// level ran the ray sets no faster (`docs/performance.md`, "Which CPUs get AVX-512").
 fn prefers_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    // Miri runs no inline assembly, which `__cpuid` is.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         // SAFETY: CPUID leaf 0 exists on every x86-64 CPU. (`__cpuid` is safe to call from
         // Rust 1.94 on; the minimum supported version, 1.89, still asks for the block.)
@@ -248,7 +250,7 @@ fn prefers_avx512() -> bool {
         // "AuthenticAMD", in EBX, EDX, ECX.
         (id.ebx, id.edx, id.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
     {
         false
     }
@@ -332,7 +334,7 @@ mod tests {
             .ok()
             .map(|info| info.lines().any(|l| l.starts_with("vendor_id") && l.trim_end().ends_with("AuthenticAMD")));
         if let Some(amd) = amd {
-            assert_eq!(prefers_avx512(), amd && cfg!(target_arch = "x86_64"));
+            assert_eq!(prefers_avx512(), amd && cfg!(target_arch = "x86_64") && !cfg!(miri));
         }
         let preferred = default_level(cpu_level(), prefers_avx512());
         assert_eq!(level, asked.map_or(preferred, |a| runnable(a, cpu_level())));
