@@ -41,9 +41,19 @@ impl<W: WithLanes> EntryPoint<W> {
     /// The entry point of the level kernels of type `W` run at ([`dispatch`]).
     #[inline]
     pub(crate) fn chosen() -> EntryPoint<W> {
+        // SAFETY: `kernel_level` is never above the CPU's level.
+        unsafe { EntryPoint::at(kernel_level::<W>()) }
+    }
+
+    /// The entry point of `level`.
+    ///
+    /// # Safety
+    /// The CPU has `level`'s instructions.
+    #[inline]
+    unsafe fn at(level: SimdLevel) -> EntryPoint<W> {
         #[cfg(target_arch = "x86_64")]
         {
-            match kernel_level::<W>() {
+            match level {
                 SimdLevel::Avx512 => EntryPoint(super::x86::run_avx512::<W>),
                 SimdLevel::Avx2 => EntryPoint(super::x86::run_avx2::<W>),
                 _ => EntryPoint(run_baseline::<W>),
@@ -51,6 +61,7 @@ impl<W: WithLanes> EntryPoint<W> {
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
+            let _ = level;
             EntryPoint(run_baseline::<W>)
         }
     }
@@ -135,7 +146,7 @@ pub(crate) use at_every_level;
 mod tests {
     use super::{EntryPoint, WithLanes};
     use crate::wide::level::early_loads_level;
-    use crate::wide::{Lanes8, SimdLevel, simd_level};
+    use crate::wide::{Lanes8, simd_level};
 
     /// A kernel that does nothing, a walk with early loads or not.
     struct Kernel<const EARLY: bool>;
@@ -146,30 +157,15 @@ mod tests {
         fn run<L: Lanes8>(self) {}
     }
 
-    /// The entry point of `level` for `Kernel<EARLY>`.
-    fn entry_of<const EARLY: bool>(level: SimdLevel) -> unsafe fn(Kernel<EARLY>) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match level {
-                SimdLevel::Avx512 => super::super::x86::run_avx512::<Kernel<EARLY>>,
-                SimdLevel::Avx2 => super::super::x86::run_avx2::<Kernel<EARLY>>,
-                _ => super::run_baseline::<Kernel<EARLY>>,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = level;
-            super::run_baseline::<Kernel<EARLY>>
-        }
-    }
-
     /// A walk with early loads gets the entry point of the early-load walks' level, any other
     /// kernel that of `simd_level` (the levels themselves are checked in `super::super::level`).
     #[test]
     fn walks_with_early_loads_run_at_their_own_level() {
-        let early = EntryPoint::<Kernel<true>>::chosen().0;
-        assert!(std::ptr::fn_addr_eq(early, entry_of::<true>(early_loads_level())));
-        let other = EntryPoint::<Kernel<false>>::chosen().0;
-        assert!(std::ptr::fn_addr_eq(other, entry_of::<false>(simd_level())));
+        // SAFETY: neither level is above the CPU's; the entry points are compared, not run.
+        let (early, other) = unsafe {
+            (EntryPoint::<Kernel<true>>::at(early_loads_level()), EntryPoint::<Kernel<false>>::at(simd_level()))
+        };
+        assert!(std::ptr::fn_addr_eq(EntryPoint::<Kernel<true>>::chosen().0, early.0));
+        assert!(std::ptr::fn_addr_eq(EntryPoint::<Kernel<false>>::chosen().0, other.0));
     }
 }
