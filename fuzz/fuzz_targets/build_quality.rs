@@ -4,9 +4,13 @@
 //!
 //! The brute force asks each triangle alone, so that no build decides anything in it, in two
 //! ways: *tight*, a BVH of the triangle alone, which a ray reaches only through the triangle's
-//! own box; and *open*, the triangle in one leaf with a segment from -1e9 to 1e9 (never hit),
-//! which every ray reaches. They differ only where the f32 triangle test reports a hit outside
-//! the triangle's box (Möller–Trumbore near a thin triangle's edge): such a triangle is
+//! own box, asked again with the ray ending at that hit; and *open*, the triangle in one leaf
+//! with a segment from -1e9 to 1e9 (never hit), which every ray reaches. They differ only where
+//! the f32 triangle test reports a hit outside the triangle's box (Möller–Trumbore near a thin
+//! triangle's edge, or a triangle with a far corner): either the ray misses the box, or it
+//! enters the box only after that hit, so that a closest-hit walk which has found a hit between
+//! the two prunes the triangle's leaf (as it should: in exact arithmetic such a ray misses the
+//! triangle). Such a triangle is
 //! *undecided*, as a tree may or may not bring the ray to it. A whole mesh's BVH must then give,
 //! for every ray:
 //! - all hits: every triangle the tight test hits, each once, at its own `t`, and besides them
@@ -75,7 +79,11 @@ fn brute_hits(singles: &[Single], ray: &Ray) -> Vec<(Option<(f32, Hit)>, bool)> 
         .iter()
         .enumerate()
         .map(|(i, one)| {
-            let (tight, open) = (alone(&one.tight, i, ray), alone(&one.open, i, ray));
+            // The second ask: a walk that has a hit at this distance or beyond still reaches
+            // the triangle's box (`next_up`: the triangle test compares `t` in its own form).
+            let reached_before =
+                |(raw, _): &(f32, Hit)| alone(&one.tight, i, &ray.with_range(ray.tmin, raw.next_up())).is_some();
+            let (tight, open) = (alone(&one.tight, i, ray).filter(reached_before), alone(&one.open, i, ray));
             let decided = match (tight, open) {
                 (Some(a), Some(b)) => {
                     assert!(a.0 == b.0 && same_hit(&a.1, &b.1), "triangle {i} alone: {a:?} and {b:?}, {ray:?}");
