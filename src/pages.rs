@@ -32,6 +32,9 @@ const HUGE_MIN: usize = HUGE_PAGE;
 pub(crate) struct PagedSlice<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
+    /// The allocation's size: [`PagedSlice::layout`]'s of `len`, or larger for an array made in
+    /// [`Spare`] memory. Its alignment follows from it (see [`PagedSlice::allocated`]).
+    bytes: usize,
 }
 
 // SAFETY: a `PagedSlice` owns its elements like a `Box<[T]>`.
@@ -40,6 +43,18 @@ unsafe impl<T: Copy + Send> Send for PagedSlice<T> {}
 unsafe impl<T: Copy + Sync> Sync for PagedSlice<T> {}
 
 impl<T: Copy> PagedSlice<T> {
+    /// The layout the array was allocated with: an allocation of a huge page or more is
+    /// aligned to one, as [`PagedSlice::layout`] makes it, and a spare one taken is too (only
+    /// those are taken).
+    fn allocated(&self) -> Layout {
+        let align = if self.bytes >= HUGE_MIN && cfg!(target_os = "linux") {
+            HUGE_PAGE.max(align_of::<T>())
+        } else {
+            align_of::<T>()
+        };
+        Layout::from_size_align(self.bytes, align).expect("the layout it was allocated with")
+    }
+
     /// The layout of `len` elements: whole huge pages when large.
     fn layout(len: usize) -> Layout {
         let plain = Layout::array::<T>(len).expect("array size overflows isize");
@@ -57,7 +72,7 @@ impl<T: Copy> PagedSlice<T> {
     pub(crate) fn from_slice(src: &[T]) -> PagedSlice<T> {
         let layout = Self::layout(src.len());
         if layout.size() == 0 {
-            return PagedSlice { ptr: NonNull::dangling(), len: src.len() };
+            return PagedSlice { ptr: NonNull::dangling(), len: src.len(), bytes: 0 };
         }
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc(layout) };
@@ -67,7 +82,7 @@ impl<T: Copy> PagedSlice<T> {
         }
         // SAFETY: `ptr` has room for `src.len()` elements and does not overlap `src`.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), ptr.as_ptr(), src.len()) };
-        PagedSlice { ptr, len: src.len() }
+        PagedSlice { ptr, len: src.len(), bytes: layout.size() }
     }
 }
 
@@ -99,7 +114,7 @@ impl<T: Copy> PagedSlice<T> {
     unsafe fn written(len: usize, src: Option<&[u8]>) -> PagedSlice<T> {
         let layout = Self::layout(len);
         if layout.size() == 0 {
-            return PagedSlice { ptr: NonNull::dangling(), len };
+            return PagedSlice { ptr: NonNull::dangling(), len, bytes: 0 };
         }
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { alloc(layout) };
@@ -110,7 +125,60 @@ impl<T: Copy> PagedSlice<T> {
         // SAFETY: `raw` has room for `len` elements and nothing else holds it yet; `src` holds
         // as many bytes, and the bytes written are a valid `T` by this function's contract.
         unsafe { write_in_pieces(raw, len * size_of::<T>(), src) };
-        PagedSlice { ptr, len }
+        PagedSlice { ptr, len, bytes: layout.size() }
+    }
+
+    /// `len` elements of all-zero bytes in the memory of `spare` when it has room for them (its
+    /// pages already backed: only zeroed again, without the faults and the kernel's zeroing of
+    /// fresh pages), else in a new allocation as [`PagedSlice::zeroed`] makes it. The spare
+    /// memory's pages past the array are handed back to the kernel.
+    ///
+    /// # Safety
+    /// All-zero bytes must be a valid `T` (plain integer and float data).
+    pub(crate) unsafe fn zeroed_in(len: usize, spare: Option<Spare>) -> PagedSlice<T> {
+        let bytes = Self::layout(len).size();
+        // Only memory aligned to a huge page is taken, as `allocated` expects.
+        let Some(spare) = spare.filter(|s| bytes > 0 && s.layout.size() >= bytes && s.layout.align() >= HUGE_PAGE)
+        else {
+            // SAFETY: zero bytes are a valid `T` by this function's contract.
+            return unsafe { Self::zeroed(len) };
+        };
+        // The memory passes to the array, which frees it.
+        let spare = std::mem::ManuallyDrop::new(spare);
+        let (ptr, layout) = (spare.ptr, spare.layout);
+        // Past the array: pages that held the previous contents, not to stay resident while the
+        // array lives.
+        release_pages(ptr.as_ptr(), bytes, layout.size());
+        // SAFETY: the spare allocation holds `layout.size() >= bytes` bytes, and nothing else
+        // holds it; zero bytes are a valid `T`.
+        unsafe { write_in_pieces(ptr.as_ptr(), len * size_of::<T>(), None) };
+        PagedSlice { ptr: ptr.cast(), len, bytes: layout.size() }
+    }
+
+    /// The array's memory, its contents done with, for a later array to take
+    /// ([`PagedSlice::zeroed_in`]).
+    pub(crate) fn into_spare(self) -> Option<Spare> {
+        let this = std::mem::ManuallyDrop::new(self);
+        (this.bytes != 0).then(|| Spare { ptr: this.ptr.cast(), layout: this.allocated() })
+    }
+}
+
+/// The memory of an array whose contents are done with, kept for the next array to reuse: a
+/// mesh build's items and their partition scratch become its BVH's blocks, so that the BVH is
+/// written over pages already backed rather than fresh ones, whose first writes take a fault and
+/// the kernel's zeroing each (`docs/performance.md`, "Scale"). Freed when dropped unused.
+pub(crate) struct Spare {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: a `Spare` owns its memory, which holds no values, like a `Box<[u8]>`.
+unsafe impl Send for Spare {}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout (by a `PagedSlice`).
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
     }
 }
 
@@ -137,10 +205,10 @@ impl<T: Copy> Clone for PagedSlice<T> {
 
 impl<T: Copy> Drop for PagedSlice<T> {
     fn drop(&mut self) {
-        let layout = Self::layout(self.len);
-        if layout.size() != 0 {
-            // SAFETY: allocated in `from_slice` with this same layout.
-            unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
+        if self.bytes != 0 {
+            // SAFETY: allocated with this layout, by this array or the one whose spare memory it
+            // took (see `allocated`).
+            unsafe { dealloc(self.ptr.as_ptr().cast(), self.allocated()) };
         }
     }
 }
@@ -210,6 +278,42 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
 #[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge_pages(_: *mut u8, _: usize) {}
 
+/// Hands the whole pages of `[ptr + from, ptr + to)` back to the kernel (`MADV_DONTNEED`): they
+/// read as zeros afterwards and hold no memory until written again. The range lies in one
+/// allocation of ours, whose bytes there nothing reads until it writes them. A hint like
+/// `advise_huge_pages`: nothing elsewhere, nor under Miri.
+#[cfg(all(target_os = "linux", not(miri)))]
+fn release_pages(ptr: *mut u8, from: usize, to: usize) {
+    use std::ffi::{c_int, c_void};
+    // From <sys/mman.h>, the same on every Linux architecture.
+    const MADV_DONTNEED: c_int = 4;
+    // Whole 64 KB units are whole pages on every Linux target (base pages of 4 to 64 KB).
+    const UNIT: usize = 64 << 10;
+    unsafe extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    let (base, end) = (ptr as usize + from, ptr as usize + to);
+    let (start, end) = (base.next_multiple_of(UNIT), end / UNIT * UNIT);
+    if start < end {
+        // SAFETY: the range lies in one allocation of ours (above), aligned to whole pages;
+        // MADV_DONTNEED on private anonymous memory only drops its pages, which read as zeros.
+        unsafe { madvise(ptr.add(start - ptr as usize).cast(), end - start, MADV_DONTNEED) };
+    }
+}
+
+#[cfg(any(not(target_os = "linux"), miri))]
+fn release_pages(_: *mut u8, _: usize, _: usize) {}
+
+/// Hands the whole pages inside `slice` back to the kernel, a hint (see `release_pages`): its
+/// contents are done with, and its memory is not needed until it is written again (a build's
+/// partition scratch while its parallel segments are copied into place).
+///
+/// # Safety
+/// All-zero bytes must be a valid `T`: the released elements read as zeros.
+pub(crate) unsafe fn release<T: Copy>(slice: &mut [T]) {
+    release_pages(slice.as_mut_ptr().cast(), 0, size_of_val(slice));
+}
+
 /// Hands memory the C library's allocator holds freed back to the kernel (glibc's
 /// `malloc_trim(0)`). A build's parallel segments are a megabyte or two each, below glibc's mmap
 /// threshold once it has risen, and once they are copied into place glibc keeps their pages in
@@ -272,6 +376,39 @@ mod tests {
                 assert_ne!(p[n - 1], q[n - 1]);
             }
             assert_eq!(&q[..], &v[..]);
+        }
+    }
+
+    /// An array made in spare memory reads all zeros whatever the memory held before, takes
+    /// that memory where it has room, and is freed with the memory's own layout (which Miri
+    /// checks).
+    #[test]
+    fn arrays_in_spare_memory_start_zeroed() {
+        let huge = super::HUGE_PAGE / 8; // u64s in a huge page
+        for (old, new) in [
+            (5 * huge + 3, 4 * huge),
+            (5 * huge + 3, 5 * huge + 3),
+            (1000, 900),
+            (1000, 2000),
+            (4 * huge, huge),
+            (0, 10),
+            (10, 0),
+        ] {
+            let v: Vec<u64> = (0..old as u64).map(|i| i | 1).collect();
+            let p = PagedSlice::from_slice(&v);
+            let (at, room) = (p.as_ptr() as usize, p.bytes);
+            // SAFETY: zero bytes are a valid `u64`.
+            let mut q = unsafe { PagedSlice::<u64>::zeroed_in(new, p.into_spare()) };
+            assert_eq!(q.len(), new);
+            assert!(q.iter().all(|&x| x == 0), "{old} -> {new}");
+            // Taken where it has room (the address alone does not show the opposite: freed
+            // first, the spare memory may come back from the allocator). Writing the whole array
+            // below would overrun memory taken without room, which Miri reports.
+            if cfg!(target_os = "linux") && old >= huge && new > 0 && new * 8 <= room {
+                assert_eq!(q.as_ptr() as usize, at, "{old} -> {new}: spare memory with room not taken");
+            }
+            q.iter_mut().enumerate().for_each(|(i, x)| *x = i as u64);
+            assert!(q.iter().enumerate().all(|(i, &x)| x == i as u64));
         }
     }
 

@@ -60,6 +60,27 @@ pub(crate) fn map_range<R: Send>(n: u32, min_len: usize, f: impl Fn(u32) -> R + 
     (0..n).map(f).collect()
 }
 
+/// Sets `out[i]` to `f(i)` for every `i`, in tasks of `min_len` elements (the last may be
+/// shorter), each free to be stolen; a single task runs on the calling thread. As
+/// [`map_range`], into an array the caller has.
+pub(crate) fn fill<R: Send>(out: &mut [R], min_len: usize, f: impl Fn(u32) -> R + Sync + Send) {
+    debug_assert!(u32::try_from(out.len()).is_ok());
+    let fill_chunk = |(c, chunk): (usize, &mut [R])| {
+        for (k, o) in chunk.iter_mut().enumerate() {
+            *o = f((c * min_len + k) as u32);
+        }
+    };
+    if several_tasks(out.len(), min_len) {
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            out.par_chunks_mut(min_len).enumerate().for_each(fill_chunk);
+            return;
+        }
+    }
+    fill_chunk((0, out));
+}
+
 /// The threads a parallel map here would run on: the current rayon pool's (1 without the
 /// feature).
 pub(crate) fn threads() -> usize {

@@ -2,9 +2,12 @@
 //! Debian's libbullet-dev is installed, the Bullet shim of the `broadphase` program (which
 //! otherwise reports Bullet as missing). tinybvh's BVH8_CPU needs AVX2 and FMA at compile time and
 //! has no run-time dispatch, so it is built for this machine (`-march=native`), as its users
-//! build it.
+//! build it. `PEERS_MARCH` names another level, as for valgrind, which runs no AVX-512
+//! (`PEERS_MARCH=x86-64-v3` with `RUSTFLAGS="-C target-cpu=x86-64-v3"`).
 fn main() {
     println!("cargo:rerun-if-changed=src/tinybvh_shim.cpp");
+    println!("cargo:rerun-if-env-changed=PEERS_MARCH");
+    let march = std::env::var("PEERS_MARCH").unwrap_or_else(|_| "native".into());
     println!("cargo:rerun-if-changed=vendor/tinybvh/tiny_bvh.h");
     println!("cargo:rerun-if-changed=src/bullet_shim.cpp");
     println!("cargo::rustc-check-cfg=cfg(has_bullet)");
@@ -13,7 +16,7 @@ fn main() {
         .file("src/tinybvh_shim.cpp")
         .include("vendor/tinybvh")
         .std("c++20")
-        .flag("-march=native")
+        .flag(format!("-march={march}"))
         .opt_level(3)
         .define("NDEBUG", None)
         .warnings(false)

@@ -31,7 +31,7 @@ pub struct Surface {
 /// The structure rays are traced against.
 pub enum Tracer {
     /// One [`MeshBvh`] over every triangle.
-    Flat(MeshBvh),
+    Flat(Box<MeshBvh>),
     /// One instance per object, each over its own [`MeshBvh`].
     Instances {
         /// The scene; an instance's user id is its object's index.
@@ -44,7 +44,7 @@ pub enum Tracer {
 impl Tracer {
     /// A single BVH over the scene's whole mesh.
     pub fn flat(scene: &Scene, options: &BuildOptions) -> Tracer {
-        Tracer::Flat(MeshBvh::build(&scene.mesh, options))
+        Tracer::Flat(Box::new(MeshBvh::build(&scene.mesh, options)))
     }
 
     /// One instance per object (see [`Scene::objects`]): each object's triangles become a mesh of

@@ -41,27 +41,49 @@ impl BinnedSah {
     /// Builds over `items`, which are reordered so that every leaf covers a contiguous range.
     /// Returns no nodes for no items.
     pub fn build(&self, items: &mut [BuildItem]) -> Vec<BuildNode> {
+        // The partitions move items between `items` and this array, level by level (see
+        // `build_into`); it is split along with the items, so parallel subtrees each have
+        // their own part. Copied on rayon's threads when large (megabytes for a large mesh).
+        let mut scratch = if items.len() > self.parallel_threshold {
+            crate::par::map(items, 1 << 14, |it| *it)
+        } else {
+            items.to_vec()
+        };
+        let (mut out, spawned) = self.build_unplaced(items, &mut scratch);
+        // Freed before the segments are copied into place, which holds their nodes twice for
+        // a while: the two are a build's largest arrays.
+        drop(scratch);
+        place(&mut out, spawned);
+        out
+    }
+
+    /// [`BinnedSah::build`] with the partitions' scratch given, as long as `items`, its
+    /// contents ignored and left undefined: a mesh build reuses the memory of both arrays for
+    /// its BVH (`crate::pages::Spare`). Its pages are handed back to the kernel while the
+    /// segments are copied into place, as `build` frees its own scratch.
+    pub(crate) fn build_with_scratch(&self, items: &mut [BuildItem], scratch: &mut [BuildItem]) -> Vec<BuildNode> {
+        let (mut out, spawned) = self.build_unplaced(items, scratch);
+        if !spawned.is_empty() {
+            // SAFETY: an item is plain float data, for which zero bytes are valid.
+            unsafe { crate::pages::release(scratch) };
+        }
+        place(&mut out, spawned);
+        out
+    }
+
+    /// The build over `items` with `scratch` (as long), its parallel subtrees' segments not yet
+    /// placed (`super::segments::place`).
+    fn build_unplaced(&self, items: &mut [BuildItem], scratch: &mut [BuildItem]) -> (Vec<BuildNode>, Vec<Segment>) {
+        debug_assert_eq!(items.len(), scratch.len());
         // At most 2n - 1 nodes (leaves of one item). Reserving the bound only reserves address
         // space; reserving less made the vector grow, and copy itself, near the end.
         let mut out = Vec::with_capacity(2 * items.len());
+        let mut spawned = Vec::new();
         if !items.is_empty() {
             let (bounds, centroids) = self.whole_bounds(items);
-            // The partitions move items between `items` and this array, level by level (see
-            // `build_into`); it is split along with the items, so parallel subtrees each have
-            // their own part. Copied on rayon's threads when large (megabytes for a large mesh).
-            let mut scratch = if items.len() > self.parallel_threshold {
-                crate::par::map(items, 1 << 14, |it| *it)
-            } else {
-                items.to_vec()
-            };
-            let mut spawned = Vec::new();
-            self.build_into(items, &mut scratch, true, 0, 0, bounds.aabb(), centroids, &mut out, &mut spawned);
-            // Freed before the segments are copied into place, which holds their nodes twice for
-            // a while: the two are a build's largest arrays.
-            drop(scratch);
-            place(&mut out, spawned);
+            self.build_into(items, scratch, true, 0, 0, bounds.aabb(), centroids, &mut out, &mut spawned);
         }
-        out
+        (out, spawned)
     }
 
     /// Geometry and centroid bounds of all items, on several threads when they are many.

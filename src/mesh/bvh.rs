@@ -14,6 +14,7 @@ use super::triangle_set::TriangleSet;
 use crate::build::{BinnedSah, BuildItem, SpatialSplits};
 use crate::math::Aabb;
 use crate::mesh::MeshError;
+use crate::pages::PagedSlice;
 use crate::wide::Node8;
 
 /// Which ray–triangle test a mesh uses.
@@ -302,7 +303,11 @@ impl Built {
             longest_axis_only: false,
         };
         let parallel = options.in_parallel(mesh.len());
-        let (items, mut build, bounded) = match options.quality {
+        // Each arm gives the leaves' triangles in order (the items' indices: the items' boxes are
+        // done with, and freed before the collapse allocates its output), and where it can, the
+        // items' memory for the BVH to reuse.
+        let index_order = |items: &[BuildItem]| -> Vec<u32> { items.iter().map(BuildItem::index).collect() };
+        let (prims, spare, mut build, bounded) = match options.quality {
             // The items are made in the curve's order, from the triangles, once sorted.
             BuildQuality::Low => {
                 let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
@@ -310,18 +315,25 @@ impl Built {
                 let n = mesh.len() as u32;
                 let (items, build) =
                     crate::build::build_linear(n, &bounds, centroid, item, 4, options.parallel_threshold);
-                (items, build, start)
+                (index_order(&items), None, build, start)
             }
             BuildQuality::Medium => {
-                let mut items: Vec<BuildItem> = crate::par::map_range(mesh.len() as u32, 4096, item);
+                // The items and the partitions' scratch in one array, whose memory the BVH's
+                // blocks then take (`pages::Spare`): they are written over pages the build has
+                // already faulted in, not fresh ones (`docs/performance.md`, "Scale").
+                let n = mesh.len();
+                // SAFETY: an item is plain float data, for which zero bytes are valid.
+                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed(2 * n) };
+                let (items, scratch) = memory.split_at_mut(n);
+                crate::par::fill(items, 4096, item);
                 let bounded = Instant::now();
-                let build = builder.build(&mut items);
-                (items, build, bounded)
+                let build = builder.build_with_scratch(items, scratch);
+                (index_order(items), memory.into_spare(), build, bounded)
             }
             BuildQuality::High => {
                 let spatial = SpatialSplits { object: builder, alpha: SPATIAL_ALPHA, budget: SPATIAL_BUDGET };
                 let (items, build) = spatial.build(mesh.len() as u32, item, |i| mesh.triangle(i as usize));
-                (items, build, start)
+                (index_order(&items), None, build, start)
             }
         };
         let built = Instant::now();
@@ -332,14 +344,11 @@ impl Built {
         }
         let rotated = Instant::now();
         let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
-        // The items' boxes are done with: freed before the collapse allocates its output.
-        let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
-        drop(items);
         // Only where segments were made (and trimming the heap is worth its walk over it).
         if parallel {
             crate::pages::release_freed_memory();
         }
-        let collapsed = collapse(&build, &prims, &rows, parallel);
+        let collapsed = collapse(&build, &prims, &rows, parallel, spare);
         // Only spatial splits add references.
         let shared = (prims.len() > mesh.len()).then(|| TriangleSet::repeated(mesh.len(), prims.iter().copied()));
         let phases = BuildPhases {

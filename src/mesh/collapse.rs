@@ -12,6 +12,7 @@ use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::{NO_PRIM, TriPack};
 use crate::build::BuildNode;
 use crate::child::ChildRef;
+use crate::pages::Spare;
 
 /// The collapsed tree: nodes and packs in one block array (see `super::layout`), the root at
 /// block 0, each node followed by its leaf packs and then its child nodes' subtrees.
@@ -50,8 +51,15 @@ impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
 /// the binary nodes, and those reads wait on memory: opening twice was a tenth of a Sponza
 /// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
 /// children's wide nodes on rayon's threads, each written into its run of the array: the same
-/// array, block for block.
-pub(crate) fn collapse(build: &[BuildNode], prims: &[u32], tri: &impl TriangleRows, parallel: bool) -> Collapsed {
+/// array, block for block. The array is made in `spare` memory where it has room (see
+/// [`Blocks::zeroed_in`]).
+pub(crate) fn collapse(
+    build: &[BuildNode],
+    prims: &[u32],
+    tri: &impl TriangleRows,
+    parallel: bool,
+    spare: Option<Spare>,
+) -> Collapsed {
     if build.is_empty() {
         return Collapsed { blocks: Blocks::zeroed(0), depth: 0 };
     }
@@ -66,7 +74,7 @@ pub(crate) fn collapse(build: &[BuildNode], prims: &[u32], tri: &impl TriangleRo
     let leaves = leaf_counts(build);
     let mut plan_out = Vec::new();
     let (len, _) = plan(build, &leaves, root, &sizes, levels, &mut plan_out);
-    let mut blocks = Blocks::zeroed(len);
+    let mut blocks = Blocks::zeroed_in(len, spare);
     let mut out = blocks.writer();
     let depth = if parallel {
         emit_parallel(build, prims, tri, &plan_out, out, &sizes, 1, PARALLEL_LEVELS)
@@ -414,6 +422,7 @@ mod tests {
     use crate::build::{BinnedSah, BuildItem};
     use crate::math::Aabb;
     use crate::mesh::TriMesh;
+    use crate::pages::PagedSlice;
 
     /// The parallel collapse places every subtree where the serial one writes it, with its
     /// references moved accordingly: the two arrays are equal word for word.
@@ -426,10 +435,19 @@ mod tests {
             let build = builder.build(&mut items);
             let tri = |i: u32| mesh.triangle(i as usize);
             let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
-            let serial = collapse(&build, &prims, &tri, false);
-            let parallel = collapse(&build, &prims, &tri, true);
+            let serial = collapse(&build, &prims, &tri, false, None);
+            let parallel = collapse(&build, &prims, &tri, true, None);
             assert_eq!(serial.depth, parallel.depth);
             assert!(serial.blocks.word_blocks().eq(parallel.blocks.word_blocks()), "{} triangles", mesh.len());
+            // In spare memory full of other words, larger and smaller than the array: the same
+            // words again, every byte written or zeroed.
+            for words in [serial.blocks.len() * 8 + 1000, serial.blocks.len() * 8, serial.blocks.len() * 4] {
+                for parallel in [false, true] {
+                    let spare = PagedSlice::from_slice(&vec![0xdead_beef_u32; words]).into_spare();
+                    let again = collapse(&build, &prims, &tri, parallel, spare);
+                    assert!(serial.blocks.word_blocks().eq(again.blocks.word_blocks()), "{words} spare words");
+                }
+            }
         }
     }
 }

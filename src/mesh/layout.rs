@@ -26,7 +26,7 @@
 //! run on another thread.
 
 use super::triangle::TriPack;
-use crate::pages::PagedSlice;
+use crate::pages::{PagedSlice, Spare};
 use crate::wide::{ChildRef, Node8, NodeStore};
 
 /// 32 bytes of a node or a pack.
@@ -168,8 +168,14 @@ impl Blocks {
 
     /// An array of `len` blocks, zeroed, for a [`BlockWriter`] to fill.
     pub(crate) fn zeroed(len: usize) -> Blocks {
+        Self::zeroed_in(len, None)
+    }
+
+    /// [`Blocks::zeroed`] in the memory of `spare` where it has room (see
+    /// [`PagedSlice::zeroed_in`]).
+    pub(crate) fn zeroed_in(len: usize, spare: Option<Spare>) -> Blocks {
         // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
-        Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed(len) } }
+        Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed_in(len, spare) } }
     }
 
     /// A writer over all blocks, starting at block 0.
