@@ -27,6 +27,11 @@ const HUGE_PAGE: usize = if cfg!(miri) { 16 << 10 } else { 2 << 20 };
 /// them, off huge pages.)
 const HUGE_MIN: usize = HUGE_PAGE;
 
+/// Whether an array of `bytes` bytes goes on huge pages (aligned to one, and advised).
+fn is_huge(bytes: usize) -> bool {
+    bytes >= HUGE_MIN && cfg!(target_os = "linux")
+}
+
 /// A fixed-length array of `T` in one allocation, aligned to and advised for 2 MB pages when it
 /// is large. Dereferences to a slice.
 pub(crate) struct PagedSlice<T: Copy> {
@@ -47,18 +52,14 @@ impl<T: Copy> PagedSlice<T> {
     /// aligned to one, as [`PagedSlice::layout`] makes it, and a spare one taken is too (only
     /// those are taken).
     fn allocated(&self) -> Layout {
-        let align = if self.bytes >= HUGE_MIN && cfg!(target_os = "linux") {
-            HUGE_PAGE.max(align_of::<T>())
-        } else {
-            align_of::<T>()
-        };
+        let align = if is_huge(self.bytes) { HUGE_PAGE.max(align_of::<T>()) } else { align_of::<T>() };
         Layout::from_size_align(self.bytes, align).expect("the layout it was allocated with")
     }
 
     /// The layout of `len` elements: whole huge pages when large.
     fn layout(len: usize) -> Layout {
         let plain = Layout::array::<T>(len).expect("array size overflows isize");
-        if plain.size() >= HUGE_MIN && cfg!(target_os = "linux") {
+        if is_huge(plain.size()) {
             // See `HUGE_MIN`.
             let up = plain.size().next_multiple_of(HUGE_PAGE);
             let size = if up - plain.size() <= plain.size() / 8 { up } else { plain.size() };
@@ -148,7 +149,8 @@ impl<T: Copy> PagedSlice<T> {
         let (ptr, layout) = (spare.ptr, spare.layout);
         // Past the array: pages that held the previous contents, not to stay resident while the
         // array lives.
-        release_pages(ptr.as_ptr(), bytes, layout.size());
+        // SAFETY: `bytes <= layout.size()`, within the allocation.
+        release_pages(unsafe { ptr.as_ptr().add(bytes) }, layout.size() - bytes);
         // SAFETY: the spare allocation holds `layout.size() >= bytes` bytes, and nothing else
         // holds it; zero bytes are a valid `T`.
         unsafe { write_in_pieces(ptr.as_ptr(), len * size_of::<T>(), None) };
@@ -256,53 +258,53 @@ unsafe impl Send for SharedPtr {}
 // SAFETY: as above.
 unsafe impl Sync for SharedPtr {}
 
+/// The C library's `madvise(2)`, which the standard library already links on Linux; the advice
+/// values are those of <sys/mman.h>, the same on every Linux architecture.
+#[cfg(all(target_os = "linux", not(miri)))]
+mod advice {
+    use std::ffi::{c_int, c_void};
+    pub(super) const MADV_DONTNEED: c_int = 4;
+    pub(super) const MADV_HUGEPAGE: c_int = 14;
+    unsafe extern "C" {
+        pub(super) fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+}
+
 /// Asks the kernel to back `[ptr, ptr + len)` with transparent huge pages. A hint: failure (an
 /// old kernel, THP disabled) changes nothing but speed. Not under Miri, which cannot call C.
 #[cfg(all(target_os = "linux", not(miri)))]
 fn advise_huge_pages(ptr: *mut u8, len: usize) {
-    use std::ffi::{c_int, c_void};
-    // From <sys/mman.h>; the value is the same on every Linux architecture.
-    const MADV_HUGEPAGE: c_int = 14;
-    unsafe extern "C" {
-        // The C library's `madvise(2)`, which the standard library already links on Linux.
-        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
-    }
     // Whole huge pages only: the kernel can back a huge page only where all of it lies in the
     // advised range, so advising a shorter tail would change nothing.
     let whole = len / HUGE_PAGE * HUGE_PAGE;
     // SAFETY: the range is the start of one allocation of ours, aligned to a huge page; madvise
     // only reads the arguments and its result is ignored.
-    unsafe { madvise(ptr.cast(), whole, MADV_HUGEPAGE) };
+    unsafe { advice::madvise(ptr.cast(), whole, advice::MADV_HUGEPAGE) };
 }
 
 #[cfg(any(not(target_os = "linux"), miri))]
 fn advise_huge_pages(_: *mut u8, _: usize) {}
 
-/// Hands the whole pages of `[ptr + from, ptr + to)` back to the kernel (`MADV_DONTNEED`): they
-/// read as zeros afterwards and hold no memory until written again. The range lies in one
-/// allocation of ours, whose bytes there nothing reads until it writes them. A hint like
+/// Hands the whole pages of `[ptr, ptr + len)` back to the kernel (`MADV_DONTNEED`): they read
+/// as zeros afterwards and hold no memory until written again. The range lies in one allocation
+/// of ours, whose bytes there nothing reads until it writes them. A hint like
 /// `advise_huge_pages`: nothing elsewhere, nor under Miri.
 #[cfg(all(target_os = "linux", not(miri)))]
-fn release_pages(ptr: *mut u8, from: usize, to: usize) {
-    use std::ffi::{c_int, c_void};
-    // From <sys/mman.h>, the same on every Linux architecture.
-    const MADV_DONTNEED: c_int = 4;
+fn release_pages(ptr: *mut u8, len: usize) {
     // Whole 64 KB units are whole pages on every Linux target (base pages of 4 to 64 KB).
     const UNIT: usize = 64 << 10;
-    unsafe extern "C" {
-        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
-    }
-    let (base, end) = (ptr as usize + from, ptr as usize + to);
-    let (start, end) = (base.next_multiple_of(UNIT), end / UNIT * UNIT);
-    if start < end {
-        // SAFETY: the range lies in one allocation of ours (above), aligned to whole pages;
-        // MADV_DONTNEED on private anonymous memory only drops its pages, which read as zeros.
-        unsafe { madvise(ptr.add(start - ptr as usize).cast(), end - start, MADV_DONTNEED) };
+    let at = ptr as usize;
+    let skip = at.next_multiple_of(UNIT) - at;
+    let whole = len.saturating_sub(skip) / UNIT * UNIT;
+    if whole > 0 {
+        // SAFETY: `[ptr + skip, ptr + skip + whole)` lies in the range (above), aligned to whole
+        // pages; MADV_DONTNEED on private anonymous memory only drops its pages.
+        unsafe { advice::madvise(ptr.add(skip).cast(), whole, advice::MADV_DONTNEED) };
     }
 }
 
 #[cfg(any(not(target_os = "linux"), miri))]
-fn release_pages(_: *mut u8, _: usize, _: usize) {}
+fn release_pages(_: *mut u8, _: usize) {}
 
 /// Hands the whole pages inside `slice` back to the kernel, a hint (see `release_pages`): its
 /// contents are done with, and its memory is not needed until it is written again (a build's
@@ -311,7 +313,7 @@ fn release_pages(_: *mut u8, _: usize, _: usize) {}
 /// # Safety
 /// All-zero bytes must be a valid `T`: the released elements read as zeros.
 pub(crate) unsafe fn release<T: Copy>(slice: &mut [T]) {
-    release_pages(slice.as_mut_ptr().cast(), 0, size_of_val(slice));
+    release_pages(slice.as_mut_ptr().cast(), size_of_val(slice));
 }
 
 /// Hands memory the C library's allocator holds freed back to the kernel (glibc's

@@ -50,14 +50,19 @@ fn pick(u: &mut Unstructured, ids: &[ProxyId], stale: &[ProxyId]) -> Result<Opti
     if ids.is_empty() { Ok(None) } else { Ok(Some(*u.choose(ids)?)) }
 }
 
-/// Checks the tree against the model: same live ids and data, every stored box contains the
-/// tight box, and `validate()`.
 /// An id as one integer, in the ids' order within one tree (index, then generation): sorting by
 /// it leaves the fuzzer's instrumentation one comparison where the derived order had several.
 fn key(id: ProxyId) -> u64 {
     (id.index() as u64) << 32 | id.generation() as u64
 }
 
+/// A pair of ids as one integer, in the pairs' order (see [`key`]).
+fn pair_key((a, b): (ProxyId, ProxyId)) -> u128 {
+    (key(a) as u128) << 64 | key(b) as u128
+}
+
+/// Checks the tree against the model: same live ids and data, every stored box contains the
+/// tight box, and `validate()`.
 fn check_model(tree: &Dbvt<u32>, model: &BTreeMap<ProxyId, (Aabb, u32)>) {
     tree.validate().expect("validate");
     assert_eq!(tree.len(), model.len());
@@ -221,7 +226,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                         PairControl::Continue
                     })
                     .unwrap();
-                    pairs.sort_unstable_by_key(|&(a, b)| (key(a) as u128) << 64 | key(b) as u128);
+                    pairs.sort_unstable_by_key(|&p| pair_key(p));
                     let fs = fats(&tree, &model);
                     let mut want = Vec::new();
                     for i in 0..fs.len() {
@@ -232,7 +237,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                             }
                         }
                     }
-                    want.sort_unstable_by_key(|&(a, b)| (key(a) as u128) << 64 | key(b) as u128);
+                    want.sort_unstable_by_key(|&p| pair_key(p));
                     assert_eq!(pairs, want);
                 }
             }

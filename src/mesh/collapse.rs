@@ -442,9 +442,9 @@ mod tests {
             // In spare memory full of other words, larger and smaller than the array: the same
             // words again, every byte written or zeroed.
             for words in [serial.blocks.len() * 8 + 1000, serial.blocks.len() * 8, serial.blocks.len() * 4] {
-                for parallel in [false, true] {
+                for on_threads in [false, true] {
                     let spare = PagedSlice::from_slice(&vec![0xdead_beef_u32; words]).into_spare();
-                    let again = collapse(&build, &prims, &tri, parallel, spare);
+                    let again = collapse(&build, &prims, &tri, on_threads, spare);
                     assert!(serial.blocks.word_blocks().eq(again.blocks.word_blocks()), "{words} spare words");
                 }
             }
