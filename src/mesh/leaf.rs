@@ -165,7 +165,7 @@ pub(super) struct TriangleLeaf<const WATERTIGHT: bool, D> {
 impl<const WATERTIGHT: bool, D: Decide> TriangleLeaf<WATERTIGHT, D> {
     #[inline(always)]
     pub(super) fn new(ray: &Ray, decide: D) -> Self {
-        let tr = TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, WATERTIGHT);
+        let tr = TriRay::new(ray, WATERTIGHT);
         TriangleLeaf { tr, decide, stopped: false, end_t: ray.tmax, end_prim: u32::MAX }
     }
 }

@@ -16,7 +16,7 @@ use std::ops::{Mul, Sub};
 use glam::{Vec3, Vec3A};
 use wide::f32x4;
 
-use crate::math::{KeepLanes, max_keep, min_keep};
+use crate::math::{KeepLanes, Ray, max_keep, min_keep};
 use crate::wide::box_margin;
 
 /// Marks an unused lane of a pack.
@@ -377,11 +377,11 @@ pub(crate) struct PackHit {
 impl TriRay {
     /// The shear of the watertight test is only computed when `watertight` is set.
     #[inline(always)]
-    pub(crate) fn new(o: Vec3, d: Vec3, tmin: f32, watertight: bool) -> TriRay {
-        // As `Ray::new` computes them, so that the box test matches the node tests'.
-        let inv = Vec3A::ONE / Vec3A::from(d);
-        let shear = if watertight { Some(Shear::of(d)) } else { None };
-        TriRay::with(o, d, inv, box_margin(o.into(), inv, tmin), tmin, shear)
+    pub(crate) fn new(ray: &Ray, watertight: bool) -> TriRay {
+        // The inverse direction is the ray's own, so that the box test matches the node tests'.
+        let (o, d, inv) = (ray.origin(), ray.dir(), ray.inv_dir());
+        let shear = if watertight { Some(Shear::of(d.into())) } else { None };
+        TriRay::with(o.into(), d.into(), inv, box_margin(o, inv, ray.tmin), ray.tmin, shear)
     }
 
     /// The ray from its parts, as [`TriRay::new`] would compute them: `inv` is `1 / d` as

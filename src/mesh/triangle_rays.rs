@@ -365,7 +365,7 @@ mod tests {
                 };
                 for (l, r) in rays.iter().enumerate() {
                     let watertight = rows == PackRows::Corners;
-                    let tr = TriRay::new(r.origin().into(), r.dir().into(), r.tmin, watertight);
+                    let tr = TriRay::new(r, watertight);
                     let single =
                         if watertight { tr.intersect_watertight(&p, r.tmax) } else { tr.intersect_mt(&p, r.tmax) };
                     let single = single.filter(|_| active & (1 << l) != 0);

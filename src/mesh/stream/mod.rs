@@ -434,7 +434,7 @@ impl MeshBvh {
                 let ray = &rays[idx[r]];
                 let tmax = pk.tmax_of(r);
                 let box_tmax = raised_tmax(tmax);
-                let tr = TriRay::new(ray.origin().into(), ray.dir().into(), ray.tmin, watertight);
+                let tr = TriRay::new(ray, watertight);
                 let mut visitor = Alone::<ANY> {
                     blocks: &self.blocks,
                     tr,
