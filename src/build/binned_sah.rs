@@ -364,7 +364,7 @@ pub(super) fn partition<const AXIS: usize>(
     (l, Bounds4 { lo: glam(left_lo), hi: glam(left_hi) }, Bounds4 { lo: glam(right_lo), hi: glam(right_hi) })
 }
 
-/// [`BinnedSah::choose_split`] as a kernel for [`dispatch`].
+/// [`BinnedSah::choose_split`] as a kernel for [`dispatch()`].
 struct ChooseSplit<'a> {
     sah: &'a BinnedSah,
     items: &'a mut [BuildItem],

@@ -279,7 +279,7 @@ fn bin_of(rel: f32, bins: usize) -> usize {
     (rel as i32).clamp(0, bins as i32 - 1) as usize
 }
 
-/// [`BinnedSah::fill_bins`]'s part on one thread, as a kernel for [`dispatch`].
+/// [`BinnedSah::fill_bins`]'s part on one thread, as a kernel for [`dispatch()`].
 struct FillBins<'a, const B: usize> {
     items: &'a [BuildItem],
     binning: &'a Binning,

@@ -41,7 +41,7 @@ pub(super) struct Proxy {
     /// The fat box's corners, exactly as stored in the parent's slot.
     pub(super) min: glam::Vec3,
     pub(super) max: glam::Vec3,
-    /// Parent node, or [`NULL`] when the proxy is the root or free. For a free proxy: next free.
+    /// Parent node, or [`NULL`](super::node::NULL) when the proxy is the root or free. For a free proxy: next free.
     pub(super) parent: u32,
     /// Slot in the parent.
     pub(super) slot: u8,

@@ -224,7 +224,7 @@ impl MeshBvh {
     }
 }
 
-/// [`MeshBvh::interleave`]'s walks, as a kernel for [`dispatch`].
+/// [`MeshBvh::interleave`]'s walks, as a kernel for [`dispatch()`].
 struct Interleave<'a, const ANY: bool, const WATERTIGHT: bool, F> {
     bvh: &'a MeshBvh,
     rays: &'a [Ray],

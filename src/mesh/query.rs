@@ -526,7 +526,7 @@ pub(crate) fn enters_node<L: Lanes8>(node: &crate::wide::Node8, ray: &Ray) -> bo
 }
 
 /// The nearest (or, with `ANY`, first) hit of one ray by one triangle test, as a kernel for
-/// [`dispatch`].
+/// [`dispatch()`].
 pub(super) struct TraceNearest<'a, const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> {
     pub(super) bvh: &'a MeshBvh,
     pub(super) ray: &'a Ray,
@@ -545,7 +545,7 @@ impl<const ANY: bool, const WATERTIGHT: bool, const EARLY: bool> WithLanes
     }
 }
 
-/// One ray's walk with a caller's decision at each hit, as a kernel for [`dispatch`].
+/// One ray's walk with a caller's decision at each hit, as a kernel for [`dispatch()`].
 struct TraceDeciding<'a, const ANY: bool, const EARLY: bool, D> {
     bvh: &'a MeshBvh,
     ray: &'a Ray,
@@ -574,7 +574,7 @@ impl<const ANY: bool, const EARLY: bool, D: Decide> WithLanes for TraceDeciding<
     }
 }
 
-/// The closest hit of one ray, finished and written to `slot`, as a kernel for [`dispatch`]
+/// The closest hit of one ray, finished and written to `slot`, as a kernel for [`dispatch()`]
 /// (`MeshBvh::intersect_valid_into`).
 struct TraceInto<'a, const WATERTIGHT: bool, const EARLY: bool> {
     bvh: &'a MeshBvh,
@@ -596,7 +596,7 @@ impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATE
 }
 
 /// A swept box's walk (the box cast of [`MeshBvh::cast_box`] and the shape casts), as a kernel
-/// for [`dispatch`].
+/// for [`dispatch()`].
 struct SweepWalk<'a, L> {
     bvh: &'a MeshBvh,
     ray: &'a Ray,

@@ -87,7 +87,7 @@ pub(crate) struct GroupRays<L> {
     pub(crate) inv: [L; 3],
     /// Whether each direction component is negative (the packet's rays share their signs).
     pub(crate) negative: [bool; 3],
-    /// Each ray's [`box_margin`].
+    /// Each ray's [`crate::wide::box_margin`].
     pub(crate) box_margin: L,
     pub(crate) tmin: L,
     pub(crate) tmax: L,

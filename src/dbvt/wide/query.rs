@@ -14,7 +14,7 @@ use crate::math::QueryStats;
 use crate::math::{Frustum, Ray, ray_aabb2};
 use crate::wide::{ChildRef, Lanes8, LeafVisitor, Node8, Ray8, WithLanes, closest_first, dispatch};
 
-/// [`Dbvt::visit_ray_wide`]'s walk, as a kernel for [`dispatch`]: it runs at the SIMD level
+/// [`Dbvt::visit_ray_wide`]'s walk, as a kernel for [`dispatch()`]: it runs at the SIMD level
 /// [`crate::simd_level`] chose. Returns the nodes and leaves visited.
 struct RayCastWide<'a, V> {
     nodes: &'a [Node8],

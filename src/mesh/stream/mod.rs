@@ -19,7 +19,7 @@
 //!
 //! * **Single rays where the packet has parted** (Benthin, Wald, Woop, Ernst and Mark 2012,
 //!   "Combining Single and Packet-Ray Tracing for Arbitrary Ray Distributions on the Intel MIC
-//!   Architecture"): a child node entered by at most [`ALONE`] of the packet's rays is walked by
+//!   Architecture"): a child node entered by at most `ALONE` (`trace.rs`) of the packet's rays is walked by
 //!   each of them alone, with the single ray's own loop from that node, which costs fewer
 //!   instructions than the packet's walk once few rays remain (`docs/performance.md`).
 //!
@@ -290,7 +290,7 @@ impl MeshBvh {
 }
 
 /// The rays of a window that enter none of the root's children ([`enters_node`]), at the SIMD
-/// level [`crate::simd_level`] chose, as a kernel for [`dispatch`]: `settled[k]` is set for each
+/// level [`crate::simd_level`] chose, as a kernel for [`dispatch()`]: `settled[k]` is set for each
 /// such ray `k` of a coherent run (`coherent[k / RUN]`).
 struct SettleAtRoot<'a> {
     root: &'a crate::wide::Node8,

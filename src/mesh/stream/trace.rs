@@ -318,7 +318,7 @@ impl<L: Lanes8, const ANY: bool, const FUSED: bool> PacketVisitor<L> for &mut Pa
 }
 
 /// One packet's walk (`MeshBvh::trace_packet`), loaded and traced at the SIMD level
-/// [`crate::simd_level`] chose, as a kernel for [`dispatch`]: the fused node test where the level
+/// [`crate::simd_level`] chose, as a kernel for [`crate::wide::dispatch()`]: the fused node test where the level
 /// has a fused multiply-add, as the single rays at that level take it.
 pub(super) struct TracePacket<'a, const ANY: bool> {
     pub(super) bvh: &'a MeshBvh,
