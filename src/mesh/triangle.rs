@@ -375,7 +375,8 @@ pub(crate) struct PackHit {
 }
 
 impl TriRay {
-    /// The shear of the watertight test is only computed when `watertight` is set.
+    /// `ray`'s data for the tests; the shear of the watertight test is only computed when
+    /// `watertight` is set.
     #[inline(always)]
     pub(crate) fn new(ray: &Ray, watertight: bool) -> TriRay {
         // The inverse direction is the ray's own, so that the box test matches the node tests'.

@@ -7,18 +7,28 @@ use crate::io::{LoadError, LoadErrorKind, parse_f32, parse_f64, parse_i64, token
 
 /// What the body parsers fill.
 pub(super) struct Output {
-    pub(super) positions: Vec<Vec3>,
-    pub(super) triangles: Vec<[u32; 3]>,
+    positions: Vec<Vec3>,
+    triangles: Vec<[u32; 3]>,
     /// Declared vertex count, against which face indices are checked.
-    pub(super) vertex_count: usize,
+    vertex_count: usize,
     /// Scratch: the current face's indices.
-    pub(super) face: Vec<u32>,
+    face: Vec<u32>,
     /// Scratch: the current vertex's coordinates.
-    pub(super) coord: [f32; 3],
+    coord: [f32; 3],
 }
 
 impl Output {
-    pub(super) fn reserve(&mut self, element: &Element, max_records: usize) {
+    /// Nothing read yet, for a body declaring `vertex_count` vertices.
+    pub(super) fn new(vertex_count: usize) -> Output {
+        Output { positions: Vec::new(), triangles: Vec::new(), vertex_count, face: Vec::new(), coord: [0.0; 3] }
+    }
+
+    /// The positions and triangles read.
+    pub(super) fn into_parts(self) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+        (self.positions, self.triangles)
+    }
+
+    fn reserve(&mut self, element: &Element, max_records: usize) {
         let n = element.count.min(max_records);
         match element.name.as_str() {
             "vertex" => self.positions.reserve(n),
@@ -27,7 +37,7 @@ impl Output {
     }
 
     /// Checks and stores one face index.
-    pub(super) fn push_index(&mut self, index: i64) -> Result<(), LoadErrorKind> {
+    fn push_index(&mut self, index: i64) -> Result<(), LoadErrorKind> {
         match u32::try_from(index) {
             Ok(i) if (i as usize) < self.vertex_count => {
                 self.face.push(i);
@@ -37,12 +47,7 @@ impl Output {
         }
     }
 
-    pub(super) fn set_coord(
-        &mut self,
-        axis: usize,
-        value: f32,
-        text: impl FnOnce() -> String,
-    ) -> Result<(), LoadErrorKind> {
+    fn set_coord(&mut self, axis: usize, value: f32, text: impl FnOnce() -> String) -> Result<(), LoadErrorKind> {
         if !value.is_finite() {
             return Err(LoadErrorKind::NonFiniteCoordinate { value: text() });
         }
@@ -52,11 +57,11 @@ impl Output {
         Ok(())
     }
 
-    pub(super) fn end_vertex(&mut self) {
+    fn end_vertex(&mut self) {
         self.positions.push(Vec3::from_array(self.coord));
     }
 
-    pub(super) fn end_face(&mut self) {
+    fn end_face(&mut self) {
         if let Some((&first, rest)) = self.face.split_first() {
             self.triangles.extend(rest.windows(2).map(|w| [first, w[0], w[1]]));
         }

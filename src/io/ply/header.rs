@@ -2,6 +2,7 @@
 
 use crate::io::{LoadError, LoadErrorKind, parse_f64, parse_i64, token_text};
 
+/// The body's encoding, from the header's `format` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Format {
     Ascii,
@@ -9,6 +10,7 @@ pub(super) enum Format {
     BinaryBe,
 }
 
+/// A property's scalar type (`char` to `double`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Scalar {
     I8,
@@ -60,12 +62,14 @@ pub(super) enum Role {
     Indices,
 }
 
+/// A property's type: one scalar, or a list with its length's type and its items' type.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum PropType {
     Scalar(Scalar),
     List { len: Scalar, item: Scalar },
 }
 
+/// One declared property of an element.
 #[derive(Debug)]
 pub(super) struct Property {
     pub(super) name: String,
@@ -73,6 +77,7 @@ pub(super) struct Property {
     pub(super) role: Role,
 }
 
+/// One declared element: its name, record count and properties.
 #[derive(Debug)]
 pub(super) struct Element {
     pub(super) name: String,
@@ -95,6 +100,7 @@ impl Element {
     }
 }
 
+/// The parsed header: the format, the elements in order, and where the body starts.
 #[derive(Debug)]
 pub(super) struct Header {
     pub(super) format: Format,

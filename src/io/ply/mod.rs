@@ -39,14 +39,14 @@ pub fn parse_ply(bytes: &[u8], name: &str) -> Result<TriMesh, LoadError> {
     let body = bytes.get(header.body_start..).unwrap_or_default();
     let vertex_count = header.vertex_count();
 
-    let mut out =
-        Output { positions: Vec::new(), triangles: Vec::new(), vertex_count, face: Vec::new(), coord: [0.0; 3] };
+    let mut out = Output::new(vertex_count);
     match header.format {
         Format::Ascii => parse_ascii_body(body, header.body_line, &header.elements, name, &mut out)?,
         Format::BinaryLe => parse_binary_body(body, false, &header.elements, name, &mut out)?,
         Format::BinaryBe => parse_binary_body(body, true, &header.elements, name, &mut out)?,
     }
-    finish(name, out.positions, out.triangles)
+    let (positions, triangles) = out.into_parts();
+    finish(name, positions, triangles)
 }
 
 #[cfg(test)]

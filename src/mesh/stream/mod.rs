@@ -19,9 +19,9 @@
 //!
 //! * **Single rays where the packet has parted** (Benthin, Wald, Woop, Ernst and Mark 2012,
 //!   "Combining Single and Packet-Ray Tracing for Arbitrary Ray Distributions on the Intel MIC
-//!   Architecture"): a child node entered by at most `ALONE` (`trace.rs`) of the packet's rays is walked by
-//!   each of them alone, with the single ray's own loop from that node, which costs fewer
-//!   instructions than the packet's walk once few rays remain (`docs/performance.md`).
+//!   Architecture"): a child node entered by at most `ALONE` (`trace.rs`) of the packet's rays
+//!   is walked by each of them alone, with the single ray's own loop from that node, which costs
+//!   fewer instructions than the packet's walk once few rays remain (`docs/performance.md`).
 //!
 //! Before any of that, the stream is regrouped ([`regroup`]): incoherent runs go to the single
 //! ray at once, rays that miss the root are settled, and the rest become tiles of rays. Where the

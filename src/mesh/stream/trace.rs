@@ -1,7 +1,7 @@
 //! A packet's trace through the mesh BVH ([`MeshBvh::trace_packet`]): the packet walk with its
 //! leaves' triangle tests, eight rays across the lanes or one ray at a time, the subtrees its
 //! rays walk alone, and the record of each ray's hit and ties. Why its answers equal the single
-//! ray's is set out in the module above.
+//! ray's is set out in the parent module, `mesh::stream`.
 
 use crate::math::Ray;
 use crate::mesh::bvh::{MeshBvh, STACK};
@@ -21,8 +21,9 @@ const ALONE: u32 = 8;
 
 /// Records ray `r`'s hit `h` on triangle `prim`, where the ray's `tmax` was `tmax` and the
 /// triangle test's range was raised to [`triangle_tmax`]`(tmax)`. A hit beyond `tmax` is no hit.
-/// Any hit within it ends the ray. A closest hit within it clips the ray; either is a tie, and the ray is traced again singly, when it lies within the band of
-/// [`lowered_tmax`] and [`raised_tmax`] around `tmax`. Returns whether the ray was clipped.
+/// Any hit within it ends the ray. A closest hit within it clips the ray; either is a tie, and
+/// the ray is traced again singly, when it lies within the band of [`lowered_tmax`] and
+/// [`raised_tmax`] around `tmax`. Returns whether the ray was clipped.
 ///
 /// Why a band, and not `t == tmax`: the single ray refuses a triangle at `t <= tmax` when the
 /// triangle test's scaled check (`t_num <= |det|·tmax`, rounded) fails, which it can for `t`
