@@ -9,8 +9,6 @@
 //! must be a typed error that changes nothing.
 #![no_main]
 
-use std::collections::BTreeMap;
-
 use glam::Vec3A;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -68,24 +66,78 @@ fn minus(a: &[u128], b: &[u128]) -> Vec<u128> {
         .collect()
 }
 
+/// The model: each live object's id, last box, kind and filter in the slot of its id's index
+/// (live objects' indices are distinct: a slot is reused only after its object is removed), and
+/// the live slots' indices in a dense list for picking one. Plain vectors indexed by slot, not
+/// trees: the instrumentation's comparison hooks made a tree's searches most of an execution.
+#[derive(Default)]
+struct Model {
+    slots: Vec<Option<(ObjectId, Aabb, BodyKind, Filter)>>,
+    live: Vec<u32>,
+    /// Each live slot's place in `live`.
+    place: Vec<u32>,
+    /// The generations issued at each index, to catch an id issued twice.
+    issued: Vec<Vec<u32>>,
+}
+
+impl Model {
+    fn add(&mut self, id: ObjectId, b: Aabb, k: BodyKind) {
+        let i = id.index() as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+            self.place.resize(i + 1, 0);
+            self.issued.resize(i + 1, Vec::new());
+        }
+        assert!(self.slots[i].is_none(), "the index of a live object was issued again");
+        assert!(!self.issued[i].contains(&id.generation()), "an id was issued twice");
+        self.issued[i].push(id.generation());
+        self.slots[i] = Some((id, b, k, Filter::default()));
+        self.place[i] = self.live.len() as u32;
+        self.live.push(i as u32);
+    }
+
+    fn remove(&mut self, id: ObjectId) {
+        let i = id.index() as usize;
+        self.slots[i] = None;
+        let at = self.place[i] as usize;
+        self.live.swap_remove(at);
+        if let Some(&moved) = self.live.get(at) {
+            self.place[moved as usize] = at as u32;
+        }
+    }
+
+    fn get_mut(&mut self, id: ObjectId) -> &mut (ObjectId, Aabb, BodyKind, Filter) {
+        self.slots[id.index() as usize].as_mut().filter(|s| s.0 == id).expect("a live object")
+    }
+
+    /// A live object chosen by the input, or `None` when there is none.
+    fn pick(&self, u: &mut Unstructured) -> Result<Option<ObjectId>> {
+        if self.live.is_empty() {
+            return Ok(None);
+        }
+        let k = u.int_in_range(0..=self.live.len() - 1)?;
+        Ok(self.slots[self.live[k] as usize].map(|s| s.0))
+    }
+
+    /// Live objects in index order, which is their ids' order.
+    fn objects(&self) -> impl Iterator<Item = &(ObjectId, Aabb, BodyKind, Filter)> {
+        self.slots.iter().flatten()
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let Ok(kinematic_pairs) = u.arbitrary::<bool>() else { return };
     let config = BroadPhaseConfig { kinematic_pairs, parallel_threshold: 1, ..Default::default() };
     let mut bp: BroadPhase<u32> = BroadPhase::with_config(config);
-    // Each live object's last box, kind and filter.
-    let mut live: BTreeMap<ObjectId, (Aabb, BodyKind, Filter)> = BTreeMap::new();
-    // The tracked pairs as sorted keys: the model's sets are sorted vectors of integers (trees
-    // of pairs took most of an execution under the fuzzer's instrumentation).
+    let mut model = Model::default();
+    // The tracked pairs as sorted keys (a removed object's pairs keep its old id, which may share
+    // its index with a new object).
     let mut tracked: Vec<u128> = Vec::new();
-    let mut gone: Vec<ObjectId> = Vec::new();
-    let pick = |u: &mut Unstructured, live: &BTreeMap<ObjectId, _>| -> Result<Option<ObjectId>> {
-        if live.is_empty() {
-            return Ok(None);
-        }
-        let k = u.int_in_range(0..=live.len() - 1)?;
-        Ok(live.keys().nth(k).copied())
-    };
+    // Which pairs of slots the brute force wants, and which the broad phase reported, as a
+    // matrix by index: the reported pairs come in no particular order.
+    let mut wanted: Vec<bool> = Vec::new();
+    let mut reported: Vec<bool> = Vec::new();
     for step in 0..200u32 {
         let Ok(op) = u.int_in_range(0u8..=7) else { break };
         match op {
@@ -93,90 +145,103 @@ fuzz_target!(|data: &[u8]| {
                 let Ok(b) = aabb(&mut u) else { break };
                 let Ok(k) = kind(&mut u) else { break };
                 match bp.add(b, k, step) {
-                    Ok(id) => {
-                        assert!(!live.contains_key(&id) && !gone.contains(&id), "an id was issued twice");
-                        live.insert(id, (b, k, Filter::default()));
-                    }
+                    Ok(id) => model.add(id, b, k),
                     Err(_) => assert!(b.validate().is_err(), "a valid box was refused"),
                 }
             }
             2 => {
-                let Ok(Some(id)) = pick(&mut u, &live) else { continue };
+                let Ok(Some(id)) = model.pick(&mut u) else { continue };
                 bp.remove(id).unwrap();
-                live.remove(&id);
-                gone.push(id);
+                model.remove(id);
                 assert!(bp.remove(id).is_err() && bp.get(id).is_err());
             }
             3 => {
-                let Ok(Some(id)) = pick(&mut u, &live) else { continue };
+                let Ok(Some(id)) = model.pick(&mut u) else { continue };
                 let (Ok(b), Ok(d)) = (aabb(&mut u), v(&mut u)) else { break };
                 let before = bp.fat_aabb(id).unwrap();
                 match bp.move_object(id, b, d) {
-                    Ok(_) => live.get_mut(&id).unwrap().0 = b,
+                    Ok(_) => model.get_mut(id).1 = b,
                     Err(_) => assert_eq!(bp.fat_aabb(id).unwrap(), before, "a refused move changed the box"),
                 }
             }
             4 => {
                 let mut batch = Vec::new();
                 for _ in 0..u.int_in_range(1u8..=5).unwrap_or(1) {
-                    let Ok(Some(id)) = pick(&mut u, &live) else { break };
+                    let Ok(Some(id)) = model.pick(&mut u) else { break };
                     let (Ok(b), Ok(d)) = (aabb(&mut u), v(&mut u)) else { break };
                     batch.push((id, b, d));
                 }
-                let before: Vec<Aabb> = live.keys().map(|&id| bp.fat_aabb(id).unwrap()).collect();
+                let before: Vec<Aabb> = model.objects().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
                 match bp.move_objects(&batch) {
                     Ok(_) => {
                         for (id, b, _) in &batch {
-                            live.get_mut(id).unwrap().0 = *b;
+                            model.get_mut(*id).1 = *b;
                         }
                     }
                     Err(_) => {
-                        let after: Vec<Aabb> = live.keys().map(|&id| bp.fat_aabb(id).unwrap()).collect();
+                        let after: Vec<Aabb> = model.objects().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
                         assert_eq!(before, after, "a refused batch changed a box");
                     }
                 }
             }
             5 => {
-                let Ok(Some(id)) = pick(&mut u, &live) else { continue };
+                let Ok(Some(id)) = model.pick(&mut u) else { continue };
                 let (Ok(c), Ok(m)) = (u.int_in_range(0u32..=3), u.int_in_range(0u32..=3)) else { break };
                 let filter = Filter { category: c, mask: m };
                 bp.set_filter(id, filter).unwrap();
-                live.get_mut(&id).unwrap().2 = filter;
+                model.get_mut(id).3 = filter;
             }
             6 => {
-                let Ok(Some(id)) = pick(&mut u, &live) else { continue };
+                let Ok(Some(id)) = model.pick(&mut u) else { continue };
                 let Ok(k) = kind(&mut u) else { break };
                 bp.set_kind(id, k).unwrap();
-                live.get_mut(&id).unwrap().1 = k;
+                model.get_mut(id).2 = k;
             }
             _ => {
                 let events = bp.update_pairs().clone();
                 let all: Vec<(ObjectId, (BodyKind, Filter), Aabb)> =
-                    live.iter().map(|(&id, &(_, k, fl))| (id, (k, fl), bp.fat_aabb(id).unwrap())).collect();
+                    model.objects().map(|&(id, _, k, fl)| (id, (k, fl), bp.fat_aabb(id).unwrap())).collect();
+                let n = model.slots.len();
+                wanted.clear();
+                wanted.resize(n * n, false);
+                // Generated in the objects' order, so already sorted.
                 let mut want = Vec::new();
                 for (i, (a, ka, fa)) in all.iter().enumerate() {
                     for (b, kb, fb) in &all[i + 1..] {
                         // The boxes first: most pairs are apart, and the rule's comparisons are
                         // what the fuzzer's instrumentation makes costly.
                         if fa.overlaps(fb) && allowed(*ka, *kb, kinematic_pairs) {
-                            want.push(key(if a.index() < b.index() { (*a, *b) } else { (*b, *a) }));
+                            want.push(key((*a, *b)));
+                            wanted[a.index() as usize * n + b.index() as usize] = true;
                         }
                     }
                 }
-                want.sort_unstable();
                 let keys = |pairs: &[(ObjectId, ObjectId)]| pairs.iter().copied().map(key).collect::<Vec<_>>();
                 assert_eq!(keys(events.began()), minus(&want, &tracked));
                 assert_eq!(keys(events.ended()), minus(&tracked, &want));
-                // Sorted, not collected into a set: a pair tracked twice fails here.
-                let mut pairs: Vec<_> = bp.pairs().map(key).collect();
-                pairs.sort_unstable();
-                assert_eq!(pairs, want);
+                // Each reported pair is one the brute force wants, between the live ids, once.
+                reported.clear();
+                reported.resize(n * n, false);
+                let mut count = 0;
+                for (a, b) in bp.pairs() {
+                    let live =
+                        |o: ObjectId| model.slots.get(o.index() as usize).is_some_and(|s| s.is_some_and(|s| s.0 == o));
+                    assert!(
+                        live(a) && live(b) && a.index() < b.index(),
+                        "pair {a:?} {b:?}: not two live objects, the smaller index first"
+                    );
+                    let at = a.index() as usize * n + b.index() as usize;
+                    assert!(wanted[at] && !reported[at], "pair {a:?} {b:?} not overlapping or tracked twice");
+                    reported[at] = true;
+                    count += 1;
+                }
+                assert_eq!(count, want.len(), "a pair is not tracked");
                 tracked = want;
             }
         }
-        assert_eq!(bp.len(), live.len());
-        for (&id, (b, _, _)) in &live {
-            assert!(bp.fat_aabb(id).unwrap().contains(b), "a stored box lost its object's box");
+        assert_eq!(bp.len(), model.live.len());
+        for (id, b, _, _) in model.objects() {
+            assert!(bp.fat_aabb(*id).unwrap().contains(b), "a stored box lost its object's box");
         }
     }
 });
