@@ -7,8 +7,6 @@
 //! denormals, 1e38): bad input must be a typed error that leaves the tree unchanged.
 #![no_main]
 
-use std::collections::BTreeMap;
-
 use glam::Vec3A;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -43,13 +41,6 @@ fn valid(b: &Aabb) -> bool {
     b.validate().is_ok()
 }
 
-fn pick(u: &mut Unstructured, ids: &[ProxyId], stale: &[ProxyId]) -> Result<Option<ProxyId>> {
-    if !stale.is_empty() && u.ratio(1u8, 8)? {
-        return Ok(Some(*u.choose(stale)?));
-    }
-    if ids.is_empty() { Ok(None) } else { Ok(Some(*u.choose(ids)?)) }
-}
-
 /// An id as one integer, in the ids' order within one tree (index, then generation): sorting by
 /// it leaves the fuzzer's instrumentation one comparison where the derived order had several.
 fn key(id: ProxyId) -> u64 {
@@ -61,29 +52,107 @@ fn pair_key((a, b): (ProxyId, ProxyId)) -> u128 {
     (key(a) as u128) << 64 | key(b) as u128
 }
 
+/// The model: each live proxy's id, tight box and data in the slot of its id's index (live
+/// proxies' indices are distinct: a slot is reused only after its proxy is removed), and the
+/// live slots' indices in a dense list for picking one. Plain vectors indexed by slot, not a
+/// tree: the instrumentation's comparison hooks made a tree's searches a large part of an
+/// execution.
+#[derive(Default)]
+struct Model {
+    slots: Vec<Option<(ProxyId, Aabb, u32)>>,
+    live: Vec<u32>,
+    /// Each live slot's place in `live`.
+    place: Vec<u32>,
+}
+
+impl Model {
+    fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The live proxy with this id, if any.
+    fn get_mut(&mut self, id: ProxyId) -> Option<&mut (ProxyId, Aabb, u32)> {
+        self.slots.get_mut(id.index() as usize)?.as_mut().filter(|s| s.0 == id)
+    }
+
+    fn insert(&mut self, id: ProxyId, b: Aabb, d: u32) {
+        let i = id.index() as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+            self.place.resize(i + 1, 0);
+        }
+        assert!(self.slots[i].is_none(), "the index of a live proxy was issued again");
+        self.slots[i] = Some((id, b, d));
+        self.place[i] = self.live.len() as u32;
+        self.live.push(i as u32);
+    }
+
+    /// Removes a live proxy and returns its data.
+    fn remove(&mut self, id: ProxyId) -> Option<u32> {
+        let d = self.get_mut(id)?.2;
+        let i = id.index() as usize;
+        self.slots[i] = None;
+        let at = self.place[i] as usize;
+        self.live.swap_remove(at);
+        if let Some(&moved) = self.live.get(at) {
+            self.place[moved as usize] = at as u32;
+        }
+        Some(d)
+    }
+
+    /// A live proxy chosen by the input, or now and then a stale id; `None` when there is none.
+    fn pick(&self, u: &mut Unstructured, stale: &[ProxyId]) -> Result<Option<ProxyId>> {
+        if !stale.is_empty() && u.ratio(1u8, 8)? {
+            return Ok(Some(*u.choose(stale)?));
+        }
+        if self.live.is_empty() {
+            return Ok(None);
+        }
+        let k = u.int_in_range(0..=self.live.len() - 1)?;
+        Ok(self.slots[self.live[k] as usize].map(|s| s.0))
+    }
+
+    /// Live proxies in index order, which is their ids' order.
+    fn proxies(&self) -> impl Iterator<Item = &(ProxyId, Aabb, u32)> {
+        self.slots.iter().flatten()
+    }
+}
+
 /// Checks the tree against the model: same live ids and data, every stored box contains the
 /// tight box, and `validate()`.
-fn check_model(tree: &Dbvt<u32>, model: &BTreeMap<ProxyId, (Aabb, u32)>) {
+fn check_model(tree: &Dbvt<u32>, model: &Model, seen: &mut Vec<bool>) {
     tree.validate().expect("validate");
     assert_eq!(tree.len(), model.len());
-    let live: Vec<(ProxyId, u32)> = tree.iter().map(|(id, d)| (id, *d)).collect();
-    let want: Vec<(ProxyId, u32)> = model.iter().map(|(id, (_, d))| (*id, *d)).collect();
-    let mut live_sorted = live.clone();
-    live_sorted.sort_unstable_by_key(|&(id, _)| key(id));
-    assert_eq!(live_sorted, want, "live proxies differ from the model");
-    for (id, (tight, _)) in model {
+    // Each proxy the tree lists is one of the model's, with its data, listed once; with as
+    // many listed as the model holds, the two sets are equal.
+    seen.clear();
+    seen.resize(model.slots.len(), false);
+    let mut listed = 0;
+    for (id, d) in tree.iter() {
+        listed += 1;
+        let i = id.index() as usize;
+        assert!(
+            model.slots.get(i).is_some_and(|s| s.is_some_and(|s| s.0 == id && s.2 == *d)) && !seen[i],
+            "the tree lists {id:?} with {d}, which the model lacks or the tree listed before"
+        );
+        seen[i] = true;
+    }
+    assert_eq!(listed, model.len(), "the tree lists fewer proxies than it holds");
+    for (id, tight, _) in model.proxies() {
         let fat = tree.fat_aabb(*id).unwrap();
         assert!(fat.contains(tight), "fat box {fat:?} does not contain tight {tight:?}");
     }
 }
 
-fn fats(tree: &Dbvt<u32>, model: &BTreeMap<ProxyId, (Aabb, u32)>) -> Vec<(ProxyId, Aabb)> {
-    model.keys().map(|id| (*id, tree.fat_aabb(*id).unwrap())).collect()
+/// Each live proxy's stored box, in the ids' order.
+fn fats(tree: &Dbvt<u32>, model: &Model) -> Vec<(ProxyId, Aabb)> {
+    model.proxies().map(|&(id, _, _)| (id, tree.fat_aabb(id).unwrap())).collect()
 }
 
 fn run(u: &mut Unstructured) -> Result<()> {
     let mut tree: Dbvt<u32> = Dbvt::new();
-    let mut model: BTreeMap<ProxyId, (Aabb, u32)> = BTreeMap::new();
+    let mut model = Model::default();
+    let mut seen = Vec::new();
     let mut stale: Vec<ProxyId> = Vec::new();
     let mut ws = QueryWorkspace::new();
     let mut next = 0u32;
@@ -100,43 +169,42 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 assert!(all_valid, "build accepted a bad box");
                 tree = t;
                 for (id, (b, d)) in ids.iter().zip(items) {
-                    model.insert(*id, (b, d));
+                    model.insert(*id, b, d);
                 }
             }
             Err(_) => assert!(!all_valid, "build refused good boxes"),
         }
-        check_model(&tree, &model);
+        check_model(&tree, &model, &mut seen);
     }
     for _ in 0..u.int_in_range(0u16..=300)? {
         if u.is_empty() {
             break;
         }
-        let ids: Vec<ProxyId> = model.keys().copied().collect();
         match u.int_in_range(0u8..=10)? {
             0..=2 => {
                 let b = aabb(u)?;
                 match tree.insert(b, next) {
                     Ok(id) => {
                         assert!(valid(&b));
-                        assert!(model.insert(id, (b, next)).is_none(), "id issued twice");
+                        model.insert(id, b, next);
                     }
                     Err(e) => assert!(!valid(&b), "insert refused a good box: {e}"),
                 }
                 next += 1;
             }
             3 => {
-                if let Some(id) = pick(u, &ids, &stale)? {
+                if let Some(id) = model.pick(u, &stale)? {
                     match tree.remove(id) {
                         Ok(d) => {
-                            assert_eq!(model.remove(&id).unwrap().1, d);
+                            assert_eq!(model.remove(id), Some(d));
                             stale.push(id);
                         }
-                        Err(e) => assert!(matches!(e, DbvtError::StaleProxy(_)) && !model.contains_key(&id)),
+                        Err(e) => assert!(matches!(e, DbvtError::StaleProxy(_)) && model.get_mut(id).is_none()),
                     }
                 }
             }
             4 | 5 => {
-                if let Some(id) = pick(u, &ids, &stale)? {
+                if let Some(id) = model.pick(u, &stale)? {
                     let b = aabb(u)?;
                     let d = v(u)?;
                     let enlarge = u.arbitrary::<bool>()?;
@@ -144,14 +212,14 @@ fn run(u: &mut Unstructured) -> Result<()> {
                     // An error: a stale id, a bad box or displacement, or a fat box that overflowed.
                     if r.is_ok() {
                         assert!(valid(&b) && d.is_finite());
-                        model.get_mut(&id).unwrap().0 = b;
+                        model.get_mut(id).unwrap().1 = b;
                     }
                 }
             }
             6 => {
                 let mut moves = Vec::new();
                 for _ in 0..u.int_in_range(0u8..=8)? {
-                    if let Some(id) = pick(u, &ids, &stale)? {
+                    if let Some(id) = model.pick(u, &stale)? {
                         moves.push((id, aabb(u)?, v(u)?));
                     }
                 }
@@ -159,7 +227,7 @@ fn run(u: &mut Unstructured) -> Result<()> {
                 match tree.update_proxies(&moves) {
                     Ok(_) => {
                         for (id, b, _) in &moves {
-                            model.get_mut(id).unwrap().0 = *b;
+                            model.get_mut(*id).unwrap().1 = *b;
                         }
                     }
                     Err(_) => assert_eq!(fats(&tree, &model), before, "a failed batch changed the tree"),
@@ -227,22 +295,21 @@ fn run(u: &mut Unstructured) -> Result<()> {
                     })
                     .unwrap();
                     pairs.sort_unstable_by_key(|&p| pair_key(p));
+                    // In the ids' order, so the pairs come out sorted.
                     let fs = fats(&tree, &model);
                     let mut want = Vec::new();
                     for i in 0..fs.len() {
                         for j in i + 1..fs.len() {
                             if fs[i].1.overlaps(&fs[j].1) {
-                                let (a, b) = (fs[i].0, fs[j].0);
-                                want.push(if a < b { (a, b) } else { (b, a) });
+                                want.push((fs[i].0, fs[j].0));
                             }
                         }
                     }
-                    want.sort_unstable_by_key(|&p| pair_key(p));
                     assert_eq!(pairs, want);
                 }
             }
         }
-        check_model(&tree, &model);
+        check_model(&tree, &model, &mut seen);
     }
     for id in &stale {
         assert!(tree.get(*id).is_err(), "stale id answered");
