@@ -7,7 +7,7 @@
 #   benches/peers/mesh.sh /path/to/scenes bunny  # only some of bunny, dragon, sponza
 #
 # Environment: MESH_LIBS=embree (slabtree and Embree only), MESH_PASSES (interleaved timed rounds,
-# default 7), MESH_BUDGET_S, MESH_FTZ, MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree.rs.
+# default 7), MESH_BUDGET_S, MESH_FTZ, MESH_EMBREE_VERBOSE; see the top of src/mesh_vs_embree/main.rs.
 # MESH_BUILD_ROUNDS (default 7; 0 skips it) sets the rounds of the 1- and 2-thread build table that
 # follows the main run. MESH_IR=0 skips the closing instructions-per-ray table
 # (benches/peers/mesh_ir.sh, callgrind).

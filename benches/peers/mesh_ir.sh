@@ -6,7 +6,7 @@
 #   benches/peers/mesh_ir.sh dragon primary shadow    # one scene, some kinds
 #
 # Each library runs alone through the peer program's profile mode (MESH_PROFILE, see the top of
-# src/mesh_vs_embree.rs) once with 1 pass and once with 3 passes over the ray file; the
+# src/mesh_vs_embree/main.rs) once with 1 pass and once with 3 passes over the ray file; the
 # difference over twice the ray count is the instructions of one traced ray, without the load and
 # build. The binary is built with target-cpu=x86-64-v3 (AVX2, FMA) in its own target directory,
 # since valgrind rejects some instructions of a target-cpu=native build. Needs valgrind and
