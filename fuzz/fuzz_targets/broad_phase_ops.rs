@@ -9,9 +9,13 @@
 //! must be a typed error that changes nothing.
 #![no_main]
 
+#[path = "common/live_slots.rs"]
+mod live_slots;
+
 use glam::Vec3A;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use live_slots::LiveSlots;
 use slabtree::Aabb;
 use slabtree::broad_phase::{BodyKind, BroadPhase, BroadPhaseConfig, Filter, ObjectId};
 
@@ -66,62 +70,39 @@ fn minus(a: &[u128], b: &[u128]) -> Vec<u128> {
         .collect()
 }
 
-/// The model: each live object's id, last box, kind and filter in the slot of its id's index
-/// (live objects' indices are distinct: a slot is reused only after its object is removed), and
-/// the live slots' indices in a dense list for picking one. Plain vectors indexed by slot, not
-/// trees: the instrumentation's comparison hooks made a tree's searches most of an execution.
-#[derive(Default)]
+/// Each live object's id, last box, kind and filter.
+type Object = (ObjectId, Aabb, BodyKind, Filter);
+
+/// The model: the live objects in the slots of their ids' indices, and the generations issued
+/// at each index, to catch an id issued twice.
 struct Model {
-    slots: Vec<Option<(ObjectId, Aabb, BodyKind, Filter)>>,
-    live: Vec<u32>,
-    /// Each live slot's place in `live`.
-    place: Vec<u32>,
-    /// The generations issued at each index, to catch an id issued twice.
+    objects: LiveSlots<Object>,
     issued: Vec<Vec<u32>>,
 }
 
 impl Model {
     fn add(&mut self, id: ObjectId, b: Aabb, k: BodyKind) {
         let i = id.index() as usize;
-        if self.slots.len() <= i {
-            self.slots.resize(i + 1, None);
-            self.place.resize(i + 1, 0);
+        if self.issued.len() <= i {
             self.issued.resize(i + 1, Vec::new());
         }
-        assert!(self.slots[i].is_none(), "the index of a live object was issued again");
         assert!(!self.issued[i].contains(&id.generation()), "an id was issued twice");
         self.issued[i].push(id.generation());
-        self.slots[i] = Some((id, b, k, Filter::default()));
-        self.place[i] = self.live.len() as u32;
-        self.live.push(i as u32);
+        self.objects.insert(id.index(), (id, b, k, Filter::default()));
     }
 
-    fn remove(&mut self, id: ObjectId) {
-        let i = id.index() as usize;
-        self.slots[i] = None;
-        let at = self.place[i] as usize;
-        self.live.swap_remove(at);
-        if let Some(&moved) = self.live.get(at) {
-            self.place[moved as usize] = at as u32;
-        }
+    fn get_mut(&mut self, id: ObjectId) -> &mut Object {
+        self.objects.get_mut(id.index()).filter(|o| o.0 == id).expect("a live object")
     }
 
-    fn get_mut(&mut self, id: ObjectId) -> &mut (ObjectId, Aabb, BodyKind, Filter) {
-        self.slots[id.index() as usize].as_mut().filter(|s| s.0 == id).expect("a live object")
-    }
-
-    /// A live object chosen by the input, or `None` when there is none.
+    /// A live object's id chosen by the input, or `None` when there is none.
     fn pick(&self, u: &mut Unstructured) -> Result<Option<ObjectId>> {
-        if self.live.is_empty() {
-            return Ok(None);
-        }
-        let k = u.int_in_range(0..=self.live.len() - 1)?;
-        Ok(self.slots[self.live[k] as usize].map(|s| s.0))
+        Ok(self.objects.pick(u)?.map(|o| o.0))
     }
 
-    /// Live objects in index order, which is their ids' order.
-    fn objects(&self) -> impl Iterator<Item = &(ObjectId, Aabb, BodyKind, Filter)> {
-        self.slots.iter().flatten()
+    /// Whether `id` is a live object's id.
+    fn is_live(&self, id: ObjectId) -> bool {
+        self.objects.get(id.index()).is_some_and(|o| o.0 == id)
     }
 }
 
@@ -130,7 +111,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(kinematic_pairs) = u.arbitrary::<bool>() else { return };
     let config = BroadPhaseConfig { kinematic_pairs, parallel_threshold: 1, ..Default::default() };
     let mut bp: BroadPhase<u32> = BroadPhase::with_config(config);
-    let mut model = Model::default();
+    let mut model = Model { objects: LiveSlots::new(), issued: Vec::new() };
     // The tracked pairs as sorted keys (a removed object's pairs keep its old id, which may share
     // its index with a new object).
     let mut tracked: Vec<u128> = Vec::new();
@@ -152,7 +133,7 @@ fuzz_target!(|data: &[u8]| {
             2 => {
                 let Ok(Some(id)) = model.pick(&mut u) else { continue };
                 bp.remove(id).unwrap();
-                model.remove(id);
+                model.objects.remove(id.index());
                 assert!(bp.remove(id).is_err() && bp.get(id).is_err());
             }
             3 => {
@@ -171,7 +152,7 @@ fuzz_target!(|data: &[u8]| {
                     let (Ok(b), Ok(d)) = (aabb(&mut u), v(&mut u)) else { break };
                     batch.push((id, b, d));
                 }
-                let before: Vec<Aabb> = model.objects().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
+                let before: Vec<Aabb> = model.objects.iter().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
                 match bp.move_objects(&batch) {
                     Ok(_) => {
                         for (id, b, _) in &batch {
@@ -179,7 +160,7 @@ fuzz_target!(|data: &[u8]| {
                         }
                     }
                     Err(_) => {
-                        let after: Vec<Aabb> = model.objects().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
+                        let after: Vec<Aabb> = model.objects.iter().map(|o| bp.fat_aabb(o.0).unwrap()).collect();
                         assert_eq!(before, after, "a refused batch changed a box");
                     }
                 }
@@ -200,8 +181,8 @@ fuzz_target!(|data: &[u8]| {
             _ => {
                 let events = bp.update_pairs().clone();
                 let all: Vec<(ObjectId, (BodyKind, Filter), Aabb)> =
-                    model.objects().map(|&(id, _, k, fl)| (id, (k, fl), bp.fat_aabb(id).unwrap())).collect();
-                let n = model.slots.len();
+                    model.objects.iter().map(|&(id, _, k, fl)| (id, (k, fl), bp.fat_aabb(id).unwrap())).collect();
+                let n = model.objects.slot_count();
                 wanted.clear();
                 wanted.resize(n * n, false);
                 // Generated in the objects' order, so already sorted.
@@ -224,10 +205,8 @@ fuzz_target!(|data: &[u8]| {
                 reported.resize(n * n, false);
                 let mut count = 0;
                 for (a, b) in bp.pairs() {
-                    let live =
-                        |o: ObjectId| model.slots.get(o.index() as usize).is_some_and(|s| s.is_some_and(|s| s.0 == o));
                     assert!(
-                        live(a) && live(b) && a.index() < b.index(),
+                        model.is_live(a) && model.is_live(b) && a.index() < b.index(),
                         "pair {a:?} {b:?}: not two live objects, the smaller index first"
                     );
                     let at = a.index() as usize * n + b.index() as usize;
@@ -239,8 +218,8 @@ fuzz_target!(|data: &[u8]| {
                 tracked = want;
             }
         }
-        assert_eq!(bp.len(), model.live.len());
-        for (id, b, _, _) in model.objects() {
+        assert_eq!(bp.len(), model.objects.len());
+        for (id, b, _, _) in model.objects.iter() {
             assert!(bp.fat_aabb(*id).unwrap().contains(b), "a stored box lost its object's box");
         }
     }

@@ -7,9 +7,13 @@
 //! denormals, 1e38): bad input must be a typed error that leaves the tree unchanged.
 #![no_main]
 
+#[path = "common/live_slots.rs"]
+mod live_slots;
+
 use glam::Vec3A;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use live_slots::LiveSlots;
 use slabtree::{Aabb, Dbvt, DbvtError, LeafControl, PairControl, ProxyId, QueryWorkspace, Ray, RayControl, ray_aabb2};
 
 fn f(u: &mut Unstructured) -> Result<f32> {
@@ -52,52 +56,30 @@ fn pair_key((a, b): (ProxyId, ProxyId)) -> u128 {
     (key(a) as u128) << 64 | key(b) as u128
 }
 
-/// The model: each live proxy's id, tight box and data in the slot of its id's index (live
-/// proxies' indices are distinct: a slot is reused only after its proxy is removed), and the
-/// live slots' indices in a dense list for picking one. Plain vectors indexed by slot, not a
-/// tree: the instrumentation's comparison hooks made a tree's searches a large part of an
-/// execution.
-#[derive(Default)]
-struct Model {
-    slots: Vec<Option<(ProxyId, Aabb, u32)>>,
-    live: Vec<u32>,
-    /// Each live slot's place in `live`.
-    place: Vec<u32>,
-}
+/// Each live proxy's id, tight box and data.
+type Proxy = (ProxyId, Aabb, u32);
+
+/// The model: the live proxies in the slots of their ids' indices.
+struct Model(LiveSlots<Proxy>);
 
 impl Model {
     fn len(&self) -> usize {
-        self.live.len()
+        self.0.len()
     }
 
     /// The live proxy with this id, if any.
-    fn get_mut(&mut self, id: ProxyId) -> Option<&mut (ProxyId, Aabb, u32)> {
-        self.slots.get_mut(id.index() as usize)?.as_mut().filter(|s| s.0 == id)
+    fn get_mut(&mut self, id: ProxyId) -> Option<&mut Proxy> {
+        self.0.get_mut(id.index()).filter(|p| p.0 == id)
     }
 
     fn insert(&mut self, id: ProxyId, b: Aabb, d: u32) {
-        let i = id.index() as usize;
-        if self.slots.len() <= i {
-            self.slots.resize(i + 1, None);
-            self.place.resize(i + 1, 0);
-        }
-        assert!(self.slots[i].is_none(), "the index of a live proxy was issued again");
-        self.slots[i] = Some((id, b, d));
-        self.place[i] = self.live.len() as u32;
-        self.live.push(i as u32);
+        self.0.insert(id.index(), (id, b, d));
     }
 
     /// Removes a live proxy and returns its data.
     fn remove(&mut self, id: ProxyId) -> Option<u32> {
-        let d = self.get_mut(id)?.2;
-        let i = id.index() as usize;
-        self.slots[i] = None;
-        let at = self.place[i] as usize;
-        self.live.swap_remove(at);
-        if let Some(&moved) = self.live.get(at) {
-            self.place[moved as usize] = at as u32;
-        }
-        Some(d)
+        self.get_mut(id)?;
+        self.0.remove(id.index()).map(|p| p.2)
     }
 
     /// A live proxy chosen by the input, or now and then a stale id; `None` when there is none.
@@ -105,16 +87,12 @@ impl Model {
         if !stale.is_empty() && u.ratio(1u8, 8)? {
             return Ok(Some(*u.choose(stale)?));
         }
-        if self.live.is_empty() {
-            return Ok(None);
-        }
-        let k = u.int_in_range(0..=self.live.len() - 1)?;
-        Ok(self.slots[self.live[k] as usize].map(|s| s.0))
+        Ok(self.0.pick(u)?.map(|p| p.0))
     }
 
     /// Live proxies in index order, which is their ids' order.
-    fn proxies(&self) -> impl Iterator<Item = &(ProxyId, Aabb, u32)> {
-        self.slots.iter().flatten()
+    fn proxies(&self) -> impl Iterator<Item = &Proxy> {
+        self.0.iter()
     }
 }
 
@@ -126,13 +104,13 @@ fn check_model(tree: &Dbvt<u32>, model: &Model, seen: &mut Vec<bool>) {
     // Each proxy the tree lists is one of the model's, with its data, listed once; with as
     // many listed as the model holds, the two sets are equal.
     seen.clear();
-    seen.resize(model.slots.len(), false);
+    seen.resize(model.0.slot_count(), false);
     let mut listed = 0;
     for (id, d) in tree.iter() {
         listed += 1;
         let i = id.index() as usize;
         assert!(
-            model.slots.get(i).is_some_and(|s| s.is_some_and(|s| s.0 == id && s.2 == *d)) && !seen[i],
+            model.0.get(i as u32).is_some_and(|p| p.0 == id && p.2 == *d) && !seen[i],
             "the tree lists {id:?} with {d}, which the model lacks or the tree listed before"
         );
         seen[i] = true;
@@ -151,7 +129,7 @@ fn fats(tree: &Dbvt<u32>, model: &Model) -> Vec<(ProxyId, Aabb)> {
 
 fn run(u: &mut Unstructured) -> Result<()> {
     let mut tree: Dbvt<u32> = Dbvt::new();
-    let mut model = Model::default();
+    let mut model = Model(LiveSlots::new());
     let mut seen = Vec::new();
     let mut stale: Vec<ProxyId> = Vec::new();
     let mut ws = QueryWorkspace::new();
