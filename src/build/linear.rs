@@ -13,37 +13,39 @@ use super::segments::{PENDING, Segment, place};
 use super::split::{BuildNode, bounds_of};
 use crate::math::Aabb;
 
-/// Builds the tree over the items `item(0) .. item(n - 1)`, whose centroids `centroid(i)` lie
-/// in `bounds`: returns the items along the curve, so that every leaf covers
-/// `items[first .. first + count]`, and the nodes, as
+/// Builds the tree over the items `item(0) .. item(n - 1)`, with `n` the length of `items`,
+/// whose centroids `centroid(i)` lie in `bounds`: writes the items along the curve into `items`,
+/// so that every leaf covers `items[first .. first + count]`, and returns the nodes, as
 /// [`BinnedSah::build`](super::BinnedSah::build) returns them: node 0 the root, each node before
 /// its children. A range of at most `max_leaf` items is a leaf. Subtrees over more than
 /// `parallel_threshold` items are built on rayon's threads; the tree is the same on any number
 /// of threads (the order is by code, then by index, and the cuts depend on the codes alone).
-/// Each item is made once, in the curve's order, so that no array of items is sorted.
+/// Each item is made once, in the curve's order, so that no array of items is sorted; the
+/// caller's array is memory the BVH can reuse (`crate::pages::Spare`).
 pub fn build_linear(
-    n: u32,
+    items: &mut [BuildItem],
     bounds: &Aabb,
     centroid: impl Fn(u32) -> Vec3A + Sync + Send,
     item: impl Fn(u32) -> BuildItem + Sync + Send,
     max_leaf: usize,
     parallel_threshold: usize,
-) -> (Vec<BuildItem>, Vec<BuildNode>) {
+) -> Vec<BuildNode> {
+    let n = u32::try_from(items.len()).expect("at most 2^32 items");
     let grid = MortonGrid::new(bounds);
     // Each item's key: the top 32 bits of its code (about 11 per axis, 2048 cells along the
     // longest), and its index below them, so one u64 sorts by code, then by index.
     let mut keys = crate::par::map_range(n, 1 << 14, |i| grid.code(centroid(i)) >> 31 << 32 | u64::from(i));
     radix_sort(&mut keys);
-    let items = crate::par::map(&keys, 1 << 14, |&k| item(index(k)));
+    crate::par::fill(items, 1 << 14, |k| item(index(keys[k as usize])));
     // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
     // builder's), where a vector that grew would copy itself.
     let mut out = Vec::with_capacity(2 * items.len());
     if !items.is_empty() {
         let mut spawned = Vec::new();
-        emit(&keys, &items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
+        emit(&keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
         place(&mut out, spawned);
     }
-    (items, out)
+    out
 }
 
 /// A key's code: its upper half.
@@ -203,8 +205,8 @@ mod tests {
     fn build(input: &[BuildItem], max_leaf: usize, threshold: usize) -> (Vec<BuildItem>, Vec<BuildNode>, MortonGrid) {
         let bounds = input.iter().fold(Aabb::EMPTY, |b, i| b.grow(i.bounds().center()));
         let centroid = |i: u32| input[i as usize].bounds().center();
-        let (items, nodes) =
-            build_linear(input.len() as u32, &bounds, centroid, |i| input[i as usize], max_leaf, threshold);
+        let mut items = vec![BuildItem::new(Aabb::EMPTY, 0); input.len()];
+        let nodes = build_linear(&mut items, &bounds, centroid, |i| input[i as usize], max_leaf, threshold);
         (items, nodes, MortonGrid::new(&bounds))
     }
 
