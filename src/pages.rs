@@ -316,6 +316,23 @@ pub(crate) unsafe fn release<T: Copy>(slice: &mut [T]) {
     release_pages(slice.as_mut_ptr().cast(), size_of_val(slice));
 }
 
+/// The memory of `elements` as 64-bit words: scratch for integers in memory a build already
+/// holds, such as a linear build's sort keys in the half of its items' array that the BVH's
+/// blocks take later (`pages::Spare`), where fresh vectors would take a fault and the kernel's
+/// zeroing for each of their pages.
+///
+/// # Safety
+/// Any bytes must be a valid `T` (plain integer and float data): the elements hold whatever words
+/// are written.
+pub(crate) unsafe fn as_words<T: Copy>(elements: &mut [T]) -> &mut [u64] {
+    const { assert!(size_of::<T>().is_multiple_of(8) && align_of::<T>() >= align_of::<u64>()) };
+    let words = elements.len() * (size_of::<T>() / 8);
+    // SAFETY: the elements span exactly `words` words, aligned for `u64` (asserted above); the
+    // borrow of `elements` is exclusive and lasts as long as the words'; any bytes are a valid
+    // `T` by this function's contract, and every byte is a valid `u64`.
+    unsafe { std::slice::from_raw_parts_mut(elements.as_mut_ptr().cast::<u64>(), words) }
+}
+
 /// Hands memory the C library's allocator holds freed back to the kernel (glibc's
 /// `malloc_trim(0)`). A build's parallel segments are a megabyte or two each, below glibc's mmap
 /// threshold once it has risen, and once they are copied into place glibc keeps their pages in
@@ -339,6 +356,24 @@ pub(crate) fn release_freed_memory() {}
 #[cfg(test)]
 mod tests {
     use super::PagedSlice;
+
+    /// The words are the elements' memory: written as words, read back as elements, bit for bit.
+    #[test]
+    fn words_view_the_elements_memory() {
+        /// Four floats on a 16-byte boundary, as a build item is.
+        #[derive(Clone, Copy)]
+        #[repr(C, align(16))]
+        struct Corner([f32; 4]);
+        let mut corners = [Corner([0.0; 4]); 3];
+        // SAFETY: any bytes are valid `f32`s.
+        let words = unsafe { super::as_words(&mut corners) };
+        assert_eq!(words.len(), 6);
+        for (k, w) in words.iter_mut().enumerate() {
+            *w = ((2 * k as u64 + 1) << 32) | (2 * k as u64);
+        }
+        let bits: Vec<u32> = corners.iter().flat_map(|c| c.0).map(f32::to_bits).collect();
+        assert_eq!(bits, (0..12).collect::<Vec<u32>>());
+    }
 
     /// Arrays of a huge page or more start on a huge page and are rounded up to whole ones only
     /// where that wastes at most an eighth; smaller arrays keep their plain layout.

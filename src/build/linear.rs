@@ -20,29 +20,31 @@ use crate::math::Aabb;
 /// its children. A range of at most `max_leaf` items is a leaf. Subtrees over more than
 /// `parallel_threshold` items are built on rayon's threads; the tree is the same on any number
 /// of threads (the order is by code, then by index, and the cuts depend on the codes alone).
-/// Each item is made once, in the curve's order, so that no array of items is sorted; the
-/// caller's array is memory the BVH can reuse (`crate::pages::Spare`).
+/// Each item is made once, in the curve's order, so that no array of items is sorted. The sort
+/// keys go in `scratch`, of at least twice as many words as items: with `items`, memory the
+/// caller can hand to the BVH afterwards (`crate::pages::Spare`).
 pub fn build_linear(
     items: &mut [BuildItem],
+    scratch: &mut [u64],
     bounds: &Aabb,
     centroid: impl Fn(u32) -> Vec3A + Sync + Send,
     item: impl Fn(u32) -> BuildItem + Sync + Send,
     max_leaf: usize,
     parallel_threshold: usize,
 ) -> Vec<BuildNode> {
-    let n = u32::try_from(items.len()).expect("at most 2^32 items");
     let grid = MortonGrid::new(bounds);
     // Each item's key: the top 32 bits of its code (about 11 per axis, 2048 cells along the
     // longest), and its index below them, so one u64 sorts by code, then by index.
-    let mut keys = crate::par::map_range(n, 1 << 14, |i| grid.code(centroid(i)) >> 31 << 32 | u64::from(i));
-    radix_sort(&mut keys);
+    let (keys, other) = scratch[..2 * items.len()].split_at_mut(items.len());
+    crate::par::fill(keys, 1 << 14, |i| grid.code(centroid(i)) >> 31 << 32 | u64::from(i));
+    let keys = radix_sort(keys, other);
     crate::par::fill(items, 1 << 14, |k| item(index(keys[k as usize])));
     // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
     // builder's), where a vector that grew would copy itself.
     let mut out = Vec::with_capacity(2 * items.len());
     if !items.is_empty() {
         let mut spawned = Vec::new();
-        emit(&keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
+        emit(keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
         place(&mut out, spawned);
     }
     out
@@ -61,17 +63,17 @@ fn index(key: u64) -> u32 {
 }
 
 /// Sorts `keys` by code (their upper halves; the indices below them are already in order, and
-/// the sort keeps the order of equal codes): a least-significant-digit radix sort, a byte per
-/// pass, with the passes over bytes that every code shares skipped. Linear in the keys, where
-/// a comparison sort of the full keys took longer on a large mesh.
-fn radix_sort(keys: &mut Vec<u64>) {
+/// the sort keeps the order of equal codes) and returns them sorted, in `keys` or in `other` (of
+/// the same length), which the passes take in turn: a least-significant-digit radix sort, a
+/// byte per pass, with the passes over bytes that every code shares skipped. Linear in the
+/// keys, where a comparison sort of the full keys took longer on a large mesh.
+fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64]) -> &'a mut [u64] {
     let mut counts = [[0usize; 256]; 4];
     for key in keys.iter() {
         for (d, count) in counts.iter_mut().enumerate() {
             count[(code(key) >> (8 * d)) as usize & 0xff] += 1;
         }
     }
-    let mut other = vec![0u64; keys.len()];
     for (d, count) in counts.iter().enumerate() {
         if count.contains(&keys.len()) {
             continue; // every code has the same byte here
@@ -87,8 +89,9 @@ fn radix_sort(keys: &mut Vec<u64>) {
             other[at[b]] = key;
             at[b] += 1;
         }
-        std::mem::swap(keys, &mut other);
+        std::mem::swap(&mut keys, &mut other);
     }
+    keys
 }
 
 /// Appends the subtree over `keys` (with `items` alongside; `first` is their offset in the
@@ -206,7 +209,9 @@ mod tests {
         let bounds = input.iter().fold(Aabb::EMPTY, |b, i| b.grow(i.bounds().center()));
         let centroid = |i: u32| input[i as usize].bounds().center();
         let mut items = vec![BuildItem::new(Aabb::EMPTY, 0); input.len()];
-        let nodes = build_linear(&mut items, &bounds, centroid, |i| input[i as usize], max_leaf, threshold);
+        let mut scratch = vec![0; 2 * input.len()];
+        let nodes =
+            build_linear(&mut items, &mut scratch, &bounds, centroid, |i| input[i as usize], max_leaf, threshold);
         (items, nodes, MortonGrid::new(&bounds))
     }
 
@@ -258,8 +263,8 @@ mod tests {
             let mut keys: Vec<u64> = (0..n).map(|i| (rng.next() & 0xff0f_00f3_0000_0000) | i as u64).collect();
             let mut want = keys.clone();
             want.sort();
-            radix_sort(&mut keys);
-            assert_eq!(keys, want, "n={n}");
+            let mut other = vec![0; n];
+            assert_eq!(radix_sort(&mut keys, &mut other), want, "n={n}");
         }
     }
 

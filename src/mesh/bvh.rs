@@ -309,16 +309,19 @@ impl Built {
         let index_order = |items: &[BuildItem]| -> Vec<u32> { items.iter().map(BuildItem::index).collect() };
         let (prims, spare, mut build, bounded) = match options.quality {
             // The items are made in the curve's order, from the triangles, once sorted, into
-            // memory the BVH's blocks then take, as Medium's (twice the items, which the blocks
-            // need; the half past them is first written by the collapse).
+            // memory the BVH's blocks then take, as Medium's: twice the items, which the blocks
+            // need, the half past them holding the sort's keys meanwhile.
             BuildQuality::Low => {
                 let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
                 let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
                 let n = mesh.len();
                 // SAFETY: an item is plain float data, for which zero bytes are valid.
                 let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed(2 * n) };
-                let items = &mut memory[..n];
-                let build = crate::build::build_linear(items, &bounds, centroid, item, 4, options.parallel_threshold);
+                let (items, rest) = memory.split_at_mut(n);
+                // SAFETY: as above, any bytes are valid.
+                let scratch = unsafe { crate::pages::as_words(rest) };
+                let threshold = options.parallel_threshold;
+                let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, 4, threshold);
                 (index_order(items), memory.into_spare(), build, start)
             }
             BuildQuality::Medium => {
