@@ -277,8 +277,8 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
     // Whole huge pages only: the kernel can back a huge page only where all of it lies in the
     // advised range, so advising a shorter tail would change nothing.
     let whole = len / HUGE_PAGE * HUGE_PAGE;
-    // SAFETY: the range is the start of one allocation of ours, aligned to a huge page; madvise
-    // only reads the arguments and its result is ignored.
+    // SAFETY: the range lies in one allocation of ours and starts on a huge page; madvise only
+    // reads the arguments and its result is ignored.
     unsafe { advice::madvise(ptr.cast(), whole, advice::MADV_HUGEPAGE) };
 }
 
@@ -305,6 +305,24 @@ fn release_pages(ptr: *mut u8, len: usize) {
 
 #[cfg(any(not(target_os = "linux"), miri))]
 fn release_pages(_: *mut u8, _: usize) {}
+
+/// Advises the whole huge pages inside the spare capacity of `v` for transparent huge pages
+/// before anything is written there: a build's node array is reserved at its bound (twice the
+/// items) and filled front to back, and on 4 KB pages each of its pages took a fault of its own,
+/// a dozen thousand per million triangles (`docs/performance.md`, "Mesh BVH builds"). A hint, as
+/// `advise_huge_pages`: nothing elsewhere, nor under Miri, nor for a capacity under two huge
+/// pages.
+pub(crate) fn advise_huge_capacity<T>(v: &mut Vec<T>) {
+    let spare = v.spare_capacity_mut();
+    let (start, bytes) = (spare.as_mut_ptr() as usize, size_of_val(spare));
+    if !is_huge(bytes / 2) {
+        return;
+    }
+    let skip = start.next_multiple_of(HUGE_PAGE) - start;
+    // SAFETY: `skip < HUGE_PAGE <= bytes / 2`, so the pointer stays within the spare capacity.
+    let at = unsafe { spare.as_mut_ptr().cast::<u8>().add(skip) };
+    advise_huge_pages(at, bytes - skip);
+}
 
 /// Hands the whole pages inside `slice` back to the kernel, a hint (see `release_pages`): its
 /// contents are done with, and its memory is not needed until it is written again (a build's

@@ -78,6 +78,7 @@ impl BinnedSah {
         // At most 2n - 1 nodes (leaves of one item). Reserving the bound only reserves address
         // space; reserving less made the vector grow, and copy itself, near the end.
         let mut out = Vec::with_capacity(2 * items.len());
+        crate::pages::advise_huge_capacity(&mut out);
         let mut spawned = Vec::new();
         if !items.is_empty() {
             let (bounds, centroids) = self.whole_bounds(items);

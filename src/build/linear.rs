@@ -42,6 +42,7 @@ pub fn build_linear(
     // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
     // builder's), where a vector that grew would copy itself.
     let mut out = Vec::with_capacity(2 * items.len());
+    crate::pages::advise_huge_capacity(&mut out);
     if !items.is_empty() {
         let mut spawned = Vec::new();
         emit(keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);

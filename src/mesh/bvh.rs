@@ -294,15 +294,19 @@ struct Built {
 impl Built {
     fn new(mesh: &TriMesh, options: &BuildOptions, start: Instant) -> Built {
         let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
+        // On one thread (a pool of one, or without the `parallel` feature) the parallel paths
+        // would only cost: each right subtree built into a vector of its own and copied into
+        // place, every page of both faulted in. The tree is the same either way.
+        let parallel = options.in_parallel(mesh.len()) && crate::par::threads() > 1;
+        let threshold = if parallel { options.parallel_threshold } else { usize::MAX };
         let builder = BinnedSah {
             bins: options.bins,
             max_leaf: 4,
             traversal_cost: 1.0,
-            parallel_threshold: options.parallel_threshold,
+            parallel_threshold: threshold,
             block: 4,
             longest_axis_only: false,
         };
-        let parallel = options.in_parallel(mesh.len());
         // Each arm gives the leaves' triangles in order (the items' indices: the items' boxes are
         // done with, and freed before the collapse allocates its output), and where it can, the
         // items' memory for the BVH to reuse.
@@ -320,7 +324,6 @@ impl Built {
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };
-                let threshold = options.parallel_threshold;
                 let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, 4, threshold);
                 (index_order(items), memory.into_spare(), build, start)
             }
