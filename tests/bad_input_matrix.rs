@@ -344,6 +344,12 @@ fn nan_infinite_transforms() {
         bvh.intersect(&Ray::new(Vec3A::new(0.5, 0.25, 1.0), -Vec3A::Z)).unwrap().is_some(),
         "a failed refit changed the mesh"
     );
+    // The same positions refused on rebuild, and the BVH left as it was, tree and mesh.
+    let before = bvh.to_bytes();
+    assert_eq!(bvh.rebuild(&bad), Err(MeshError::NonFiniteVertex { vertex: 2 }));
+    assert_eq!(bvh.rebuild(&[Vec3::ZERO]), Err(MeshError::VertexCountMismatch { expected: 4, got: 1 }));
+    assert!(bvh.to_bytes() == before, "a failed rebuild changed the tree");
+    assert!(bvh.mesh().positions().iter().all(|p| p.is_finite()), "a failed rebuild changed the mesh");
     let mut mesh = bvh.mesh().clone();
     assert!(mesh.set_positions(vec![Vec3::splat(INF); 4]).is_err());
     // Translating every vertex by a transform that overflows: refused by TriMesh::new.

@@ -307,6 +307,12 @@ pub struct InfoArgs {
     /// the kernel zeroes page by page; later builds show the steady state.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub builds: u32,
+
+    /// Then builds it again this many times in place, as a mesh rebuilt every frame is
+    /// (`MeshBvh::rebuild`, in the memory the tree already holds), and prints the best and the
+    /// median time of those rebuilds.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub rebuilds: u32,
 }
 
 /// `slabtree export`.

@@ -5,7 +5,7 @@ use std::time::Instant;
 use slabtree::{MeshBvh, MeshStats};
 
 use super::args::InfoArgs;
-use super::error::CliResult;
+use super::error::{CliError, CliResult};
 use super::load;
 use super::progress::{self, count, ms};
 
@@ -65,6 +65,26 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
         stat(3),
         stat(4)
     );
+    if args.rebuilds > 0 {
+        let mut bvh = bvh;
+        let positions = scene.mesh.positions().to_vec();
+        let mut times: Vec<_> = (0..args.rebuilds)
+            .map(|_| {
+                // The mesh's own positions: every rebuild checks them, and they are valid.
+                progress::spin("building it again in place", || bvh.rebuild(&positions))
+                    .map_err(|e| CliError::new(format!("rebuild: {e}")))?;
+                Ok(bvh.stats().build_time)
+            })
+            .collect::<CliResult<_>>()?;
+        times.sort();
+        println!(
+            "rebuild time:       {} / {} best / median of {} rebuilds in place ({})",
+            ms(times[0]),
+            ms(times[times.len() / 2]),
+            times.len(),
+            progress::threads(threads)
+        );
+    }
     println!("load time:          {}", ms(load));
     Ok(())
 }

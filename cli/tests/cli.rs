@@ -499,7 +499,7 @@ fn help_describes_every_flag() {
             &["bench", "--help"],
             &["--kind", "primary", "random", "diffuse", "shadow", "all", "--count", "--passes", "--threads"],
         ),
-        (&["info", "--help"], &["FILE", "--builtin", "--threads", "--builds"]),
+        (&["info", "--help"], &["FILE", "--builtin", "--threads", "--builds", "--rebuilds"]),
         (&["export", "--help"], &["cornell", "field", "--out"]),
     ];
     for (args, needles) in cases {
@@ -541,6 +541,13 @@ fn bench_and_info_on_a_builtin_scene() {
     }
     let zero = bin().args(["info", "--builtin", "cornell", "--builds", "0"]).output().expect("the binary runs");
     assert!(!zero.status.success() && String::from_utf8_lossy(&zero.stderr).contains("--builds"), "{zero:?}");
+    // Rebuilds in place: their own line, best never above the median; none without the flag.
+    let text = stdout(&run(bin().args(["info", "--builtin", "cornell", "--rebuilds", "3", "--build-quality", "low"])));
+    let line = text.lines().find(|l| l.starts_with("rebuild time:")).unwrap_or_else(|| panic!("no rebuilds:\n{text}"));
+    assert!(line.contains("best / median of 3 rebuilds in place"), "{line}");
+    let ms: Vec<f64> = line.split(" ms").filter_map(|p| p.rsplit(' ').next()?.parse().ok()).collect();
+    assert!(ms.len() == 2 && ms[0] <= ms[1], "{line}");
+    assert!(!stdout(&run(bin().args(["info", "--builtin", "cornell"]))).contains("rebuild"));
 }
 
 /// Every shared ray set through `slabtree trace`, against Embree's hits: hit or miss the same, t

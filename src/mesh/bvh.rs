@@ -14,7 +14,7 @@ use super::triangle_set::TriangleSet;
 use crate::build::{BinnedSah, BuildItem, SpatialSplits};
 use crate::math::Aabb;
 use crate::mesh::MeshError;
-use crate::pages::PagedSlice;
+use crate::pages::{PagedSlice, Spare};
 use crate::wide::Node8;
 
 /// Which ray–triangle test a mesh uses.
@@ -292,7 +292,9 @@ struct Built {
 }
 
 impl Built {
-    fn new(mesh: &TriMesh, options: &BuildOptions, start: Instant) -> Built {
+    /// The build of `mesh`, its items in the memory of `spare` where that has room (a
+    /// rebuild's old tree, [`MeshBvh::rebuild`]).
+    fn new(mesh: &TriMesh, options: &BuildOptions, start: Instant, spare: Option<Spare>) -> Built {
         let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
         // On one thread (a pool of one, or without the `parallel` feature) the parallel paths
         // would only cost: each right subtree built into a vector of its own and copied into
@@ -320,7 +322,7 @@ impl Built {
                 let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
                 let n = mesh.len();
                 // SAFETY: an item is plain float data, for which zero bytes are valid.
-                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed(2 * n) };
+                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed_in(2 * n, spare) };
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };
@@ -333,7 +335,7 @@ impl Built {
                 // already faulted in, not fresh ones (`docs/performance.md`, "Scale").
                 let n = mesh.len();
                 // SAFETY: an item is plain float data, for which zero bytes are valid.
-                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed(2 * n) };
+                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed_in(2 * n, spare) };
                 let (items, scratch) = memory.split_at_mut(n);
                 crate::par::fill(items, 4096, item);
                 let bounded = Instant::now();
@@ -341,6 +343,8 @@ impl Built {
                 (index_order(items), memory.into_spare(), build, bounded)
             }
             BuildQuality::High => {
+                // Its references are not known before the build; the old tree's memory goes.
+                drop(spare);
                 let spatial = SpatialSplits { object: builder, alpha: SPATIAL_ALPHA, budget: SPATIAL_BUDGET };
                 let (items, build) = spatial.build(mesh.len() as u32, item, |i| mesh.triangle(i as usize));
                 (index_order(&items), None, build, start)
@@ -404,7 +408,7 @@ impl MeshBvh {
         // The copy is made on another thread meanwhile rather than after the build, where the
         // build is large enough to go parallel at all.
         let parallel = options.in_parallel(mesh.len());
-        let (built, copy) = crate::par::join_if(parallel, || Built::new(mesh, options, start), || mesh.clone());
+        let (built, copy) = crate::par::join_if(parallel, || Built::new(mesh, options, start, None), || mesh.clone());
         built.into_bvh(copy, options, start)
     }
 
@@ -419,7 +423,7 @@ impl MeshBvh {
     /// ```
     pub fn build_owned(mesh: TriMesh, options: &BuildOptions) -> MeshBvh {
         let start = Instant::now();
-        let built = Built::new(&mesh, options, start);
+        let built = Built::new(&mesh, options, start, None);
         built.into_bvh(mesh, options, start)
     }
 
@@ -442,7 +446,7 @@ impl MeshBvh {
 
     /// Moves the vertices (same count and triangles) and refits every bound bottom-up, keeping
     /// the tree's structure: for deforming meshes. Quality degrades with large deformations;
-    /// rebuild then. A BVH with a triangle in several leaves (spatial splits,
+    /// [`MeshBvh::rebuild`] then. A BVH with a triangle in several leaves (spatial splits,
     /// [`BuildQuality::High`]) is refused with [`MeshError::RefitSpatialSplits`]: its boxes hold
     /// parts of triangles cut at planes, and refitted to whole triangles they would overlap as
     /// an object split's do, for the duplicates' cost and none of the gain.
@@ -450,13 +454,51 @@ impl MeshBvh {
         if self.shared.is_some() {
             return Err(MeshError::RefitSpatialSplits);
         }
-        self.mesh.set_positions(new_positions.to_vec())?;
+        self.mesh.copy_positions(new_positions)?;
         let (mesh, blocks) = (&self.mesh, &mut self.blocks);
         let (mut node_at, pack_at) = blocks.walk();
         // Pre-order: reversed, children come before their parents.
         node_at.reverse();
         write_contents(mesh, blocks, self.options.triangle_test.pack_rows(), &node_at, &pack_at);
         self.bounds = if blocks.is_empty() { Aabb::EMPTY } else { blocks.node(0).union() };
+        Ok(())
+    }
+
+    /// Moves the vertices (same count and triangles) and builds the tree again, with the options
+    /// this BVH was built with ([`MeshBvh::options`]): for meshes that deform too much for
+    /// [`MeshBvh::refit`] to keep their trees good, rebuilt every frame, usually at
+    /// [`BuildQuality::Low`]. The new tree is the one [`MeshBvh::build`] makes of the moved
+    /// mesh, byte for byte, but a Low or Medium rebuild works in the memory the old tree held
+    /// (and the mesh's own), where a new build takes fresh pages, each first written through a
+    /// fault and the kernel's zeroing (`docs/performance.md`, "Build qualities"). On bad
+    /// positions (a count other than the mesh's, or a coordinate that is not finite) it returns
+    /// the error and leaves the BVH as it was.
+    ///
+    /// ```
+    /// use glam::{Vec3, Vec3A};
+    /// use slabtree::{BuildOptions, BuildQuality, MeshBvh, Ray, TriMesh};
+    /// let mesh = TriMesh::uv_sphere(1.0, 32, 16);
+    /// let options = BuildOptions { quality: BuildQuality::Low, ..Default::default() };
+    /// let mut bvh = MeshBvh::build(&mesh, &options);
+    /// // Each frame: the vertices move, and the tree is built again.
+    /// let moved: Vec<Vec3> = mesh.positions().iter().map(|&p| p + Vec3::new(3.0, 0.0, 0.0)).collect();
+    /// bvh.rebuild(&moved)?;
+    /// let hit = bvh.intersect(&Ray::new(Vec3A::new(3.0, 0.0, -5.0), Vec3A::Z))?.unwrap();
+    /// assert!((hit.t - 4.0).abs() < 1e-3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn rebuild(&mut self, new_positions: &[Vec3]) -> Result<(), MeshError> {
+        let start = Instant::now();
+        self.mesh.copy_positions(new_positions)?;
+        let old = std::mem::replace(&mut self.blocks, Blocks::zeroed(0));
+        let Built { bounds, collapsed, phases, shared } =
+            Built::new(&self.mesh, &self.options, start, old.into_spare());
+        self.blocks = collapsed.blocks;
+        self.bounds = bounds;
+        self.shared = shared.map(Box::new);
+        self.depth = collapsed.depth;
+        self.build_time = start.elapsed();
+        self.build_phases = phases;
         Ok(())
     }
 

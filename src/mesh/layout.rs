@@ -178,6 +178,12 @@ impl Blocks {
         Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed_in(len, spare) } }
     }
 
+    /// The array's memory, its contents done with, for a build to reuse
+    /// ([`PagedSlice::into_spare`]): a rebuild's items go where its old tree was.
+    pub(crate) fn into_spare(self) -> Option<Spare> {
+        self.blocks.into_spare()
+    }
+
     /// A writer over all blocks, starting at block 0.
     pub(crate) fn writer(&mut self) -> BlockWriter<'_> {
         BlockWriter { blocks: &mut self.blocks, base: 0, at: 0 }

@@ -82,13 +82,27 @@ impl TriMesh {
 
     /// Replaces the positions (same count), for deforming meshes. Checks finiteness.
     pub fn set_positions(&mut self, positions: Vec<Vec3>) -> Result<(), MeshError> {
-        if positions.len() != self.positions.len() {
-            return Err(MeshError::VertexCountMismatch { expected: self.positions.len(), got: positions.len() });
+        Self::check_positions(self.positions.len(), &positions)?;
+        self.positions = positions;
+        Ok(())
+    }
+
+    /// [`TriMesh::set_positions`] from a slice, copied over the vertices in place: a BVH that
+    /// moves its mesh every frame allocates nothing for it.
+    pub(crate) fn copy_positions(&mut self, positions: &[Vec3]) -> Result<(), MeshError> {
+        Self::check_positions(self.positions.len(), positions)?;
+        self.positions.copy_from_slice(positions);
+        Ok(())
+    }
+
+    /// That `positions` can replace `expected` vertices: as many, and all finite.
+    fn check_positions(expected: usize, positions: &[Vec3]) -> Result<(), MeshError> {
+        if positions.len() != expected {
+            return Err(MeshError::VertexCountMismatch { expected, got: positions.len() });
         }
         if let Some(v) = positions.iter().position(|p| !p.is_finite()) {
             return Err(MeshError::NonFiniteVertex { vertex: v });
         }
-        self.positions = positions;
         Ok(())
     }
 }
