@@ -779,6 +779,9 @@ mod qualities_broad_phase_and_simd_override {
                 assert_eq!(refit_nan, Err(MeshError::NonFiniteVertex { vertex: 7 }), "{quality:?}");
                 assert!(matches!(refit_short, Err(MeshError::VertexCountMismatch { .. })), "{quality:?}");
             }
+            // A rebuild refuses the same positions at every quality, spatial splits or not.
+            assert_eq!(bvh.rebuild(&nan), Err(MeshError::NonFiniteVertex { vertex: 7 }), "{quality:?}");
+            assert!(matches!(bvh.rebuild(short), Err(MeshError::VertexCountMismatch { .. })), "{quality:?}");
             assert!(bvh.to_bytes() == bytes, "{quality:?}: an error changed the BVH");
             for (bins, parallel_threshold, rotation_passes) in [(0, 16_384, 3), (1, 0, 3), (usize::MAX, 1, 1000)] {
                 let options = BuildOptions { quality, bins, parallel_threshold, rotation_passes, ..Default::default() };

@@ -23,7 +23,8 @@
 //!
 //! and for boxes and points: `triangles_in_box` (each triangle once) and `closest_point`'s
 //! distance. Spatial splits put one triangle in several leaves, which these catch if it is then
-//! reported twice or missed where it was clipped.
+//! reported twice or missed where it was clipped. Half the inputs ask BVHs rebuilt in place
+//! (`MeshBvh::rebuild`) from other vertices.
 #![no_main]
 
 #[path = "common/random_mesh.rs"]
@@ -172,9 +173,22 @@ fn run(u: &mut Unstructured) -> Result<()> {
     // Two qualities per input, one of them High (the input chooses the other): spatial splits
     // are what most needs the brute force, and fewer builds keep an execution short.
     let other = *u.choose(&[BuildQuality::Low, BuildQuality::Medium])?;
+    // Or each built first over the vertices moved round by one (the same triangles over other
+    // corners) and then rebuilt in place over the mesh's own: a rebuild in the old tree's
+    // memory must answer as a build does.
+    let rebuilt = u.arbitrary::<bool>()?;
     for quality in [other, BuildQuality::High] {
-        let bvh = MeshBvh::build(&mesh, &BuildOptions { quality, ..options });
-        let q = format!("{quality:?}");
+        let options = BuildOptions { quality, ..options };
+        let bvh = if rebuilt {
+            let mut moved = mesh.positions().to_vec();
+            moved.rotate_left(1);
+            let mut bvh = MeshBvh::build(&TriMesh::new(moved, mesh.triangles().to_vec()).unwrap(), &options);
+            bvh.rebuild(mesh.positions()).unwrap();
+            bvh
+        } else {
+            MeshBvh::build(&mesh, &options)
+        };
+        let q = format!("{quality:?}, rebuilt {rebuilt}");
         for (ray, brute) in rays.iter().zip(&brutes) {
             let (closest, any) = (bvh.intersect(ray).unwrap(), bvh.occluded(ray).unwrap());
             check_ray(&bvh, brute, ray, closest, any, &q);
