@@ -295,6 +295,7 @@ impl Built {
     /// The build of `mesh`, its items in the memory of `spare` where that has room (a
     /// rebuild's old tree, [`MeshBvh::rebuild`]).
     fn new(mesh: &TriMesh, options: &BuildOptions, start: Instant, spare: Option<Spare>) -> Built {
+        let rebuild = spare.is_some();
         let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
         // On one thread (a pool of one, or without the `parallel` feature) the parallel paths
         // would only cost: each right subtree built into a vector of its own and copied into
@@ -358,8 +359,10 @@ impl Built {
         }
         let rotated = Instant::now();
         let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
-        // Only where segments were made (and trimming the heap is worth its walk over it).
-        if parallel {
+        // Only where segments were made (and trimming the heap is worth its walk over it), and
+        // not in a rebuild: a mesh rebuilt every frame would fault their pages in again each
+        // time, where the allocator's freed memory serves the next rebuild's segments.
+        if parallel && !rebuild {
             crate::pages::release_freed_memory();
         }
         let collapsed = collapse(&build, &prims, &rows, parallel, spare);
@@ -470,7 +473,9 @@ impl MeshBvh {
     /// [`BuildQuality::Low`]. The new tree is the one [`MeshBvh::build`] makes of the moved
     /// mesh, byte for byte, but a Low or Medium rebuild works in the memory the old tree held
     /// (and the mesh's own), where a new build takes fresh pages, each first written through a
-    /// fault and the kernel's zeroing (`docs/performance.md`, "Build qualities"). On bad
+    /// fault and the kernel's zeroing (`docs/performance.md`, "The memory a build writes"); on
+    /// several threads it also leaves the memory its parallel parts freed to the allocator, for
+    /// the next rebuild's, where a build hands it back to the kernel. On bad
     /// positions (a count other than the mesh's, or a coordinate that is not finite) it returns
     /// the error and leaves the BVH as it was.
     ///
