@@ -10,6 +10,7 @@ mod bvh;
 pub(crate) mod cast;
 mod closest;
 pub(crate) mod collapse;
+mod contents;
 mod error;
 mod interleave;
 mod layout;

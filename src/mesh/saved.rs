@@ -525,6 +525,6 @@ fn walk_and_fill(
     // The contents, from the mesh, as the refit writes them. Children sit at higher blocks than
     // their parents, so descending block order puts them first.
     node_at.sort_unstable_by_key(|&at| std::cmp::Reverse(at));
-    super::bvh::write_contents(mesh, blocks, options.triangle_test.pack_rows(), &node_at, &pack_at);
+    super::contents::write_contents(mesh, blocks, options.triangle_test.pack_rows(), &node_at, &pack_at);
     Ok((depth, shared))
 }
