@@ -308,8 +308,8 @@ fn release_pages(_: *mut u8, _: usize) {}
 
 /// Advises the whole huge pages inside the spare capacity of `v` for transparent huge pages
 /// before anything is written there: a build's node array is reserved at its bound (twice the
-/// items) and filled front to back, and on 4 KB pages each of its pages took a fault of its own,
-/// a dozen thousand per million triangles (`docs/performance.md`, "Mesh BVH builds"). A hint, as
+/// items) and filled front to back, and on 4 KB pages each of its pages took a fault of its own
+/// (`docs/performance.md`, "The memory a build writes"). A hint, as
 /// `advise_huge_pages`: nothing elsewhere, nor under Miri, nor for a capacity under two huge
 /// pages.
 pub(crate) fn advise_huge_capacity<T>(v: &mut Vec<T>) {
