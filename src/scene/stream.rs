@@ -20,7 +20,8 @@ use super::{Instance, InstanceSlot, Scene};
 use crate::dbvt::WideView;
 use crate::math::Ray;
 use crate::mesh::Hit;
-use crate::mesh::stream::regroup::{Choosing, Regroup, wall_clock};
+use crate::mesh::stream::choice::{Choosing, wall_clock};
+use crate::mesh::stream::regroup::Regroup;
 use crate::wide::packet::{PACKET, Packet, PacketLeaf};
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.

@@ -51,6 +51,7 @@
 //! test boxes against the raised `tmax` too, as the single ray's walk does (`mesh::policy`), and
 //! triangles against the exact one.
 
+pub(crate) mod choice;
 pub(crate) mod regroup;
 mod trace;
 
@@ -60,7 +61,8 @@ use super::triangle::PackHit;
 use crate::math::{Ray, RayCoherence};
 use crate::wide::packet::{PACKET, Packet, fusable};
 use crate::wide::{Lanes8, WithLanes, dispatch};
-use regroup::{Choosing, MIN_PACKET, RUN, Regroup, wall_clock};
+use choice::{Choosing, wall_clock};
+use regroup::{MIN_PACKET, RUN, Regroup};
 use trace::{Best, Shears, TracePacket};
 
 /// Rays a batch hands to the packets at a time: one regrouping window.
