@@ -22,7 +22,8 @@ use crate::math::Ray;
 use crate::mesh::Hit;
 use crate::mesh::stream::choice::{Choosing, wall_clock};
 use crate::mesh::stream::regroup::Regroup;
-use crate::wide::packet::{PACKET, Packet, PacketLeaf};
+use crate::wide::packet::{PACKET, Packet};
+use crate::wide::packet_walk::PacketLeaf;
 
 /// Per-thread scratch of the scene's streams, so a warm stream allocates nothing.
 struct Scratch {

@@ -25,6 +25,7 @@ mod node;
 #[cfg(target_arch = "x86_64")]
 mod order;
 pub(crate) mod packet;
+pub(crate) mod packet_walk;
 mod ray;
 mod traverse;
 #[cfg(target_arch = "x86_64")]

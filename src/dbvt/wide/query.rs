@@ -81,7 +81,7 @@ impl<T> Dbvt<T> {
         &self,
         view: &WideView,
         pk: &mut crate::wide::packet::Packet,
-        mut leaf: impl FnMut(&mut crate::wide::packet::Packet, &crate::wide::packet::PacketLeaf, &T) -> bool,
+        mut leaf: impl FnMut(&mut crate::wide::packet::Packet, &crate::wide::packet_walk::PacketLeaf, &T) -> bool,
     ) -> Result<u32, DbvtError> {
         self.check_refitted()?;
         if view.nodes.is_empty() {
@@ -99,11 +99,11 @@ impl<T> Dbvt<T> {
         };
         // No subtree is handed to single rays (`ALONE` 0): the instance tree is small beside the
         // meshes at its leaves, which the scene traces as streams of their own.
-        Ok(crate::wide::packet::packet_walk::<wide::f32x8, ANY, false, 0, _>(
+        Ok(crate::wide::packet_walk::packet_walk::<wide::f32x8, ANY, false, 0, _>(
             &view.nodes[..],
             pk,
             prefetch,
-            |pk: &mut crate::wide::packet::Packet, at: &crate::wide::packet::PacketLeaf| {
+            |pk: &mut crate::wide::packet::Packet, at: &crate::wide::packet_walk::PacketLeaf| {
                 let data = self.slots[at.index as usize].data.as_ref().expect("leaf proxies are live");
                 leaf(pk, at, data)
             },

@@ -8,9 +8,8 @@ use crate::mesh::bvh::{MeshBvh, STACK};
 use crate::mesh::layout::Blocks;
 use crate::mesh::triangle::{PackHit, TriPack, TriRay};
 use crate::mesh::triangle_rays::{self, ShearLanes};
-use crate::wide::packet::{
-    PACKET, Packet, PacketLeaf, PacketVisitor, lowered_tmax, packet_walk, raised_tmax, raised_tmax8,
-};
+use crate::wide::packet::{PACKET, Packet, lowered_tmax, raised_tmax, raised_tmax8};
+use crate::wide::packet_walk::{PacketLeaf, PacketVisitor, packet_walk};
 use crate::wide::{ChildRef, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first};
 
 /// Rays of a group that enter a leaf above which its triangles are tested with the rays across
