@@ -419,6 +419,24 @@ mod tests {
         }
     }
 
+    /// Advising a vector's spare capacity leaves the vector as it was, whatever its capacity
+    /// (none, under two huge pages, several, at any offset from a huge page), and every element
+    /// pushed afterwards reads back (under Miri, where a huge page is 16 KB, the advice's
+    /// pointer arithmetic stays inside the allocation).
+    #[test]
+    fn advising_a_vectors_capacity_keeps_it_whole() {
+        for (capacity, pushed) in
+            [(0usize, 0usize), (100, 3), (super::HUGE_PAGE / 8, 10), (5 * super::HUGE_PAGE / 8 + 7, 1)]
+        {
+            let mut v: Vec<u64> = Vec::with_capacity(capacity);
+            v.extend(0..pushed as u64);
+            super::advise_huge_capacity(&mut v);
+            assert!(v.capacity() >= capacity && v.iter().copied().eq(0..pushed as u64));
+            v.extend((pushed..capacity).map(|i| i as u64 * 3));
+            assert!(v.iter().enumerate().all(|(i, &x)| x == if i < pushed { i as u64 } else { i as u64 * 3 }));
+        }
+    }
+
     #[test]
     fn copies_small_large_and_empty_arrays() {
         for n in [0usize, 1, 1000, 5 * super::HUGE_PAGE / 8 + 3] {
