@@ -294,10 +294,31 @@ impl Lanes {
 }
 
 /// The number of leaves in each binary node's subtree, by node index.
+///
+/// The builders number every node before its children (pre-order), and then one backward pass
+/// over the array meets every child before its parent, reading the nodes in memory order, where a
+/// walk down the links waits on a scattered node at many steps, all of them on the calling
+/// thread (`docs/performance.md`, "Build qualities"). Rotations keep the indices but not that
+/// order, so a child numbered before its parent sends the count to the walk.
 fn leaf_counts(build: &[BuildNode]) -> Vec<u32> {
     let mut leaves = vec![0u32; build.len()];
-    // Children before parents, by an explicit post-order walk, so that nothing depends on how a
-    // builder numbers its nodes.
+    for (i, node) in build.iter().enumerate().rev() {
+        leaves[i] = match *node {
+            BuildNode::Leaf { .. } => 1,
+            BuildNode::Inner { left, right, .. } if left as usize > i && right as usize > i => {
+                leaves[left as usize] + leaves[right as usize]
+            }
+            BuildNode::Inner { .. } => return leaf_counts_by_walk(build, leaves),
+        };
+    }
+    leaves
+}
+
+/// [`leaf_counts`] by an explicit post-order walk from the root, for any numbering, into
+/// `leaves` (of one entry per node; each entry is written before it is read). Left children
+/// first: a builder puts them right after their parent, and rotations move few nodes, so the
+/// walk reads mostly forward through memory.
+fn leaf_counts_by_walk(build: &[BuildNode], mut leaves: Vec<u32>) -> Vec<u32> {
     let mut stack = vec![(0u32, false)];
     while let Some((i, children_done)) = stack.pop() {
         match build[i as usize] {
@@ -305,7 +326,7 @@ fn leaf_counts(build: &[BuildNode]) -> Vec<u32> {
             BuildNode::Inner { left, right, .. } if children_done => {
                 leaves[i as usize] = leaves[left as usize] + leaves[right as usize];
             }
-            BuildNode::Inner { left, right, .. } => stack.extend([(i, true), (left, false), (right, false)]),
+            BuildNode::Inner { left, right, .. } => stack.extend([(i, true), (right, false), (left, false)]),
         }
     }
     leaves
@@ -418,8 +439,8 @@ fn open(build: &[BuildNode], leaves: &[u32], mut children: Lanes) -> Lanes {
 
 #[cfg(test)]
 mod tests {
-    use super::collapse;
-    use crate::build::{BinnedSah, BuildItem};
+    use super::{collapse, leaf_counts};
+    use crate::build::{BinnedSah, BuildItem, BuildNode, rotate_passes};
     use crate::math::Aabb;
     use crate::mesh::TriMesh;
     use crate::pages::PagedSlice;
@@ -448,6 +469,39 @@ mod tests {
                     assert!(serial.blocks.word_blocks().eq(again.blocks.word_blocks()), "{words} spare words");
                 }
             }
+        }
+    }
+
+    /// The leaves below each node, counted by recursion.
+    fn leaves_below(build: &[BuildNode], i: u32, out: &mut [u32]) -> u32 {
+        out[i as usize] = match build[i as usize] {
+            BuildNode::Leaf { .. } => 1,
+            BuildNode::Inner { left, right, .. } => leaves_below(build, left, out) + leaves_below(build, right, out),
+        };
+        out[i as usize]
+    }
+
+    /// The backward pass over a builder's pre-order, and the walk it hands a rotated tree to,
+    /// both count what recursion counts.
+    #[test]
+    fn leaf_counts_in_pre_order_and_after_rotations() {
+        let mesh = TriMesh::uv_sphere(1.0, 40, 20);
+        let mut items: Vec<BuildItem> =
+            (0..mesh.len()).map(|i| BuildItem::new(Aabb::from_points(mesh.triangle(i)), i as u32)).collect();
+        let mut build = BinnedSah { max_leaf: 4, block: 4, ..Default::default() }.build(&mut items);
+        let mut want = vec![0; build.len()];
+        for rotated in [false, true] {
+            if rotated {
+                assert!(rotate_passes(&mut build, 3, false) > 0);
+                // Some child now comes before its parent, so the walk counts.
+                let before_parent = build
+                    .iter()
+                    .enumerate()
+                    .any(|(i, n)| matches!(*n, BuildNode::Inner { left, right, .. } if (left.min(right) as usize) < i));
+                assert!(before_parent);
+            }
+            leaves_below(&build, 0, &mut want);
+            assert_eq!(leaf_counts(&build), want, "rotated: {rotated}");
         }
     }
 }
