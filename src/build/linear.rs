@@ -37,7 +37,7 @@ pub fn build_linear(
     // longest), and its index below them, so one u64 sorts by code, then by index.
     let (keys, other) = scratch[..2 * items.len()].split_at_mut(items.len());
     crate::par::fill(keys, 1 << 14, |i| grid.code(centroid(i)) >> 31 << 32 | u64::from(i));
-    let keys = radix_sort(keys, other);
+    let keys = radix_sort(keys, other, parallel_threshold < items.len());
     crate::par::fill(items, 1 << 14, |k| item(index(keys[k as usize])));
     // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
     // builder's), where a vector that grew would copy itself.
@@ -68,32 +68,98 @@ fn index(key: u64) -> u32 {
 /// the same length), which the passes take in turn: a least-significant-digit radix sort, a
 /// byte per pass, with the passes over bytes that every code shares skipped. Linear in the
 /// keys, where a comparison sort of the full keys took longer on a large mesh.
-fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64]) -> &'a mut [u64] {
-    let mut counts = [[0usize; 256]; 4];
-    for key in keys.iter() {
-        for (d, count) in counts.iter_mut().enumerate() {
-            count[(code(key) >> (8 * d)) as usize & 0xff] += 1;
-        }
+///
+/// With `parallel`, each pass cuts the keys into one run per thread: each run counts its own
+/// digits, and then moves its keys to where its counts place them, after the same digit's keys
+/// of the runs before it. A stable sort has one result, so the keys come out the same on any
+/// number of threads.
+fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64], parallel: bool) -> &'a mut [u64] {
+    assert_eq!(keys.len(), other.len());
+    let n = keys.len();
+    let runs = if parallel { crate::par::threads().min(n / MIN_SORT_RUN).max(1) } else { 1 };
+    let run_len = n.div_ceil(runs).max(1);
+    let digit = |key: u64, d: usize| (code(&key) >> (8 * d)) as usize & 0xff;
+    // Run `r` of the keys.
+    fn run(keys: &[u64], run_len: usize, r: u32) -> &[u64] {
+        let n = keys.len();
+        &keys[(r as usize * run_len).min(n)..((r as usize + 1) * run_len).min(n)]
     }
-    for (d, count) in counts.iter().enumerate() {
-        if count.contains(&keys.len()) {
+    // The counts of the digits `digits`, each run's.
+    let counts_of = |keys: &[u64], digits: &[usize]| {
+        crate::par::map_range(runs as u32, 1, |r| {
+            let mut counts = [[0usize; 256]; 4];
+            for &key in run(keys, run_len, r) {
+                for &d in digits {
+                    counts[d][digit(key, d)] += 1;
+                }
+            }
+            counts
+        })
+    };
+    let per_run = counts_of(keys, &[0, 1, 2, 3]);
+    for d in 0..4 {
+        let mut total = [0usize; 256];
+        for run in &per_run {
+            for (t, c) in total.iter_mut().zip(&run[d]) {
+                *t += c;
+            }
+        }
+        if total.contains(&n) {
             continue; // every code has the same byte here
         }
-        let mut at = [0usize; 256];
-        let mut sum = 0;
-        for (a, &c) in at.iter_mut().zip(count) {
-            *a = sum;
-            sum += c;
+        // Each run's digits as they lie now: a pass before this one moved keys between runs.
+        let per_run: Vec<[usize; 256]> =
+            if runs == 1 { vec![total] } else { counts_of(keys, &[d]).iter().map(|c| c[d]).collect() };
+        // Where each run's first key of each digit goes: after the keys of smaller digits, and
+        // after the same digit's keys of the runs before it.
+        let mut starts = vec![[0usize; 256]; runs];
+        let mut at = 0;
+        for b in 0..256 {
+            for (start, counts) in starts.iter_mut().zip(&per_run) {
+                start[b] = at;
+                at += counts[b];
+            }
         }
-        for &key in keys.iter() {
-            let b = (code(&key) >> (8 * d)) as usize & 0xff;
-            other[at[b]] = key;
-            at[b] += 1;
-        }
+        assert_eq!(at, n, "the runs' counts cover every key");
+        let to = Scatter(other.as_mut_ptr());
+        let keys_now: &[u64] = keys;
+        crate::par::map_range(runs as u32, 1, |r| {
+            let mut next = starts[r as usize];
+            for &key in run(keys_now, run_len, r) {
+                let b = digit(key, d);
+                // SAFETY: `next[b]` stays within this run's range for digit `b`: it starts where
+                // the counts of smaller digits and of earlier runs end, and this run holds as
+                // many keys of digit `b` as its count, so it never reaches the next range; the
+                // ranges tile `0..n` (asserted above), so the runs write disjoint elements of
+                // `other`, which nothing else reads or writes until `map_range` returns.
+                unsafe { to.write(next[b], key) };
+                next[b] += 1;
+            }
+        });
         std::mem::swap(&mut keys, &mut other);
     }
     keys
 }
+
+/// Keys per run below which the radix sort's passes stay on one thread.
+const MIN_SORT_RUN: usize = if cfg!(miri) { 64 } else { 1 << 16 };
+
+/// The sorted array the radix sort's runs write, each into elements of its own.
+struct Scatter(*mut u64);
+
+impl Scatter {
+    /// Writes element `i`.
+    ///
+    /// # Safety
+    /// `i` is within the array, and no other thread reads or writes element `i` meanwhile.
+    unsafe fn write(&self, i: usize, key: u64) {
+        // SAFETY: by the contract.
+        unsafe { self.0.add(i).write(key) };
+    }
+}
+
+// SAFETY: the runs that share it write disjoint elements (see `radix_sort`).
+unsafe impl Sync for Scatter {}
 
 /// Appends the subtree over `keys` (with `items` alongside; `first` is their offset in the
 /// whole array) to `out` in pre-order, its node indices counted from `out`'s start, and returns
@@ -259,13 +325,15 @@ mod tests {
     #[test]
     fn the_radix_sort_orders_by_code_then_position() {
         let mut rng = Rng(4);
-        for n in [0, 1, 2, 100, 5000] {
+        for n in [0, 1, 2, 100, 5000, 3 * MIN_SORT_RUN + 7] {
             // Few distinct codes in some bytes, many in others, and repeats.
-            let mut keys: Vec<u64> = (0..n).map(|i| (rng.next() & 0xff0f_00f3_0000_0000) | i as u64).collect();
+            let keys: Vec<u64> = (0..n).map(|i| (rng.next() & 0xff0f_00f3_0000_0000) | i as u64).collect();
             let mut want = keys.clone();
             want.sort();
-            let mut other = vec![0; n];
-            assert_eq!(radix_sort(&mut keys, &mut other), want, "n={n}");
+            for parallel in [false, true] {
+                let (mut keys, mut other) = (keys.clone(), vec![0; n]);
+                assert_eq!(radix_sort(&mut keys, &mut other, parallel), want, "n={n}");
+            }
         }
     }
 

@@ -313,7 +313,14 @@ impl Built {
         // Each arm gives the leaves' triangles in order (the items' indices: the items' boxes are
         // done with, and freed before the collapse allocates its output), and where it can, the
         // items' memory for the BVH to reuse.
-        let index_order = |items: &[BuildItem]| -> Vec<u32> { items.iter().map(BuildItem::index).collect() };
+        let index_order = |items: &[BuildItem]| -> Vec<u32> {
+            if !parallel {
+                return items.iter().map(BuildItem::index).collect();
+            }
+            let mut order = vec![0; items.len()];
+            crate::par::fill(&mut order, 1 << 16, |k| items[k as usize].index());
+            order
+        };
         let (prims, spare, mut build, bounded) = match options.quality {
             // The items are made in the curve's order, from the triangles, once sorted, into
             // memory the BVH's blocks then take, as Medium's: twice the items, which the blocks

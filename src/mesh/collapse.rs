@@ -6,7 +6,8 @@
 //! The node layout and its traversal live in `crate::wide`, shared with the dynamic tree's 8-wide
 //! copy.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::{NO_PRIM, TriPack};
@@ -68,8 +69,7 @@ pub(crate) fn collapse(
     let root = Lanes::one(0);
     // Blocks and wide nodes of every wide node's subtree, by the binary node it opens (see
     // `plan`).
-    let sizes: Vec<(AtomicU32, AtomicU32)> =
-        (0..if parallel { build.len() } else { 0 }).map(|_| (AtomicU32::new(0), AtomicU32::new(0))).collect();
+    let sizes = Mutex::new(HashMap::new());
     let levels = if parallel { PARALLEL_LEVELS } else { 0 };
     let leaves = leaf_counts(build);
     let mut plan_out = Vec::new();
@@ -77,6 +77,7 @@ pub(crate) fn collapse(
     let mut blocks = Blocks::zeroed_in(len, spare);
     let mut out = blocks.writer();
     let depth = if parallel {
+        let sizes = sizes.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         emit_parallel(build, prims, tri, &plan_out, out, &sizes, 1, PARALLEL_LEVELS)
     } else {
         let mut depth = 0;
@@ -88,40 +89,39 @@ pub(crate) fn collapse(
     Collapsed { blocks, depth }
 }
 
+/// The blocks and the wide nodes of the subtrees [`plan`] plans in parallel, by the binary node
+/// each one's wide node opens.
+type Sizes = Mutex<HashMap<u32, (usize, usize)>>;
+
 /// Wide levels whose child subtrees are planned and written in parallel: up to 64 subtrees,
 /// enough to keep two to eight threads busy although subtrees differ in size.
 const PARALLEL_LEVELS: u32 = 2;
 
 /// Opens the wide node over `children` and every wide node below it, appending their lanes to
 /// `out` in depth-first order (a node, then its child subtrees in lane order, as `emit` writes
-/// them), and returns the blocks the subtree takes and its number of wide nodes. With a `sizes`
-/// table (one entry per binary node), both are also recorded at the binary node that each child
-/// subtree's wide node opens. The child subtrees of the top `levels` wide levels are planned on
-/// rayon's threads (the plan walks the whole tree, and was a tenth of a two-thread Sponza build
-/// when serial); each entry is written by one thread only.
+/// them), and returns the blocks the subtree takes and its number of wide nodes. The child
+/// subtrees of the top `levels` wide levels are planned on rayon's threads (the plan walks the
+/// whole tree, and was a tenth of a two-thread Sponza build when serial), and their two sizes
+/// are recorded in `sizes`, by the binary node that each one's wide node opens, for
+/// [`emit_parallel`] to cut its runs by. Only those: a table over every binary node cost a
+/// serial pass over the node count to make.
 fn plan(
     build: &[BuildNode],
     leaves: &[u32],
     children: Lanes,
-    sizes: &[(AtomicU32, AtomicU32)],
+    sizes: &Sizes,
     levels: u32,
     out: &mut Vec<Lanes>,
 ) -> (usize, usize) {
     let children = open(build, leaves, children);
     out.push(children);
-    let record = |c: u32, size: (usize, usize)| {
-        if let Some((blocks, wides)) = sizes.get(c as usize) {
-            blocks.store(u32::try_from(size.0).expect("BVH larger than 2^32 blocks"), Ordering::Relaxed);
-            wides.store(size.1 as u32, Ordering::Relaxed);
-        }
-    };
     let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
     if levels > 0 {
         let below = crate::par::map(children.as_slice(), 1, |&c| {
             let BuildNode::Inner { left, right, .. } = build[c as usize] else { return None };
             let mut sub = Vec::new();
             let size = plan(build, leaves, Lanes::two(left, right), sizes, levels - 1, &mut sub);
-            record(c, size);
+            sizes.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(c, size);
             Some((size, sub))
         });
         for sub in below {
@@ -140,7 +140,6 @@ fn plan(
                 continue;
             };
             let size = plan(build, leaves, Lanes::two(left, right), sizes, 0, out);
-            record(c, size);
             (blocks, wides) = (blocks + size.0, wides + size.1);
         }
     }
@@ -226,7 +225,7 @@ fn emit_parallel(
     tri: &impl TriangleRows,
     lanes: &[Lanes],
     out: BlockWriter<'_>,
-    sizes: &[(AtomicU32, AtomicU32)],
+    sizes: &HashMap<u32, (usize, usize)>,
     depth: u32,
     levels: u32,
 ) -> u32 {
@@ -241,7 +240,7 @@ fn emit_parallel(
     // This node and its packs, then one run per child subtree.
     let own = NODE_BLOCKS + (children.len - inner.len()) * PACK_BLOCKS;
     let mut lens = vec![own];
-    lens.extend(inner.iter().map(|&(_, c)| sizes[c as usize].0.load(Ordering::Relaxed) as usize));
+    lens.extend(inner.iter().map(|&(_, c)| sizes[&c].0));
     let mut runs = out.split(&lens).into_iter();
     let mut head = runs.next().expect("the node's own run");
     let me = write_node(build, prims, tri, children, &mut head);
@@ -251,7 +250,7 @@ fn emit_parallel(
     for (&(lane, c), run) in inner.iter().zip(runs) {
         let BuildNode::Inner { bounds, .. } = build[c as usize] else { unreachable!() };
         head.node_mut(me).set(lane, ChildRef::node(run.next_position()), &bounds);
-        let (sub, tail) = rest.split_at(sizes[c as usize].1.load(Ordering::Relaxed) as usize);
+        let (sub, tail) = rest.split_at(sizes[&c].1);
         rest = tail;
         jobs.push((sub, run));
     }
