@@ -7,6 +7,7 @@ mod bins;
 mod item;
 mod linear;
 mod morton;
+mod regions;
 mod rotate;
 mod segments;
 mod small_split;
