@@ -97,4 +97,25 @@ mod tests {
         assert_eq!(grid.code(Vec3A::splat(5.0)), grid.code(Vec3A::ONE));
         assert_eq!(grid.code(Vec3A::splat(f32::NAN)), 0);
     }
+
+    /// The split is the first key with the highest differing bit set, found by looking at every
+    /// key, equal codes and all.
+    #[test]
+    fn the_split_is_where_the_highest_differing_bit_turns_on() {
+        let mut rng = slabtree_testkit::rng::Rng(5);
+        for n in [2, 3, 5, 16, 33, 100, 1000] {
+            for mask in [0x7u64, 0xff, 0xffff_ffff] {
+                let mut keys: Vec<u64> = (0..n).map(|_| rng.next() & mask).collect();
+                keys.sort();
+                let diff = keys[0] ^ keys[n - 1];
+                let want = if diff == 0 {
+                    n / 2
+                } else {
+                    let top = 63 - diff.leading_zeros();
+                    keys.iter().position(|k| k >> top & 1 == 1).expect("the last key has it")
+                };
+                assert_eq!(morton_split(&keys, |k| *k), want, "n={n}, mask={mask:#x}");
+            }
+        }
+    }
 }
