@@ -9,8 +9,7 @@ use glam::Vec3A;
 
 use super::item::{Bounds4, BuildItem};
 use super::morton::{MortonGrid, morton_split};
-use super::regions::{Built, Region, compact};
-use super::segments::PENDING;
+use super::regions::{Built, PENDING, Region, compact};
 use super::split::{BuildNode, bounds_of};
 use crate::math::Aabb;
 

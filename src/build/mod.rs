@@ -9,7 +9,6 @@ mod linear;
 mod morton;
 mod regions;
 mod rotate;
-mod segments;
 mod small_split;
 mod spatial;
 mod split;

@@ -6,10 +6,11 @@
 //! `p + 1 .. p + 2 mid` for its left subtree and `p + 2 mid .. p + 2k - 1` for its right one,
 //! before either is built: the right one can then be built on another thread, in the array the
 //! tree ends in, rather than in a vector of its own whose pages are fresh and which is then copied
-//! into place (`super::segments`, which the binned and spatial builders still use; the spatial
-//! builder's node count is not known before it has split). Each subtree fills its region from
-//! the front, so regions end in gaps; [`compact`] closes them, moving every region's nodes down
-//! to their place in the pre-order, where a build on one thread writes them.
+//! into place. Each subtree fills its region from the front, so regions end in gaps; [`compact`]
+//! closes them, moving every region's nodes down to their place in the pre-order, where a build
+//! on one thread writes them. (The spatial builder's upper levels, whose reference counts grow
+//! as they split, keep vectors of their own; below them it builds with the binned builder, and
+//! so in regions.)
 //!
 //! The regions of a node array reserved at `2n - 1` nodes tile it, so the threads write disjoint
 //! elements, each region through a [`Region`] that owns its slice.
@@ -17,7 +18,10 @@
 use std::mem::MaybeUninit;
 
 use super::BuildNode;
-use super::segments::PENDING;
+
+/// The `right` link of a node whose right subtree was built in a region of its own, until
+/// [`compact`] moves that region into place.
+pub(super) const PENDING: u32 = u32::MAX;
 
 /// The part of the node array reserved for one subtree: it writes its nodes from the front, in
 /// pre-order, and hands the regions of the right subtrees it builds on other threads to them.
@@ -83,7 +87,8 @@ pub(super) struct Built {
     /// right subtrees built on other threads).
     len: usize,
     /// The regions of the right subtrees it handed on, in the order they finished: in the
-    /// tree's pre-order they follow its own nodes in that order, as in `super::segments`.
+    /// tree's pre-order they follow its own nodes in that order (each right subtree after the
+    /// left one of its parent, and the deepest parent's first).
     spawned: Vec<Built>,
 }
 
