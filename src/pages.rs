@@ -324,6 +324,16 @@ pub(crate) fn advise_huge_capacity<T>(v: &mut Vec<T>) {
     advise_huge_pages(at, bytes - skip);
 }
 
+/// Hands the whole pages inside `slice` back to the kernel, a hint (see `release_pages`): its
+/// contents are done with, and its memory is not needed until it is written again (a build's
+/// partition scratch while its parallel segments are copied into place).
+///
+/// # Safety
+/// All-zero bytes must be a valid `T`: the released elements read as zeros.
+pub(crate) unsafe fn release<T: Copy>(slice: &mut [T]) {
+    release_pages(slice.as_mut_ptr().cast(), size_of_val(slice));
+}
+
 /// The memory of `elements` as 64-bit words: scratch for integers in memory a build already
 /// holds, such as a linear build's sort keys in the half of its items' array that the BVH's
 /// blocks take later (`pages::Spare`), where fresh vectors would take a fault and the kernel's
@@ -342,10 +352,10 @@ pub(crate) unsafe fn as_words<T: Copy>(elements: &mut [T]) -> &mut [u64] {
 }
 
 /// Hands memory the C library's allocator holds freed back to the kernel (glibc's
-/// `malloc_trim(0)`). Vectors of a megabyte or two, such as a spatial build's right subtrees
-/// built on other threads, fall below glibc's mmap threshold once it has risen, and once they
-/// are freed glibc keeps their pages in its heap rather than unmapping them, held while the
-/// collapse allocates the BVH (`docs/performance.md`, "Scale"). A hint, as
+/// `malloc_trim(0)`). A build's parallel segments are a megabyte or two each, below glibc's mmap
+/// threshold once it has risen, and once they are copied into place glibc keeps their pages in
+/// its heap rather than unmapping them: about as much memory as the binary tree itself, held
+/// while the collapse allocates the BVH (`docs/performance.md`, "Scale"). A hint, as
 /// `advise_huge_pages`; nothing elsewhere, nor under Miri.
 #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
 pub(crate) fn release_freed_memory() {

@@ -15,7 +15,7 @@ use wide::f32x4;
 
 use super::bins::{Binning, PARALLEL_BINNING, Table};
 use super::item::{Bounds4, BuildItem, xyz};
-use super::regions::{Built, PENDING, Region, compact};
+use super::segments::{PENDING, Segment, place};
 use super::small_split::{EXACT_BELOW, median_split};
 use super::split::{BinnedSah, BuildNode, Split};
 use crate::math::Aabb;
@@ -49,28 +49,42 @@ impl BinnedSah {
         } else {
             items.to_vec()
         };
-        self.build_with_scratch(items, &mut scratch)
+        let (mut out, spawned) = self.build_unplaced(items, &mut scratch);
+        // Freed before the segments are copied into place, which holds their nodes twice for
+        // a while: the two are a build's largest arrays.
+        drop(scratch);
+        place(&mut out, spawned);
+        out
     }
 
     /// [`BinnedSah::build`] with the partitions' scratch given, as long as `items`, its
     /// contents ignored and left undefined: a mesh build reuses the memory of both arrays for
-    /// its BVH (`crate::pages::Spare`).
+    /// its BVH (`crate::pages::Spare`). Its pages are handed back to the kernel while the
+    /// segments are copied into place, as `build` frees its own scratch.
     pub(crate) fn build_with_scratch(&self, items: &mut [BuildItem], scratch: &mut [BuildItem]) -> Vec<BuildNode> {
+        let (mut out, spawned) = self.build_unplaced(items, scratch);
+        if !spawned.is_empty() {
+            // SAFETY: an item is plain float data, for which zero bytes are valid.
+            unsafe { crate::pages::release(scratch) };
+        }
+        place(&mut out, spawned);
+        out
+    }
+
+    /// The build over `items` with `scratch` (as long), its parallel subtrees' segments not yet
+    /// placed (`super::segments::place`).
+    fn build_unplaced(&self, items: &mut [BuildItem], scratch: &mut [BuildItem]) -> (Vec<BuildNode>, Vec<Segment>) {
         debug_assert_eq!(items.len(), scratch.len());
         // At most 2n - 1 nodes (leaves of one item). Reserving the bound only reserves address
-        // space; reserving less made the vector grow, and copy itself, near the end. The
-        // subtrees built on other threads go into regions of it (`super::regions`).
+        // space; reserving less made the vector grow, and copy itself, near the end.
         let mut out = Vec::with_capacity(2 * items.len());
         crate::pages::advise_huge_capacity(&mut out);
+        let mut spawned = Vec::new();
         if !items.is_empty() {
             let (bounds, centroids) = self.whole_bounds(items);
-            let mut spawned = Vec::new();
-            let mut whole = Region::whole(&mut out.spare_capacity_mut()[..2 * items.len() - 1]);
-            self.build_into(items, scratch, true, 0, 0, bounds.aabb(), centroids, &mut whole, &mut spawned);
-            let whole = whole.finish(0, spawned);
-            compact(&mut out, whole);
+            self.build_into(items, scratch, true, 0, 0, bounds.aabb(), centroids, &mut out, &mut spawned);
         }
-        out
+        (out, spawned)
     }
 
     /// Geometry and centroid bounds of all items, on several threads when they are many.
@@ -89,8 +103,8 @@ impl BinnedSah {
     }
 
     /// Builds the subtree over `items` (which start at `first` in the caller's array, `depth`
-    /// levels down) into `out`, and the right subtrees it hands to other threads into their
-    /// regions of the node array, pushed to `spawned` (see `super::regions`). `other` is the same range of the other array:
+    /// levels down) into `out`, and the right subtrees it hands to other threads into segments
+    /// pushed to `spawned` (see `super::segments`). `other` is the same range of the other array:
     /// `home` tells whether `items` is the caller's array, where every leaf's items must end. A
     /// builder that makes the upper levels itself (`super::spatial`) hands its smaller nodes
     /// here, `home`.
@@ -104,8 +118,8 @@ impl BinnedSah {
         depth: u32,
         bounds: Aabb,
         centroids: Bounds4,
-        out: &mut Region<'_>,
-        spawned: &mut Vec<Built>,
+        out: &mut Vec<BuildNode>,
+        spawned: &mut Vec<Segment>,
     ) {
         let n = items.len();
         let split = if n <= 1 { None } else { self.choose_split(items, other, &bounds, &centroids, depth) };
@@ -119,34 +133,36 @@ impl BinnedSah {
         };
         // A binned split moves the items to the other array, whose part then holds them.
         let (items, other, home) = if moved { (other, items, !home) } else { (items, other, home) };
-        let me = out.push(BuildNode::Leaf { bounds, first, count: 0 }); // placeholder
+        let me = out.len();
+        out.push(BuildNode::Leaf { bounds, first, count: 0 }); // placeholder
         let (left, right) = items.split_at_mut(mid);
         let (left_other, right_other) = other.split_at_mut(mid);
         let right_first = first + mid as u32;
         let (left_index, right_index);
         if n > self.parallel_threshold {
             // The left subtree is built in place by this thread; the right one, which another
-            // thread may take, into the region reserved for it, moved into place after the
-            // whole build.
-            left_index = out.next_index();
-            let mut region = out.split_right(n, mid);
-            let ((), built) = crate::par::join(
+            // thread may take, into a segment of its own, placed after the whole build.
+            left_index = out.len() as u32;
+            let ((), segment) = crate::par::join(
                 || self.build_into(left, left_other, home, first, depth + 1, lb, lc, out, spawned),
                 || {
+                    // A segment holds one node per parallel level and then a subtree of at
+                    // most `parallel_threshold` items (see `super::segments`).
+                    let mut nodes = Vec::with_capacity(2 * right.len().min(self.parallel_threshold) + 64);
                     let mut below = Vec::new();
-                    self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, &mut region, &mut below);
-                    region.finish(me, below)
+                    self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, &mut nodes, &mut below);
+                    Segment::new(me as u32, nodes, below)
                 },
             );
             right_index = PENDING;
-            spawned.push(built);
+            spawned.push(segment);
         } else {
-            left_index = out.next_index();
+            left_index = out.len() as u32;
             self.build_into(left, left_other, home, first, depth + 1, lb, lc, out, spawned);
-            right_index = out.next_index();
+            right_index = out.len() as u32;
             self.build_into(right, right_other, home, right_first, depth + 1, rb, rc, out, spawned);
         }
-        out.set(me, BuildNode::Inner { bounds, left: left_index, right: right_index });
+        out[me] = BuildNode::Inner { bounds, left: left_index, right: right_index };
     }
 
     /// Picks a split and partitions `items`; returns the split, or `None` for a leaf.

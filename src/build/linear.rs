@@ -9,7 +9,7 @@ use glam::Vec3A;
 
 use super::item::{Bounds4, BuildItem};
 use super::morton::{MortonGrid, morton_split};
-use super::regions::{Built, PENDING, Region, compact};
+use super::segments::{PENDING, Segment, place};
 use super::split::{BuildNode, bounds_of};
 use crate::math::Aabb;
 
@@ -40,16 +40,13 @@ pub fn build_linear(
     let keys = radix_sort(keys, other, parallel_threshold < items.len());
     crate::par::fill(items, 1 << 14, |k| item(index(keys[k as usize])));
     // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
-    // builder's), where a vector that grew would copy itself. The subtrees built on other
-    // threads go into regions of it (`super::regions`).
+    // builder's), where a vector that grew would copy itself.
     let mut out = Vec::with_capacity(2 * items.len());
     crate::pages::advise_huge_capacity(&mut out);
     if !items.is_empty() {
         let mut spawned = Vec::new();
-        let mut whole = Region::whole(&mut out.spare_capacity_mut()[..2 * items.len() - 1]);
-        emit(keys, items, 0, max_leaf.max(1), parallel_threshold, &mut whole, &mut spawned);
-        let whole = whole.finish(0, spawned);
-        compact(&mut out, whole);
+        emit(keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
+        place(&mut out, spawned);
     }
     out
 }
@@ -164,18 +161,19 @@ impl Scatter {
 // SAFETY: the runs that share it write disjoint elements (see `radix_sort`).
 unsafe impl Sync for Scatter {}
 
-/// Writes the subtree over `keys` (with `items` alongside; `first` is their offset in the
-/// whole array) to `out` in pre-order, and returns its bounds. Above `parallel_threshold` items
-/// the right subtree goes to another thread, into its own region of the array, pushed to
-/// `spawned` and moved into place after the whole build (`super::regions`).
+/// Appends the subtree over `keys` (with `items` alongside; `first` is their offset in the
+/// whole array) to `out` in pre-order, its node indices counted from `out`'s start, and returns
+/// its bounds. Above `parallel_threshold` items the right subtree goes to another thread, into a
+/// segment pushed to `spawned` and placed after the whole build, as the binned builder's are
+/// (`super::segments`).
 fn emit(
     keys: &[u64],
     items: &[BuildItem],
     first: u32,
     max_leaf: usize,
     parallel_threshold: usize,
-    out: &mut Region<'_>,
-    spawned: &mut Vec<Built>,
+    out: &mut Vec<BuildNode>,
+    spawned: &mut Vec<Segment>,
 ) -> Aabb {
     let n = keys.len();
     if n <= max_leaf {
@@ -185,35 +183,36 @@ fn emit(
     }
     let mid = morton_split(keys, code);
     let mid = if n <= SMALL { leaf_filling_cut(items, mid, max_leaf) } else { mid };
-    let me = out.push(BuildNode::Leaf { bounds: Aabb::EMPTY, first: 0, count: 0 }); // set below
+    let me = out.len();
+    out.push(BuildNode::Leaf { bounds: Aabb::EMPTY, first: 0, count: 0 }); // set below
     let (left_keys, right_keys) = keys.split_at(mid);
     let (left_items, right_items) = items.split_at(mid);
     let right_first = first + mid as u32;
-    let left = me + 1;
-    let emit_left = |out: &mut Region<'_>, spawned: &mut Vec<Built>| {
+    let left = me as u32 + 1;
+    let emit_left = |out: &mut Vec<BuildNode>, spawned: &mut Vec<Segment>| {
         emit(left_keys, left_items, first, max_leaf, parallel_threshold, out, spawned)
     };
     let (lb, rb, right) = if n > parallel_threshold {
-        let mut region = out.split_right(n, mid);
-        let (lb, (rb, built)) = crate::par::join(
+        let (lb, (rb, segment)) = crate::par::join(
             || emit_left(out, spawned),
             || {
-                let mut below = Vec::new();
+                let (mut nodes, mut below) =
+                    (Vec::with_capacity(2 * right_keys.len().min(parallel_threshold) + 64), Vec::new());
                 let rb =
-                    emit(right_keys, right_items, right_first, max_leaf, parallel_threshold, &mut region, &mut below);
-                (rb, region.finish(me, below))
+                    emit(right_keys, right_items, right_first, max_leaf, parallel_threshold, &mut nodes, &mut below);
+                (rb, Segment::new(me as u32, nodes, below))
             },
         );
-        spawned.push(built);
+        spawned.push(segment);
         (lb, rb, PENDING)
     } else {
         let lb = emit_left(out, spawned);
-        let right = out.next_index();
+        let right = out.len() as u32;
         let rb = emit(right_keys, right_items, right_first, max_leaf, parallel_threshold, out, spawned);
         (lb, rb, right)
     };
     let bounds = lb.union(&rb);
-    out.set(me, BuildNode::Inner { bounds, left, right });
+    out[me] = BuildNode::Inner { bounds, left, right };
     bounds
 }
 

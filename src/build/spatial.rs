@@ -26,7 +26,7 @@
 use glam::{Vec3, Vec3A};
 
 use super::item::{Bounds4, BuildItem};
-use super::regions::{Region, compact};
+use super::segments::place;
 use super::split::{BinnedSah, BuildNode, bounds_of, centroid_bounds};
 use crate::math::Aabb;
 
@@ -169,11 +169,8 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
         let mut scratch = refs.clone();
         items.extend(refs);
         let base = nodes.len();
-        let n = scratch.len();
-        debug_assert!(n > 0, "every node has references");
         let mut spawned = Vec::new();
-        let mut sub = Vec::with_capacity(2 * n);
-        let mut whole = Region::whole(&mut sub.spare_capacity_mut()[..(2 * n).saturating_sub(1)]);
+        let mut sub = Vec::new();
         let at = u32::try_from(first).expect("fewer than 2^32 references");
         self.s.object.build_into(
             &mut items[first..],
@@ -183,11 +180,10 @@ impl<T: Fn(u32) -> [Vec3; 3] + Sync + Send> Context<'_, T> {
             depth,
             bounds.aabb(),
             centroids,
-            &mut whole,
+            &mut sub,
             &mut spawned,
         );
-        let whole = whole.finish(0, spawned);
-        compact(&mut sub, whole);
+        place(&mut sub, spawned);
         nodes.extend(sub.into_iter().map(|n| shifted(n, base as u32, 0)));
     }
 

@@ -366,11 +366,10 @@ impl Built {
         }
         let rotated = Instant::now();
         let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
-        // Only after a parallel spatial build, whose right subtrees' nodes and references went
-        // into vectors of their own (the other builders write theirs into the node array,
-        // `build::regions`), and not in a rebuild: a mesh rebuilt every frame would fault their
-        // pages in again each time.
-        if parallel && !rebuild && options.quality == BuildQuality::High {
+        // Only where segments were made (and trimming the heap is worth its walk over it), and
+        // not in a rebuild: a mesh rebuilt every frame would fault their pages in again each
+        // time, where the allocator's freed memory serves the next rebuild's segments.
+        if parallel && !rebuild {
             crate::pages::release_freed_memory();
         }
         let collapsed = collapse(&build, &prims, &rows, parallel, spare);
