@@ -190,9 +190,7 @@ class MeshBvh:
     def __init__(
         self, vertices, faces, watertight: bool = True, threads: Optional[int] = None, quality: str = "medium"
     ):
-        v = _real_array(vertices, "vertices")
-        if v.ndim != 2 or v.shape[1] != 3:
-            raise ValueError(f"vertices must have shape (n, 3), not {v.shape}")
+        v32 = MeshBvh._vertices(vertices)
         f = np.asarray(faces)
         if f.dtype.kind not in "iu" and not (f.size == 0 and f.dtype.kind == "f"):
             raise TypeError(f"faces must hold integers, not {f.dtype}")
@@ -200,10 +198,7 @@ class MeshBvh:
             raise ValueError(f"faces must have shape (m, 3), not {f.shape}")
         if f.size and (f.min() < 0 or f.max() > np.iinfo(np.uint32).max):
             bad = f.min() if f.min() < 0 else f.max()
-            raise ValueError(f"face index {bad} is out of range for {len(v)} vertices")
-        with np.errstate(over="ignore"):
-            # A coordinate beyond float32 becomes inf, which the library refuses by name.
-            v32 = np.ascontiguousarray(v, dtype=np.float32)
+            raise ValueError(f"face index {bad} is out of range for {len(v32)} vertices")
         self._native = _MeshBvh(
             v32,
             np.ascontiguousarray(f, dtype=np.uint32),
@@ -217,6 +212,45 @@ class MeshBvh:
         self = cls.__new__(cls)
         self._native = native
         return self
+
+    def rebuild(self, vertices, threads: Optional[int] = None) -> None:
+        """Moves the mesh's vertices to ``vertices`` (``(n, 3)``, as many as before; the faces
+        stay) and builds the BVH again with its quality and triangle test, in the old tree's
+        memory: for a mesh that deforms every frame, built with ``quality="low"``. The result is
+        the BVH that ``MeshBvh(vertices, faces)`` builds. Bad vertices (another count, NaN or
+        infinite coordinates) are a ValueError, and leave the BVH as it was.
+
+        >>> import slabtree
+        >>> bvh = slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]], quality="low")
+        >>> bvh.rebuild([[0, 0, 1], [1, 0, 1], [0, 1, 1]])
+        >>> float(bvh.intersect([0.25, 0.25, 3], [0, 0, -1]).t[0])
+        2.0
+        """
+        self._native.rebuild(MeshBvh._vertices(vertices), threads)
+
+    def refit(self, vertices, threads: Optional[int] = None) -> None:
+        """Moves the mesh's vertices to ``vertices`` as ``rebuild`` does, but keeps the tree's
+        shape and only recomputes its boxes: faster than a rebuild, and the rays slow down as the
+        mesh moves away from the shape it was built for. A BVH built with ``quality="high"`` is
+        refused (a ValueError): its spatial splits cut triangles at planes that moved.
+
+        >>> import slabtree
+        >>> bvh = slabtree.MeshBvh([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])
+        >>> bvh.refit([[0, 0, 1], [1, 0, 1], [0, 1, 1]])
+        >>> float(bvh.intersect([0.25, 0.25, 3], [0, 0, -1]).t[0])
+        2.0
+        """
+        self._native.refit(MeshBvh._vertices(vertices), threads)
+
+    @staticmethod
+    def _vertices(vertices) -> np.ndarray:
+        """``vertices`` as a contiguous ``(n, 3)`` float32 array."""
+        v = _real_array(vertices, "vertices")
+        if v.ndim != 2 or v.shape[1] != 3:
+            raise ValueError(f"vertices must have shape (n, 3), not {v.shape}")
+        with np.errstate(over="ignore"):
+            # A coordinate beyond float32 becomes inf, which the library refuses by name.
+            return np.ascontiguousarray(v, dtype=np.float32)
 
     def intersect(
         self, origins, directions, tmin=0.0, tmax=np.inf, threads: Optional[int] = None

@@ -21,7 +21,7 @@ const CHUNK: usize = 1024;
 type Nearest<'py> = (Bound<'py, PyArray2<f32>>, I64s<'py>, F32s<'py>, F32s<'py>, F32s<'py>);
 
 /// The BVH of a triangle mesh (the Python class `slabtree.MeshBvh` wraps this one).
-#[pyclass(module = "slabtree._slabtree", name = "MeshBvh", frozen)]
+#[pyclass(module = "slabtree._slabtree", name = "MeshBvh")]
 pub struct PyMeshBvh {
     bvh: MeshBvh,
 }
@@ -68,6 +68,27 @@ impl PyMeshBvh {
         let options = BuildOptions { triangle_test, quality, ..BuildOptions::default() };
         let bvh = py.detach(|| with_threads(threads, || MeshBvh::build_owned(mesh, &options)))?;
         Ok(PyMeshBvh { bvh })
+    }
+
+    /// Moves the mesh's vertices to `vertices` (`(n, 3)` float32, as many as it has) and builds
+    /// the BVH again with its own options, in the old tree's memory (`MeshBvh::rebuild`). Bad
+    /// vertices are a ValueError, and leave the BVH as it was.
+    #[pyo3(signature = (vertices, threads = None))]
+    fn rebuild(&mut self, py: Python<'_>, vertices: PyReadonlyArray2<'_, f32>, threads: Option<usize>) -> PyResult<()> {
+        let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
+        let bvh = &mut self.bvh;
+        py.detach(|| with_threads(threads, || bvh.rebuild(&positions)))?
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Moves the mesh's vertices to `vertices` and refits the boxes, keeping the tree's shape
+    /// (`MeshBvh::refit`). Bad vertices, or a BVH with spatial splits, are a ValueError, and
+    /// leave the BVH as it was.
+    #[pyo3(signature = (vertices, threads = None))]
+    fn refit(&mut self, py: Python<'_>, vertices: PyReadonlyArray2<'_, f32>, threads: Option<usize>) -> PyResult<()> {
+        let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
+        let bvh = &mut self.bvh;
+        py.detach(|| with_threads(threads, || bvh.refit(&positions)))?.map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Closest hit of every ray: `(t, triangle, u, v)`, with `t = inf` and `triangle = -1` on a

@@ -166,3 +166,70 @@ def test_arrays_of_any_layout_and_dtype(soup):
     down = reference.intersect([[5, 5, 50], [5, 5, 60]], [0, 0, -1])
     assert down.t.shape == (2,)
     assert down.triangle[0] == down.triangle[1]
+
+
+@pytest.mark.parametrize(
+    "quality, how",
+    [("low", "rebuild"), ("medium", "rebuild"), ("high", "rebuild"), ("low", "refit"), ("medium", "refit")],
+)
+def test_moved_vertices_are_hit_where_brute_force_hits_them(soup, quality, how):
+    vertices, faces = soup
+    bvh = slabtree.MeshBvh(vertices, faces, quality=quality)
+    r = np.random.default_rng(5)
+    moved = (np.asarray(vertices) * 0.8 + r.normal(0, 0.3, np.shape(vertices))).astype(np.float32)
+    getattr(bvh, how)(moved)
+    np.testing.assert_array_equal(bvh.vertices, moved)
+    origins, directions = random_rays(2000, seed=6)
+    hits = bvh.intersect(origins, directions)
+    t, _, margin, all_t = closest_hits(moved, faces, origins, directions)
+    clear = ~(np.isfinite(t) & (margin < 1e-6))
+    hit = np.isfinite(t)
+    assert (hit[clear] == (hits.triangle[clear] >= 0)).all()
+    both = clear & hit
+    assert both.sum() > 500, "too few hits for the test to mean much"
+    np.testing.assert_allclose(hits.t[both], t[both], rtol=1e-5)
+    rows = np.nonzero(both)[0]
+    assert (np.abs(all_t[rows, hits.triangle[rows]] - t[rows]) <= 1e-5 * t[rows]).all()
+    if how == "rebuild":
+        # The BVH that a build of the moved mesh gives, byte for byte.
+        assert bvh.to_bytes() == slabtree.MeshBvh(moved, faces, quality=quality).to_bytes()
+
+
+def test_bad_vertices_for_a_move_are_refused_and_change_nothing(soup):
+    vertices, faces = soup
+    bvh = slabtree.MeshBvh(vertices, faces, quality="low")
+    before = bvh.to_bytes()
+    v = np.asarray(vertices, dtype=np.float32)
+    nan, inf = v.copy(), v.copy()
+    nan[3, 1], inf[7, 2] = np.nan, np.inf
+    refusals = [
+        (v[:-1], "expected 927 vertex positions, got 926"),
+        (nan, "vertex 3 has a NaN"),
+        (inf, "vertex 7 has a NaN or inf"),
+        (v[:, :2], "shape"),
+    ]
+    for bad, message in refusals:
+        for how in (bvh.rebuild, bvh.refit):
+            with pytest.raises(ValueError, match=message):
+                how(bad)
+            assert bvh.to_bytes() == before
+
+
+def test_a_high_build_with_spatial_splits_refuses_a_refit_and_rebuilds(soup):
+    # A room: six walls of two triangles each, far larger than the triangles inside, which
+    # spatial splits cut at planes.
+    vertices, faces = soup
+    corners = np.array([[x, y, z] for x in (-1, 11) for y in (-1, 11) for z in (-1, 11)], dtype=np.float32)
+    quads = [(0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5)]
+    walls = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))]) + len(vertices)
+    room_v = np.vstack([np.asarray(vertices, dtype=np.float32), corners])
+    room_f = np.vstack([faces, walls])
+    bvh = slabtree.MeshBvh(room_v, room_f, quality="high")
+    before = bvh.to_bytes()
+    with pytest.raises(ValueError, match="spatial"):
+        bvh.refit(room_v)
+    assert bvh.to_bytes() == before
+    # A rebuild builds it again, spatial splits and all.
+    moved = room_v * np.float32(1.5)
+    bvh.rebuild(moved)
+    assert bvh.to_bytes() == slabtree.MeshBvh(moved, room_f, quality="high").to_bytes()
