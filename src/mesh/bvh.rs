@@ -334,7 +334,8 @@ impl Built {
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };
-                let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, 4, threshold);
+                let prefetch = |i: u32| crate::hint::prefetch(mesh.triangles().as_ptr().wrapping_add(i as usize));
+                let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, prefetch, 4, threshold);
                 (index_order(items), memory.into_spare(), build, start)
             }
             BuildQuality::Medium => {
