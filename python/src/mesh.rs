@@ -27,6 +27,19 @@ pub struct PyMeshBvh {
 }
 
 impl PyMeshBvh {
+    /// `rebuild` or `refit` (`how`) to `vertices`, without the GIL, its refusal a ValueError.
+    fn move_vertices(
+        &mut self,
+        py: Python<'_>,
+        vertices: &PyReadonlyArray2<'_, f32>,
+        threads: Option<usize>,
+        how: fn(&mut MeshBvh, &[Vec3]) -> Result<(), slabtree::MeshError>,
+    ) -> PyResult<()> {
+        let positions: Vec<Vec3> = rows(vertices, "vertices")?.into_iter().map(Vec3::from).collect();
+        let bvh = &mut self.bvh;
+        py.detach(|| with_threads(threads, || how(bvh, &positions)))?.map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     /// `LARGE_BVH_BYTES` or more: batches go through the library's own (see `intersect`).
     fn large(&self) -> bool {
         self.bvh.bvh_bytes() >= LARGE_BVH_BYTES
@@ -75,10 +88,7 @@ impl PyMeshBvh {
     /// vertices are a ValueError, and leave the BVH as it was.
     #[pyo3(signature = (vertices, threads = None))]
     fn rebuild(&mut self, py: Python<'_>, vertices: PyReadonlyArray2<'_, f32>, threads: Option<usize>) -> PyResult<()> {
-        let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
-        let bvh = &mut self.bvh;
-        py.detach(|| with_threads(threads, || bvh.rebuild(&positions)))?
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        self.move_vertices(py, &vertices, threads, MeshBvh::rebuild)
     }
 
     /// Moves the mesh's vertices to `vertices` and refits the boxes, keeping the tree's shape
@@ -86,9 +96,7 @@ impl PyMeshBvh {
     /// leave the BVH as it was.
     #[pyo3(signature = (vertices, threads = None))]
     fn refit(&mut self, py: Python<'_>, vertices: PyReadonlyArray2<'_, f32>, threads: Option<usize>) -> PyResult<()> {
-        let positions: Vec<Vec3> = rows(&vertices, "vertices")?.into_iter().map(Vec3::from).collect();
-        let bvh = &mut self.bvh;
-        py.detach(|| with_threads(threads, || bvh.refit(&positions)))?.map_err(|e| PyValueError::new_err(e.to_string()))
+        self.move_vertices(py, &vertices, threads, MeshBvh::refit)
     }
 
     /// Closest hit of every ray: `(t, triangle, u, v)`, with `t = inf` and `triangle = -1` on a

@@ -297,7 +297,7 @@ impl Lanes {
 /// The builders number every node before its children (pre-order), and then one backward pass
 /// over the array meets every child before its parent, reading the nodes in memory order, where a
 /// walk down the links waits on a scattered node at many steps, all of them on the calling
-/// thread (`docs/performance.md`, "Build qualities"). Rotations keep the indices but not that
+/// thread (`docs/performance.md`, "Steps a parallel build ran on one thread"). Rotations keep the indices but not that
 /// order, so a child numbered before its parent sends the count to the walk.
 fn leaf_counts(build: &[BuildNode]) -> Vec<u32> {
     let mut leaves = vec![0u32; build.len()];
