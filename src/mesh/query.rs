@@ -1,22 +1,20 @@
-//! The mesh BVH's queries: closest and any hit of one ray, batches, swept boxes, and the
-//! walk they share.
+//! The mesh BVH's ray queries: closest and any hit of one ray and of runs of rays, and the walk
+//! that every query shares (the swept boxes' too, `super::sweep`).
 //!
 //! Every query walks the tree with the one closest-first loop of `crate::wide` (nearest children
 //! first, entries beyond the current closest hit dropped), whose child slab test is the crate's
 //! conservative one ([`crate::math::slab_interval`], lane for lane), so a triangle is never culled
 //! by rounding at a node. What differs between queries is the leaf test ([`LeafTest`]): a ray
-//! against a triangle pack, or a swept box against each triangle.
+//! against a triangle pack, or a swept box against each triangle (`super::sweep`).
 
 use glam::{Vec3, Vec3A};
 
-use super::TriMesh;
 use super::bvh::{Hit, MeshBvh, STACK, TriangleTest};
 use super::layout::Blocks;
 use super::leaf::{Decide, HitPolicy, LeafTest, Nearest, Offer, TriangleLeaf};
-use super::sweep::{BoxCastHit, Obb, box_parts, sweep_box_triangle, sweep_obb_triangle};
-use super::triangle::{NO_PRIM, PackHit, PackRows, TriPack};
+use super::triangle::{PackHit, PackRows};
 use crate::math::QueryStats;
-use crate::math::{Aabb, InputError, Ray, RayCoherence};
+use crate::math::{InputError, Ray, RayCoherence};
 use crate::wide::{
     ChildBoxTest, ChildRef, EntryPoint, FixedStack, FusedRay8, Lanes8, LeafVisitor, Ray8, WithLanes, closest_first,
     dispatch,
@@ -265,80 +263,12 @@ impl MeshBvh {
         Hit { t, triangle: prim, u: h.u, v: h.v, normal: e1.cross(e2).normalize_or_zero() }
     }
 
-    /// First contact of box `aabb` moving by `displacement` (`t` in `[0, 1]`) with the mesh's
-    /// triangles: exact, by separating axes over the sweep (see [`BoxCastHit`]). Invalid input
-    /// (NaN, infinite) touches nothing.
-    ///
-    /// ```
-    /// use slabtree::{Aabb, BuildOptions, MeshBvh, TriMesh};
-    /// use glam::{Vec3, Vec3A};
-    /// // A floor triangle at y = 0 and a unit box falling onto it from y = 2.
-    /// let mesh = TriMesh::new(vec![Vec3::new(-5.0, 0.0, -5.0), Vec3::new(5.0, 0.0, -5.0), Vec3::new(0.0, 0.0, 5.0)], vec![[0, 1, 2]])?;
-    /// let bvh = MeshBvh::build(&mesh, &BuildOptions::default());
-    /// let hit = bvh.cast_box(&Aabb::from_center_half_extents(Vec3A::new(0.0, 2.0, 0.0), Vec3A::splat(0.5)), Vec3A::new(0.0, -4.0, 0.0))?.unwrap();
-    /// assert_eq!(hit.t, 0.375); // the box bottom (y = 1.5) reaches y = 0 after 1.5 of 4 units
-    /// assert!(hit.normal.abs_diff_eq(Vec3::Y, 1e-6));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn cast_box(&self, aabb: &Aabb, displacement: Vec3A) -> Result<Option<BoxCastHit>, InputError> {
-        aabb.validate()?;
-        if !displacement.is_finite() {
-            return Err(InputError::NonFiniteDisplacement);
-        }
-        let (center, half) = box_parts(aabb);
-        // A finite box can still have infinite half-extents (min -3e38, max 3e38), and infinite
-        // offsets turn empty child slots' planes into NaN: such a box sweeps nothing.
-        if !(center.is_finite() && half.is_finite()) {
-            return Ok(None);
-        }
-        let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
-        let (c, h, d) = (center.into(), half.into(), displacement.into());
-        let mut leaf =
-            SweepLeaf::new(&self.mesh, &ray, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
-        let (hit, _) = dispatch(SweepWalk { bvh: self, ray: &ray, ext: half, leaf: &mut leaf });
-        Ok(hit.map(|(triangle, (t, normal))| BoxCastHit { t, triangle, normal }))
-    }
-
-    /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an
-    /// instance's view of a world box, see `scene::sweep`), as `(triangle, t, normal)` with the
-    /// normal unnormalised. The BVH is box-cast with `ext`, half-extents of a box containing
-    /// `obb` (whose sweep then contains the oriented box's), nearest leaf first and clipped at
-    /// each contact, as [`MeshBvh::cast_box`]; each triangle is tested exactly.
-    pub(crate) fn cast_obb(&self, obb: &Obb, ext: Vec3A, d: Vec3A, limit: f32) -> Option<(u32, f32, Vec3)> {
-        // Infinite offsets would turn empty child slots' planes into NaN; f32::MAX keeps the
-        // inflated planes conservative (at worst infinite) and NaN-free.
-        let ext = ext.min(Vec3A::splat(f32::MAX));
-        let ray = Ray::new(Vec3A::from(obb.center), d).with_range(0.0, limit);
-        // An instance's view of a valid world box can still overflow to infinity: it touches
-        // nothing.
-        if ray.validate().is_err() {
-            return None;
-        }
-        let dv: Vec3 = d.into();
-        self.sweep_with(&ray, ext, |tri: &[Vec3; 3], lim| sweep_obb_triangle(obb, dv, tri, lim))
-    }
-
-    /// First contact of a swept shape: the BVH box-cast along `ray` (`t` in its range) with a box
-    /// of half-extents `ext` around the shape, nearest leaf first and clipped at each contact,
-    /// and each triangle tested by `hit(triangle, limit)`, which gives the contact's `t` and its
-    /// payload. `ray` must be valid and `ext` finite.
-    pub(crate) fn sweep_with<H: Copy>(
-        &self,
-        ray: &Ray,
-        ext: Vec3A,
-        hit: impl Fn(&[Vec3; 3], f32) -> Option<(f32, H)>,
-    ) -> Option<(u32, f32, H)> {
-        let mut leaf = SweepLeaf::new(&self.mesh, ray, hit);
-        let (found, _) = dispatch(SweepWalk { bvh: self, ray, ext, leaf: &mut leaf });
-        found.map(|(triangle, (t, h))| (triangle, t, h))
-    }
-
     /// The traversal loop shared by every query: closest-first (`ANY = false`) or any-hit
     /// (`ANY = true`), with node bounds grown by `inflate` when `INFLATE` (swept boxes). Returns the
     /// leaf test's hit with its triangle, and what the walk visited. `ray` must be valid: each
     /// caller checks it once. Node tests compute in lanes `V` (the SIMD level).
     #[inline(always)]
-    fn traverse<V: Lanes8, const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
+    pub(super) fn traverse<V: Lanes8, const ANY: bool, const INFLATE: bool, const EARLY: bool, L: LeafTest>(
         &self,
         ray: &Ray,
         inflate: Vec3A,
@@ -451,64 +381,6 @@ impl<const ANY: bool, L: LeafTest, const EARLY: bool> LeafVisitor for PackVisito
 /// `prefetch_children`).
 const NOWHERE: *const super::layout::Block = std::ptr::without_provenance(1 << 63);
 
-/// A swept shape against triangles, one at a time, by its exact test `hit(tri, limit)`, which
-/// gives the time of first contact and what else the query reports: the axis-aligned box's
-/// ([`MeshBvh::cast_box`]), an instance's oriented box's ([`MeshBvh::cast_obb`]), a sphere's or
-/// a capsule's (`super::cast`).
-///
-/// Of contacts at one `t` in different leaves (a box landing on a flat floor of many triangles),
-/// the lower triangle index is kept, whichever the walk meets first: the SIMD levels order
-/// children differently (`TriangleLeaf` keeps the same rule for rays). So that every such leaf
-/// is reached at every level, the walk culls boxes with its bound raised by the rounding band
-/// ([`raised_tmax`](crate::wide::packet::raised_tmax)), as `TriangleLeaf`'s does: a node's
-/// rounded entry distance can lie just past a contact's `t`, and a swept box far from the origin
-/// makes many contacts at one rounded `t`. The contact's range itself is `end_t`, kept here.
-struct SweepLeaf<'m, F> {
-    mesh: &'m TriMesh,
-    hit: F,
-    /// Where the sweep ends: its range's end, then the nearest contact's `t`.
-    end_t: f32,
-    /// The triangle of the nearest contact so far (`u32::MAX` before the first).
-    end_prim: u32,
-}
-
-impl<'m, F> SweepLeaf<'m, F> {
-    fn new(mesh: &'m TriMesh, ray: &Ray, hit: F) -> Self {
-        SweepLeaf { mesh, hit, end_t: ray.tmax, end_prim: u32::MAX }
-    }
-}
-
-impl<H: Copy, F: Fn(&[Vec3; 3], f32) -> Option<(f32, H)>> LeafTest for SweepLeaf<'_, F> {
-    type Hit = (f32, H);
-    fn test<const ANY: bool>(&mut self, _: u32, p: &TriPack, tmax: f32) -> Option<(u32, f32, (f32, H))> {
-        let mut best: Option<(u32, f32, (f32, H))> = None;
-        for lane in 0..4 {
-            let prim = p.prim[lane];
-            if prim == NO_PRIM {
-                continue;
-            }
-            let limit = best.map_or(tmax, |b| b.1);
-            let tri = self.mesh.triangle(prim as usize);
-            if let Some((t, n)) = (self.hit)(&tri, limit)
-                && best.is_none_or(|b| t < b.1 || (t == b.1 && prim < b.0))
-            {
-                best = Some((prim, t, (t, n)));
-            }
-        }
-        let (prim, t, _) = best?;
-        if t > self.end_t || (t == self.end_t && prim >= self.end_prim) {
-            return None;
-        }
-        (self.end_t, self.end_prim) = (t, prim);
-        best
-    }
-
-    #[inline(always)]
-    fn walk_tmax(&self, t: f32) -> f32 {
-        crate::wide::packet::raised_tmax(t)
-    }
-}
-
 /// Whether `ray` (valid) enters a child of `node`: the first node test of its walk when `node` is
 /// the root, in the form (fused or exact) the build's lanes give, as the streams' walks take it. A ray that enters
 /// none of the root's children hits nothing, which lets the ray streams settle it before
@@ -592,23 +464,5 @@ impl<const WATERTIGHT: bool, const EARLY: bool> WithLanes for TraceInto<'_, WATE
         let leaf = &mut TriangleLeaf::<WATERTIGHT, _>::new(ray, Nearest);
         let (found, _) = bvh.traverse::<V, false, false, EARLY, _>(ray, Vec3A::ZERO, leaf);
         *self.slot = found.map(|(prim, h)| bvh.finish_inline(prim, h, ray));
-    }
-}
-
-/// A swept box's walk (the box cast of [`MeshBvh::cast_box`] and the shape casts), as a kernel
-/// for [`dispatch()`].
-struct SweepWalk<'a, L> {
-    bvh: &'a MeshBvh,
-    ray: &'a Ray,
-    ext: Vec3A,
-    leaf: &'a mut L,
-}
-
-impl<L: LeafTest> WithLanes for SweepWalk<'_, L> {
-    type Output = (Option<(u32, L::Hit)>, QueryStats);
-
-    #[inline(always)]
-    fn run<V: Lanes8>(self) -> Self::Output {
-        self.bvh.traverse::<V, false, true, false, _>(self.ray, self.ext, self.leaf)
     }
 }
