@@ -59,7 +59,7 @@ use super::bvh::{Hit, MeshBvh, TriangleTest};
 use super::query::enters_node;
 use super::triangle::PackHit;
 use crate::math::{Ray, RayCoherence};
-use crate::wide::packet::{PACKET, Packet, fusable};
+use crate::wide::packet::{PACKET, Packet};
 use crate::wide::{Lanes8, WithLanes, dispatch};
 use choice::{Choosing, wall_clock};
 use regroup::{MIN_PACKET, RUN, Regroup};
@@ -313,21 +313,18 @@ impl WithLanes for SettleAtRoot<'_> {
     #[inline(always)]
     fn run<L: Lanes8>(self) {
         let SettleAtRoot { root, rays, coherent, settled, pk } = self;
-        let packable = |rays: &[Ray]| rays.iter().all(|r| r.sign() == rays[0].sign() && fusable(r));
         let runs = rays.chunks(RUN).zip(settled.chunks_mut(RUN)).zip(coherent).enumerate();
         for (r, ((run, settled), _)) in runs.filter(|(_, (_, coherent))| **coherent) {
             for (c, (chunk, settled)) in run.chunks(PACKET).zip(settled.chunks_mut(PACKET)).enumerate() {
                 let start = r * RUN + c * PACKET;
-                if packable(chunk) {
-                    let idx: [usize; PACKET] = std::array::from_fn(|k| start + k);
-                    let idx = &idx[..chunk.len()];
-                    let entering = if L::FMA {
-                        pk.load::<L, true, true>(rays, idx);
-                        pk.entering_children::<L, true>(root)
-                    } else {
-                        pk.load::<L, false, true>(rays, idx);
-                        pk.entering_children::<L, false>(root)
-                    };
+                let idx: [usize; PACKET] = std::array::from_fn(|k| start + k);
+                let idx = &idx[..chunk.len()];
+                let entering = if L::FMA {
+                    pk.load_if_packable::<L, true, true>(rays, idx).then(|| pk.entering_children::<L, true>(root))
+                } else {
+                    pk.load_if_packable::<L, false, true>(rays, idx).then(|| pk.entering_children::<L, false>(root))
+                };
+                if let Some(entering) = entering {
                     for (k, settled) in settled.iter_mut().enumerate() {
                         *settled = entering & (1 << k) == 0;
                     }
