@@ -264,11 +264,11 @@ impl MeshBvh {
             // A ray that enters none of the root's children is settled: nothing is hit.
             |out, window, coherent, settled| {
                 let Some(root) = root else { return };
-                let start = window.start;
                 let pk = &mut **settle_pk;
-                dispatch(SettleAtRoot { root, rays: &rays[window], coherent, settled: &mut *settled, pk });
-                for (k, _) in settled.iter().enumerate().filter(|(_, s)| **s) {
-                    answer(&rays[start + k], Some((None, false)), RayCoherence::Coherent, &mut out[start + k]);
+                let (rays, out) = (&rays[window.clone()], &mut out[window]);
+                dispatch(SettleAtRoot { root, rays, coherent, settled: &mut *settled, pk });
+                for ((ray, slot), _) in rays.iter().zip(out).zip(settled.iter()).filter(|(_, s)| **s) {
+                    answer(ray, Some((None, false)), RayCoherence::Coherent, slot);
                 }
             },
             |out, i, hint| traced_alone(out, i..i + 1, hint),
@@ -283,8 +283,8 @@ impl MeshBvh {
                     best: &mut *best,
                     shears: &mut *shears,
                 });
-                for (k, &i) in idx.iter().enumerate() {
-                    answer(&rays[i], Some((best[k], ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
+                for ((k, &i), &best) in idx.iter().enumerate().zip(best.iter()) {
+                    answer(&rays[i], Some((best, ties & (1 << k) != 0)), RayCoherence::Coherent, &mut out[i]);
                 }
             },
         );
