@@ -27,9 +27,11 @@ pub(super) struct Choice {
     pub(super) packets: bool,
     /// Windows from the end of one probe to the start of the next.
     interval: usize,
-    /// Whether the windows traced as single rays settle the rays that miss the root first: where
-    /// the last probe settled at least one coherent ray in [`SETTLE_FROM`]. (Settling tests the
-    /// root for 64 rays at once, far less than a single ray's walk to find the same miss.)
+    /// Whether the windows settle the rays that miss the root first, the packets' as the single
+    /// rays': where the last probe settled at least one coherent ray in [`SETTLE_FROM`].
+    /// (Settling tests the root for 64 rays at once, far less than a single ray's walk to find
+    /// the same miss; where few rays miss, the packets find them at the root for less than a
+    /// test of every ray.)
     pub(super) settle: bool,
     /// Windows since the last probe.
     since_probe: usize,
@@ -166,8 +168,7 @@ impl Choosing {
     }
 }
 
-/// Single-ray windows settle their rays first where a probe settled one coherent ray in this
-/// many or more.
+/// Windows settle their rays first where a probe settled one coherent ray in this many or more.
 const SETTLE_FROM: usize = 8;
 
 /// A clock for [`Regroup::run`](super::regroup::Regroup::run)'s probes: nanoseconds since it was made.

@@ -364,7 +364,7 @@ mod tests {
     }
 
     /// Each walk a stream can choose gives the single rays' answers, held fixed (no probe):
-    /// packets, and single rays with and without settling the rays that miss the root first,
+    /// packets and single rays, each with and without settling the rays that miss the root first,
     /// for camera rays that partly miss a sphere, closest hit (with and without its key) and any
     /// hit, with both triangle tests.
     #[test]
@@ -380,7 +380,7 @@ mod tests {
         for test in [TriangleTest::MollerTrumbore, TriangleTest::Watertight] {
             let options = BuildOptions { triangle_test: test, ..Default::default() };
             let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 48, 24), &options);
-            for (packets, settle) in [(true, true), (false, true), (false, false)] {
+            for (packets, settle) in [(true, true), (true, false), (false, true), (false, false)] {
                 SCRATCH.with(|s| {
                     s.borrow_mut().get_or_insert_with(Scratch::new).choosing = [Choosing::fixed(packets, settle); 2];
                 });

@@ -92,7 +92,12 @@ impl Regroup {
             }
             let settled = &mut settled[..window.len()];
             settled.fill(false);
-            settle(cx, base..base + window.len(), &coherent_run, settled);
+            // Where the last probe found few rays to settle (a camera inside a room), the
+            // packets' own walk finds the rest's misses at the root, and settling every coherent
+            // ray first would only cost its test (`Choice::settle`).
+            if probe.is_some() || choice.settle {
+                settle(cx, base..base + window.len(), &coherent_run, settled);
+            }
             if probe.is_none() && !choice.packets {
                 // Single rays: the coherent runs' unsettled stretches, each as a run.
                 let mut k = 0;
@@ -360,24 +365,26 @@ mod tests {
     /// by `cost(window).0` ticks per ray and single rays by `cost(window).1`, with every ray `i`
     /// with `settles(i)` settled at the root where it is offered to be, and returns the rays each
     /// window traced as packets, checking that every ray was answered once, settled, by a packet
-    /// or alone with the coherent hint, and how many rays that `settles` were traced alone in
-    /// runs instead.
+    /// or alone with the coherent hint, how many rays that `settles` were traced alone in runs
+    /// instead, and whether each window offered its rays to be settled.
     fn rays_in_packets(
         cost: impl Fn(usize) -> (u64, u64),
         settles: fn(usize) -> bool,
         windows: usize,
-    ) -> (Vec<usize>, usize) {
+    ) -> (Vec<usize>, usize, Vec<bool>) {
         let rays = camera_rays(windows);
         let ticks = Cell::new(0u64);
         let mut seen = vec![0u8; rays.len()];
         let mut in_packets = vec![0usize; windows];
         let unsettled = Cell::new(0);
+        let mut offered = vec![false; windows];
         Regroup::new().run(
             &mut Choosing::new(),
             &rays,
             &mut seen[..],
             || ticks.get(),
             |seen, window, coherent, settled| {
+                offered[window.start / WINDOW] = true;
                 for i in window.clone().filter(|&i| settles(i) && coherent[(i - window.start) / super::RUN]) {
                     settled[i - window.start] = true;
                     seen[i] += 1;
@@ -401,7 +408,7 @@ mod tests {
             },
         );
         assert!(seen.iter().all(|&s| s == 1), "a ray answered twice or never");
-        (in_packets, unsettled.get())
+        (in_packets, unsettled.get(), offered)
     }
 
     /// Where packets take fewer ticks per ray, every window is traced as packets but for the
@@ -549,5 +556,22 @@ mod tests {
         assert!(probe.windows(2).all(|w| w[0] || w[1]), "{tokens:?}");
         assert!(probe.windows(3).all(|w| !(w[0] && w[1] && w[2])), "{tokens:?}");
         assert!(tokens.len() - last > WINDOW / 64 / 3, "{tokens:?}");
+    }
+    /// Every window offers its coherent rays to be settled at the root while a probe finds one
+    /// in eight or more to settle; where the last probe found fewer, only the probes' windows
+    /// do, and the packets find the misses at the root themselves.
+    #[test]
+    fn windows_settle_where_a_probe_found_enough_to_settle() {
+        let n = 2 * MOST_PROBE_EVERY;
+        let (_, _, many) = rays_in_packets(|_| (1, 2), |i| i % 3 == 0, n);
+        assert!(many.iter().all(|&o| o), "{many:?}");
+        let (in_packets, _, few) = rays_in_packets(|_| (1, 2), |i| i % 100 == 0, n);
+        // Packets are kept, so the probes come at windows 0, 16 and 48 (as in
+        // `windows_take_the_walk_the_clock_finds_cheaper`).
+        for (w, &o) in few.iter().enumerate() {
+            assert_eq!(o, [0, 16, 48].contains(&w), "window {w}: {few:?}");
+        }
+        // The rays that were not settled went to the packets.
+        assert!(in_packets[1] > in_packets[0], "{in_packets:?}");
     }
 }
