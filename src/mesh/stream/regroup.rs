@@ -50,6 +50,8 @@ impl Regroup {
     /// settled)`, with `window` the window's range of `rays` and `coherent[k / RUN]` whether its
     /// ray `k` is in a coherent run: it may answer such a ray at once (one that misses the whole
     /// structure) and set `settled[k]`, which is `false` on entry, or leave it to the packets.
+    /// They are offered while a probe runs and where the last probe found enough of them settled
+    /// (`Choice::settle`).
     ///
     /// Whether a window's packets go to `packet` or their rays to `single` is timed by `clock`
     /// (any monotonic count of ticks) and kept in `choosing` (`super::choice`).
