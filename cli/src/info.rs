@@ -1,6 +1,6 @@
 //! `slabtree info`: the size and quality of a mesh's BVH.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use slabtree::{MeshBvh, MeshStats};
 
@@ -50,12 +50,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
         let again = progress::spin("building it again", || MeshBvh::build(&scene.mesh, &options).stats());
         times.push(phases(&again));
     }
-    // One build: its times. Several: the best and the median of each column.
-    let stat = |k: usize| {
-        let mut col: Vec<_> = times.iter().map(|t| t[k]).collect();
-        col.sort();
-        if col.len() == 1 { ms(col[0]) } else { format!("{} / {}", ms(col[0]), ms(col[col.len() / 2])) }
-    };
+    let stat = |k: usize| best_and_median(times.iter().map(|t| t[k]).collect());
     let of = if times.len() == 1 { String::new() } else { format!(" best / median of {} builds", times.len()) };
     println!("build time:         {}{of} ({})", stat(0), progress::threads(threads));
     println!(
@@ -68,7 +63,7 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
     if args.rebuilds > 0 {
         let mut bvh = bvh;
         let positions = scene.mesh.positions().to_vec();
-        let mut times: Vec<_> = (0..args.rebuilds)
+        let times: Vec<_> = (0..args.rebuilds)
             .map(|_| {
                 // The mesh's own positions: every rebuild checks them, and they are valid.
                 progress::spin("building it again in place", || bvh.rebuild(&positions))
@@ -76,15 +71,15 @@ pub fn run(args: &InfoArgs) -> CliResult<()> {
                 Ok(bvh.stats().build_time)
             })
             .collect::<CliResult<_>>()?;
-        times.sort();
-        println!(
-            "rebuild time:       {} / {} best / median of {} rebuilds in place ({})",
-            ms(times[0]),
-            ms(times[times.len() / 2]),
-            times.len(),
-            progress::threads(threads)
-        );
+        let of = if times.len() == 1 { String::new() } else { format!(" best / median of {} rebuilds", times.len()) };
+        println!("rebuild time:       {}{of} in place ({})", best_and_median(times), progress::threads(threads));
     }
     println!("load time:          {}", ms(load));
     Ok(())
+}
+
+/// One time as it is; several, the best and the median.
+fn best_and_median(mut times: Vec<Duration>) -> String {
+    times.sort();
+    if times.len() == 1 { ms(times[0]) } else { format!("{} / {}", ms(times[0]), ms(times[times.len() / 2])) }
 }
