@@ -168,8 +168,7 @@ impl Packet {
     #[inline(always)]
     pub(crate) fn load<L: Lanes8, const FUSED: bool, const LOWERED: bool>(&mut self, rays: &[Ray], idx: &[usize]) {
         debug_assert!(idx.iter().all(|&i| fusable(&rays[i])));
-        let packable = self.load_if_packable::<L, FUSED, LOWERED>(rays, idx);
-        debug_assert!(packable, "rays of one octant whose fused products are finite");
+        self.load_if_packable::<L, FUSED, LOWERED>(rays, idx);
     }
 
     /// [`Packet::load`] of any valid rays: whether they can form a packet, each [`fusable`] and
