@@ -5,7 +5,7 @@
 //! (`super::stream`), as [`BatchOptions`] say.
 
 use super::bvh::{HINT_RUN, Hit, MeshBvh};
-use super::stream::PACKET_RUN;
+use super::stream::packet_run;
 use crate::math::{BatchError, BatchOptions, QueryStats, Ray, RayCoherence, Threads, validate_rays};
 
 impl MeshBvh {
@@ -97,7 +97,7 @@ pub(crate) struct BatchWalks<OneByOne, Packets, Counting> {
 
 /// Whether a batch of `rays` rays with `options` goes to its packets' walk, else one by one (or
 /// counting): with packets on, on the calling thread, or on rayon's threads when each thread
-/// gets two regrouping windows ([`PACKET_RUN`]) or more. A stream's regrouping and its timed
+/// gets two regrouping windows ([`packet_run`]) or more. A stream's regrouping and its timed
 /// choice between packets and single rays need whole windows, while the single rays share out
 /// in short runs: a batch of a few windows on two threads ran 1.3–2× slower as packets than
 /// one by one (`docs/performance.md`, "How a batch runs").
@@ -105,8 +105,13 @@ fn goes_as_packets(options: BatchOptions, rays: usize) -> bool {
     if !options.packets || options.count_visits {
         return false;
     }
-    let threads = if options.threads == Threads::Pool { crate::par::threads() } else { 1 };
-    threads <= 1 || rays >= 2 * threads * PACKET_RUN
+    let threads = batch_threads(options);
+    threads <= 1 || rays >= 2 * threads * packet_run(rays, threads)
+}
+
+/// The threads a batch with `options` runs on.
+fn batch_threads(options: BatchOptions) -> usize {
+    if options.threads == Threads::Pool { crate::par::threads() } else { 1 }
 }
 
 /// Every batch of the mesh and the scene: `out` (cleared first, its room kept) gets one answer
@@ -160,7 +165,8 @@ pub(crate) fn trace_batch<R: Clone + Send + Sync>(
                 (walks.packets)(rays, out);
             }
         };
-        crate::par::map_checked_chunks_into(parallel, rays, PACKET_RUN, fill, out, check, rebase, window)?;
+        let window_rays = packet_run(rays.len(), batch_threads(options));
+        crate::par::map_checked_chunks_into(parallel, rays, window_rays, fill, out, check, rebase, window)?;
     } else {
         crate::par::map_checked_chunks_into(parallel, rays, run, fill, out, check, rebase, walks.one_by_one)?;
     }

@@ -177,6 +177,7 @@ impl Scene {
         let mut run = |s: &mut Scratch| {
             let Scratch { regroup, choosing, pk, work } = s;
             regroup.run(
+                crate::mesh::stream::regroup::WINDOW,
                 &mut choosing[usize::from(any)],
                 rays,
                 &mut *out,

@@ -65,8 +65,12 @@ use choice::{Choosing, wall_clock};
 use regroup::{MIN_PACKET, RUN, Regroup};
 use trace::{Best, Shears, TracePacket};
 
-/// Rays a batch hands to the packets at a time: one regrouping window.
-pub(super) const PACKET_RUN: usize = regroup::WINDOW;
+/// Rays a batch of `rays` rays on `threads` threads hands to the packets at a time: one
+/// regrouping window, the long one ([`regroup::LONG_WINDOW`], which the stream then regroups
+/// by) where every thread gets 16 of them or more (a 1024 × 1024 image on up to four threads).
+pub(super) fn packet_run(rays: usize, threads: usize) -> usize {
+    if rays >= 16 * threads.max(1) * regroup::LONG_WINDOW { regroup::LONG_WINDOW } else { regroup::WINDOW }
+}
 
 /// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing
 /// once warm (about 100 KB: a window's indices twice, its tiles and packet ends, a packet).
@@ -257,6 +261,7 @@ impl MeshBvh {
             }
         };
         regroup.run(
+            regroup::window_for(rays.len()),
             &mut choosing[usize::from(ANY)],
             rays,
             out,
@@ -399,6 +404,37 @@ mod tests {
                 );
                 assert!(n > 2000 && n < rays.len() - 2000, "{n} hits");
             }
+        }
+        SCRATCH.with(|s| *s.borrow_mut() = None);
+    }
+
+    /// A stream long enough for the long window (`regroup::LONG_WINDOW`) regroups in windows of
+    /// that many rays and still gives the single rays' answers: camera rays that partly miss a
+    /// sphere, 128 × 300 of them in scan-line order (two long windows and part of a third), with
+    /// each walk held fixed as in `each_walk_a_stream_chooses_equals_single_rays`.
+    #[test]
+    fn a_long_stream_equals_single_rays() {
+        use super::regroup::{LONG_WINDOW, WINDOW, window_for};
+        use super::{Choosing, SCRATCH, Scratch, packet_run};
+        assert_eq!((window_for(LONG_WINDOW - 1), window_for(LONG_WINDOW)), (WINDOW, LONG_WINDOW));
+        assert_eq!(packet_run(1 << 20, 1), LONG_WINDOW);
+        assert_eq!(packet_run(1 << 20, 8), WINDOW);
+        assert_eq!(packet_run(1 << 16, 1), WINDOW);
+        let (side, rows) = (128, 300);
+        let rays: Vec<Ray> = (0..side * rows)
+            .map(|i| {
+                let (x, y) = ((i % side) as f32 / side as f32 - 0.5, (i / side) as f32 / rows as f32 - 0.5);
+                Ray::new(Vec3A::new(0.2, 0.1, 3.0), Vec3A::new(x, y, -1.0))
+            })
+            .collect();
+        assert_eq!(window_for(rays.len()), LONG_WINDOW);
+        let bvh = MeshBvh::build(&TriMesh::uv_sphere(1.0, 64, 32), &BuildOptions::default());
+        for (packets, settle) in [(true, true), (true, false), (false, true)] {
+            SCRATCH.with(|s| {
+                s.borrow_mut().get_or_insert_with(Scratch::new).choosing = [Choosing::fixed(packets, settle); 2];
+            });
+            let n = streams_equal_single_rays(&bvh, &rays, false, &format!("packets {packets}, settle {settle}"));
+            assert!(n > 3000 && n < rays.len() - 3000, "{n} hits");
         }
         SCRATCH.with(|s| *s.borrow_mut() = None);
     }

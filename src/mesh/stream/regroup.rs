@@ -28,19 +28,35 @@ pub(crate) struct Regroup {
 }
 
 impl Regroup {
-    /// Room for a window.
+    /// Room for a window of [`WINDOW`] rays.
     pub(crate) fn new() -> Regroup {
-        Regroup {
-            by_octant: vec![0; WINDOW],
-            sorted: vec![0; WINDOW],
-            ends: Vec::with_capacity(WINDOW),
-            tiles: Tiles::new(),
-            octant: vec![NONE; WINDOW],
-            settled: vec![false; WINDOW],
+        let mut regroup = Regroup {
+            by_octant: Vec::new(),
+            sorted: Vec::new(),
+            ends: Vec::new(),
+            tiles: Tiles { proj: Vec::new(), tile: Vec::new(), start: vec![0; 2 * MAX_CELLS + 1] },
+            octant: Vec::new(),
+            settled: Vec::new(),
+        };
+        regroup.make_room(WINDOW);
+        regroup
+    }
+
+    /// Room for windows of `window` rays: grown once, on the first stream that asks for it.
+    fn make_room(&mut self, window: usize) {
+        if self.octant.len() < window {
+            self.by_octant.resize(window, 0);
+            self.sorted.resize(window, 0);
+            self.ends.reserve(window);
+            self.tiles.proj.resize(window, Vec2::ZERO);
+            self.tiles.tile.resize(window, 0);
+            self.octant.resize(window, NONE);
+            self.settled.resize(window, false);
         }
     }
 
-    /// Cuts `rays` into windows of [`WINDOW`] consecutive rays and each window's coherent rays
+    /// Cuts `rays` into windows of `window` consecutive rays (at most [`LONG_WINDOW`], a multiple
+    /// of [`RUN`]; see [`window_for`]) and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
     /// every other ray, with the coherence of its run as `hint`, but for whole runs of rays traced
@@ -58,6 +74,7 @@ impl Regroup {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run<C: ?Sized>(
         &mut self,
+        window: usize,
         choosing: &mut Choosing,
         rays: &[Ray],
         cx: &mut C,
@@ -67,15 +84,19 @@ impl Regroup {
         mut alone: impl FnMut(&mut C, std::ops::Range<usize>, RayCoherence),
         mut packet: impl FnMut(&mut C, &[usize]),
     ) {
+        debug_assert!(window <= LONG_WINDOW && window.is_multiple_of(RUN));
+        self.make_room(window);
         let Regroup { by_octant, sorted, ends, tiles, octant, settled } = self;
         let Choosing { choice, probe } = choosing;
-        for (w, window) in rays.chunks(WINDOW).enumerate() {
-            let base = w * WINDOW;
+        let size = window;
+        for (w, window) in rays.chunks(size).enumerate() {
+            let base = w * size;
             // Incoherent runs go to the single-ray path at once, in stream order.
-            let mut coherent_run = [false; WINDOW / RUN];
+            let mut runs = [false; LONG_WINDOW / RUN];
             for (r, run) in window.chunks(RUN).enumerate() {
-                coherent_run[r] = RayCoherence::of_rays(run) == RayCoherence::Coherent;
+                runs[r] = RayCoherence::of_rays(run) == RayCoherence::Coherent;
             }
+            let coherent_run = &runs[..window.len().div_ceil(RUN)];
             let hint = |r: usize| if coherent_run[r] { RayCoherence::Coherent } else { RayCoherence::Incoherent };
             let span = |r: usize| base + r * RUN..base + (r * RUN + RUN).min(window.len());
             choice.next_window(probe);
@@ -98,7 +119,7 @@ impl Regroup {
             // packets' own walk finds the rest's misses at the root, and settling every coherent
             // ray first would only cost its test (`Choice::settle`).
             if probe.is_some() || choice.settle {
-                settle(cx, base..base + window.len(), &coherent_run, settled);
+                settle(cx, base..base + window.len(), coherent_run, settled);
             }
             if probe.is_none() && !choice.packets {
                 // Single rays: the coherent runs' unsettled stretches, each as a run.
@@ -153,7 +174,7 @@ impl Regroup {
             if let Some(p) = probe.as_mut() {
                 p.prepared.add(clock().saturating_sub(prepared_from), count.iter().sum());
                 p.coherent +=
-                    window.chunks(RUN).zip(coherent_run).filter(|(_, c)| *c).map(|(run, _)| run.len()).sum::<usize>();
+                    window.chunks(RUN).zip(coherent_run).filter(|(_, c)| **c).map(|(run, _)| run.len()).sum::<usize>();
                 p.settled += settled.iter().filter(|&&s| s).count();
             }
             for o in 0..8 {
@@ -204,7 +225,18 @@ const NONE: u8 = u8::MAX;
 
 /// Rays regrouped together: enough rows of an image for its packets to become tiles (a multiple
 /// of [`RUN`]).
-pub(super) const WINDOW: usize = 4096;
+pub(crate) const WINDOW: usize = 4096;
+/// The window of a long stream ([`window_for`]): at 1024 × 1024 a window of 4096 rays holds four
+/// rows of the image, and its tiles are 16 × 4; 16 rows let them be 8 × 8, for fewer
+/// instructions per ray (`docs/performance.md`, "Ray streams"). A short stream keeps
+/// [`WINDOW`], so that its probes and its windows still divide it finely.
+pub(crate) const LONG_WINDOW: usize = 16384;
+
+/// The window for a stream of `rays` rays: [`LONG_WINDOW`] from that many rays on, else
+/// [`WINDOW`].
+pub(crate) fn window_for(rays: usize) -> usize {
+    if rays >= LONG_WINDOW { LONG_WINDOW } else { WINDOW }
+}
 /// Rays on a side of a tile that [`tile_order`] makes.
 const TILE: usize = 8;
 /// Most tiles in a window's bucket.
@@ -323,13 +355,6 @@ struct Tiles {
     start: Vec<u16>,
 }
 
-impl Tiles {
-    /// Room for a window.
-    fn new() -> Tiles {
-        Tiles { proj: vec![Vec2::ZERO; WINDOW], tile: vec![0; WINDOW], start: vec![0; 2 * MAX_CELLS + 1] }
-    }
-}
-
 /// `true` when the rays' unit directions spread by at most [`MAX_DIR_SPREAD`] on every axis,
 /// judged by every fourth ray and the last: the tiles group rays of neighbouring directions, and
 /// the judgement only chooses between two walks with the same answers.
@@ -381,6 +406,7 @@ mod tests {
         let unsettled = Cell::new(0);
         let mut offered = vec![false; windows];
         Regroup::new().run(
+            WINDOW,
             &mut Choosing::new(),
             &rays,
             &mut seen[..],
@@ -499,6 +525,7 @@ mod tests {
         let mut runs = Vec::new();
         let clock_reads = Cell::new(0);
         Regroup::new().run(
+            WINDOW,
             &mut Choosing::new(),
             &rays,
             &mut runs,
@@ -528,6 +555,7 @@ mod tests {
         // Each packet as `true`, each ray traced singly as `false`.
         let mut walks = Vec::new();
         Regroup::new().run(
+            WINDOW,
             &mut Choosing::new(),
             &rays,
             &mut walks,
