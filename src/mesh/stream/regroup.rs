@@ -231,6 +231,8 @@ pub(crate) const WINDOW: usize = 4096;
 /// instructions per ray (`docs/performance.md`, "Ray streams"). A short stream keeps
 /// [`WINDOW`], so that its probes and its windows still divide it finely.
 pub(crate) const LONG_WINDOW: usize = 16384;
+// A window's packet ends and tile counts are kept as `u16` (`tile_order`).
+const _: () = assert!(LONG_WINDOW <= u16::MAX as usize);
 
 /// The window for a stream of `rays` rays: [`LONG_WINDOW`] from that many rays on, else
 /// [`WINDOW`].
