@@ -256,7 +256,9 @@ const MAX_DIR_SPREAD: f32 = 0.5;
 /// projection onto the plane across their dominant axis, `(d[u] / |d[w]|, d[v] / |d[w]|)`: for a
 /// pinhole camera that is the image plane, so scan lines become tiles of pixels. The rays'
 /// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
-/// are placed by a counting sort over the cells (stable, linear in the rays).
+/// are placed by a counting sort over the cells (stable, linear in the rays). A window of fewer
+/// rows than a tile (four rows of a 1024-wide image in 4096 rays) gets cells as tall as itself,
+/// and packets of two such cells side by side ([`LONG_WINDOW`]).
 fn tile_order(
     rays: &[Ray],
     bucket: &mut [usize],
