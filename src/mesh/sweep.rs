@@ -198,10 +198,8 @@ impl MeshBvh {
         }
         let ray = Ray::new(center, displacement).with_range(0.0, 1.0);
         let (c, h, d) = (center.into(), half.into(), displacement.into());
-        let mut leaf =
-            SweepLeaf::new(&self.mesh, &ray, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
-        let (hit, _) = dispatch(SweepWalk { bvh: self, ray: &ray, ext: half, leaf: &mut leaf });
-        Ok(hit.map(|(triangle, (t, normal))| BoxCastHit { t, triangle, normal }))
+        let hit = self.sweep_with(&ray, half, |tri: &[Vec3; 3], limit| sweep_box_triangle(c, h, d, tri, limit));
+        Ok(hit.map(|(triangle, t, normal)| BoxCastHit { t, triangle, normal }))
     }
 
     /// First contact, with `t` in `[0, limit]`, of oriented box `obb` moving by `d` (an

@@ -69,7 +69,7 @@ use trace::{Best, Shears, TracePacket};
 /// regrouping window, the long one ([`regroup::LONG_WINDOW`], which the stream then regroups
 /// by) where every thread gets 16 of them or more (a 1024 × 1024 image on up to four threads).
 pub(super) fn packet_run(rays: usize, threads: usize) -> usize {
-    if rays >= 16 * threads.max(1) * regroup::LONG_WINDOW { regroup::LONG_WINDOW } else { regroup::WINDOW }
+    regroup::window_for(rays / (16 * threads.max(1)))
 }
 
 /// What a stream works in, kept per thread so that a stream call allocates and zeroes nothing

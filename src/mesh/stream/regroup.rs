@@ -55,8 +55,8 @@ impl Regroup {
         }
     }
 
-    /// Cuts `rays` into windows of `window` consecutive rays (at most [`LONG_WINDOW`], a multiple
-    /// of [`RUN`]; see [`window_for`]) and each window's coherent rays
+    /// Cuts `rays` into windows of `window_rays` consecutive rays (at most [`LONG_WINDOW`], a
+    /// multiple of [`RUN`]; see [`window_for`]) and each window's coherent rays
     /// into packets: `packet(cx, indices)` gets each packet (at least [`MIN_PACKET`] rays of one
     /// direction octant whose fused products are finite, in tile order) and `single(cx, i, hint)`
     /// every other ray, with the coherence of its run as `hint`, but for whole runs of rays traced
@@ -74,7 +74,7 @@ impl Regroup {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn run<C: ?Sized>(
         &mut self,
-        window: usize,
+        window_rays: usize,
         choosing: &mut Choosing,
         rays: &[Ray],
         cx: &mut C,
@@ -84,13 +84,12 @@ impl Regroup {
         mut alone: impl FnMut(&mut C, std::ops::Range<usize>, RayCoherence),
         mut packet: impl FnMut(&mut C, &[usize]),
     ) {
-        debug_assert!(window <= LONG_WINDOW && window.is_multiple_of(RUN));
-        self.make_room(window);
+        debug_assert!(window_rays <= LONG_WINDOW && window_rays.is_multiple_of(RUN));
+        self.make_room(window_rays);
         let Regroup { by_octant, sorted, ends, tiles, octant, settled } = self;
         let Choosing { choice, probe } = choosing;
-        let size = window;
-        for (w, window) in rays.chunks(size).enumerate() {
-            let base = w * size;
+        for (w, window) in rays.chunks(window_rays).enumerate() {
+            let base = w * window_rays;
             // Incoherent runs go to the single-ray path at once, in stream order.
             let mut runs = [false; LONG_WINDOW / RUN];
             for (r, run) in window.chunks(RUN).enumerate() {
@@ -258,7 +257,7 @@ const MAX_DIR_SPREAD: f32 = 0.5;
 /// spacing there is estimated as `sqrt(area / rays)` of their bounding rectangle, and the rays
 /// are placed by a counting sort over the cells (stable, linear in the rays). A window of fewer
 /// rows than a tile (four rows of a 1024-wide image in 4096 rays) gets cells as tall as itself,
-/// and packets of two such cells side by side ([`LONG_WINDOW`]).
+/// and packets of two such cells side by side: the reason for [`LONG_WINDOW`].
 fn tile_order(
     rays: &[Ray],
     bucket: &mut [usize],
@@ -591,6 +590,7 @@ mod tests {
         assert!(probe.windows(3).all(|w| !(w[0] && w[1] && w[2])), "{tokens:?}");
         assert!(tokens.len() - last > WINDOW / 64 / 3, "{tokens:?}");
     }
+
     /// Every window offers its coherent rays to be settled at the root while a probe finds one
     /// in eight or more to settle; where the last probe found fewer, only the probes' windows
     /// do, and the packets find the misses at the root themselves.
