@@ -40,7 +40,7 @@ pub fn build_linear(
     // Each item's key: the top 32 bits of its code (about 11 per axis, 2048 cells along the
     // longest), and its index below them, so one u64 sorts by code, then by index.
     let (keys, other) = scratch[..2 * items.len()].split_at_mut(items.len());
-    crate::par::fill(keys, 1 << 14, |i| grid.code(centroid(i)) >> 31 << 32 | u64::from(i));
+    crate::par::fill(keys, 1 << 14, |i| u64::from(grid.code_top32(centroid(i))) << 32 | u64::from(i));
     let keys = radix_sort(keys, other, parallel_threshold < items.len());
     crate::par::fill(items, 1 << 14, |k| {
         if let Some(&ahead) = keys.get(k as usize + PREFETCH_AHEAD) {
@@ -77,9 +77,10 @@ fn index(key: u64) -> u32 {
 
 /// Sorts `keys` by code (their upper halves; the indices below them are already in order, and
 /// the sort keeps the order of equal codes) and returns them sorted, in `keys` or in `other` (of
-/// the same length), which the passes take in turn: a least-significant-digit radix sort, a
-/// byte per pass, with the passes over bytes that every code shares skipped. Linear in the
-/// keys, where a comparison sort of the full keys took longer on a large mesh.
+/// the same length), which the passes take in turn: a least-significant-digit radix sort,
+/// [`DIGIT_BITS`] bits per pass, with the passes over digits that every code shares skipped.
+/// Linear in the keys, where a comparison sort of the full keys took longer on a large mesh;
+/// three passes of 11 bits each move the keys once less than four of 8.
 ///
 /// With `parallel`, each pass cuts the keys into one run per thread: each run counts its own
 /// digits, and then moves its keys to where its counts place them, after the same digit's keys
@@ -90,43 +91,57 @@ fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64], parallel: b
     let n = keys.len();
     let runs = if parallel { crate::par::threads().min(n / MIN_SORT_RUN).max(1) } else { 1 };
     let run_len = n.div_ceil(runs).max(1);
-    let digit = |key: u64, d: usize| (code(&key) >> (8 * d)) as usize & 0xff;
+    let digit = |key: u64, d: usize| (code(&key) >> (DIGIT_BITS as usize * d)) as usize & (BUCKETS - 1);
     // Run `r` of the keys.
     fn run(keys: &[u64], run_len: usize, r: u32) -> &[u64] {
         let n = keys.len();
         &keys[(r as usize * run_len).min(n)..((r as usize + 1) * run_len).min(n)]
     }
-    // The counts of the digits `digits`, each run's.
-    let counts_of = |keys: &[u64], digits: &[usize]| {
+    // Each run's counts of every digit, or of digit `only` (a fixed loop over the digits, which
+    // the compiler unrolls, where a loop over a list of them was a third of the counting).
+    let counts_of = |keys: &[u64], only: Option<usize>| {
         crate::par::map_range(runs as u32, 1, |r| {
-            let mut counts = [[0usize; 256]; 4];
-            for &key in run(keys, run_len, r) {
-                for &d in digits {
-                    counts[d][digit(key, d)] += 1;
+            let mut counts = [[0u32; BUCKETS]; DIGITS];
+            let keys = run(keys, run_len, r);
+            match only {
+                None => {
+                    for &key in keys {
+                        for (d, counts) in counts.iter_mut().enumerate() {
+                            counts[digit(key, d)] += 1;
+                        }
+                    }
+                }
+                Some(d) => {
+                    for &key in keys {
+                        counts[d][digit(key, d)] += 1;
+                    }
                 }
             }
             counts
         })
     };
-    let per_run = counts_of(keys, &[0, 1, 2, 3]);
-    for d in 0..4 {
-        let mut total = [0usize; 256];
+    let per_run = counts_of(keys, None);
+    for d in 0..DIGITS {
+        let mut total = [0usize; BUCKETS];
         for run in &per_run {
-            for (t, c) in total.iter_mut().zip(&run[d]) {
-                *t += c;
+            for (t, &c) in total.iter_mut().zip(&run[d]) {
+                *t += c as usize;
             }
         }
         if total.contains(&n) {
             continue; // every code has the same byte here
         }
         // Each run's digits as they lie now: a pass before this one moved keys between runs.
-        let per_run: Vec<[usize; 256]> =
-            if runs == 1 { vec![total] } else { counts_of(keys, &[d]).iter().map(|c| c[d]).collect() };
+        let per_run: Vec<[usize; BUCKETS]> = if runs == 1 {
+            vec![total]
+        } else {
+            counts_of(keys, Some(d)).iter().map(|c| c[d].map(|c| c as usize)).collect()
+        };
         // Where each run's first key of each digit goes: after the keys of smaller digits, and
         // after the same digit's keys of the runs before it.
-        let mut starts = vec![[0usize; 256]; runs];
+        let mut starts = vec![[0usize; BUCKETS]; runs];
         let mut at = 0;
-        for b in 0..256 {
+        for b in 0..BUCKETS {
             for (start, counts) in starts.iter_mut().zip(&per_run) {
                 start[b] = at;
                 at += counts[b];
@@ -152,6 +167,13 @@ fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64], parallel: b
     }
     keys
 }
+
+/// Bits of a code sorted per pass: 3 × 11 covers its 32.
+const DIGIT_BITS: u32 = 11;
+/// Passes of the sort.
+const DIGITS: usize = 32usize.div_ceil(DIGIT_BITS as usize);
+/// Values of a digit.
+const BUCKETS: usize = 1 << DIGIT_BITS;
 
 /// Keys per run below which the radix sort's passes stay on one thread.
 const MIN_SORT_RUN: usize = if cfg!(miri) { 64 } else { 1 << 16 };
@@ -239,22 +261,30 @@ const SMALL: usize = 16;
 /// would throw far-apart items together instead.
 fn leaf_filling_cut(items: &[BuildItem], mid: usize, max_leaf: usize) -> usize {
     let n = items.len();
-    let mut suffix = [Bounds4::EMPTY; SMALL + 1];
-    for k in (0..n).rev() {
-        suffix[k] = suffix[k + 1];
-        suffix[k].add_item(&items[k]);
+    debug_assert!(n <= SMALL && mid < n);
+    // The candidate cuts, a bit each (`n <= SMALL` fits a `u32`).
+    let mut cuts = 1u32 << mid;
+    for at in (max_leaf..n).step_by(max_leaf) {
+        cuts |= 1 << at;
     }
-    let cost = |k: usize, prefix: &Bounds4| {
-        let leaves = |count: usize| count.div_ceil(max_leaf) as f32;
-        prefix.aabb().half_area() * leaves(k) + suffix[k].aabb().half_area() * leaves(n - k)
-    };
+    let is_cut = |at: usize| cuts >> at & 1 != 0;
+    let leaves = |count: usize| count.div_ceil(max_leaf) as f32;
+    // The half area of the items from each cut on, gathered right to left; then the cost of each
+    // cut, left to right: two passes over the items, and no array of boxes to fill.
+    let mut after = [0.0f32; SMALL];
+    let mut suffix = Bounds4::EMPTY;
+    for at in (1..n).rev() {
+        suffix.add_item(&items[at]);
+        if is_cut(at) {
+            after[at] = suffix.aabb().half_area();
+        }
+    }
     let (mut best, mut best_cost) = (mid, f32::INFINITY);
     let mut prefix = Bounds4::EMPTY;
-    for (k, item) in items.iter().enumerate().take(n - 1) {
-        prefix.add_item(item);
-        let at = k + 1;
-        if at == mid || at % max_leaf == 0 {
-            let c = cost(at, &prefix);
+    for at in 1..n {
+        prefix.add_item(&items[at - 1]);
+        if is_cut(at) {
+            let c = prefix.aabb().half_area() * leaves(at) + after[at] * leaves(n - at);
             // The curve's cut wins ties: it is the one that follows the cells.
             if c < best_cost || (c == best_cost && at == mid) {
                 (best, best_cost) = (at, c);
@@ -346,8 +376,10 @@ mod tests {
     fn the_radix_sort_orders_by_code_then_position() {
         let mut rng = Rng(4);
         for n in [0, 1, 2, 100, 5000, 3 * MIN_SORT_RUN + 7] {
-            // Few distinct codes in some bytes, many in others, and repeats.
-            let keys: Vec<u64> = (0..n).map(|i| (rng.next() & 0xff0f_00f3_0000_0000) | i as u64).collect();
+            // Few distinct codes in some bits, many in others, and repeats; in the second, the
+            // middle digit shared by all (its pass skipped).
+            let mask = if n % 2 == 0 { 0xff0f_00f3_0000_0000 } else { 0xffc0_07ff_0000_0000 };
+            let keys: Vec<u64> = (0..n).map(|i| (rng.next() & mask) | i as u64).collect();
             let mut want = keys.clone();
             want.sort();
             for parallel in [false, true] {
