@@ -137,6 +137,27 @@ impl<T: Copy> PagedSlice<T> {
     /// # Safety
     /// All-zero bytes must be a valid `T` (plain integer and float data).
     pub(crate) unsafe fn zeroed_in(len: usize, spare: Option<Spare>) -> PagedSlice<T> {
+        // SAFETY: zero bytes are a valid `T` by this function's contract.
+        unsafe { Self::in_spare(len, spare, false) }
+    }
+
+    /// [`PagedSlice::zeroed_in`] without zeroing what the spare memory's last array wrote: for
+    /// an array whose maker writes every element before reading it (a collapse's blocks, a
+    /// linear build's items and keys), where zeroing memory that is already backed only costs.
+    /// The elements hold those old bytes until then, and zeros past them.
+    ///
+    /// # Safety
+    /// Any bytes must be a valid `T` (plain integer and float data).
+    pub(crate) unsafe fn reused_in(len: usize, spare: Option<Spare>) -> PagedSlice<T> {
+        // SAFETY: any bytes are a valid `T` by this function's contract.
+        unsafe { Self::in_spare(len, spare, true) }
+    }
+
+    /// [`PagedSlice::zeroed_in`], or with `keep`, [`PagedSlice::reused_in`].
+    ///
+    /// # Safety
+    /// All-zero bytes, and with `keep` any bytes, must be a valid `T`.
+    unsafe fn in_spare(len: usize, spare: Option<Spare>, keep: bool) -> PagedSlice<T> {
         let bytes = Self::layout(len).size();
         // Only memory aligned to a huge page is taken, as `allocated` expects.
         let Some(spare) = spare.filter(|s| bytes > 0 && s.layout.size() >= bytes && s.layout.align() >= HUGE_PAGE)
@@ -151,9 +172,14 @@ impl<T: Copy> PagedSlice<T> {
         // array lives.
         // SAFETY: `bytes <= layout.size()`, within the allocation.
         release_pages(unsafe { ptr.as_ptr().add(bytes) }, layout.size() - bytes);
-        // SAFETY: the spare allocation holds `layout.size() >= bytes` bytes, and nothing else
-        // holds it; zero bytes are a valid `T`.
-        unsafe { write_in_pieces(ptr.as_ptr(), len * size_of::<T>(), None) };
+        // Bytes the last array never wrote are zeroed either way: they may never have been
+        // written at all, and reading them would read uninitialised memory.
+        let used = len * size_of::<T>();
+        let kept = if keep { spare.written.min(used) } else { 0 };
+        // SAFETY: the spare allocation holds `layout.size() >= bytes >= used` bytes, and nothing
+        // else holds it; zero bytes are a valid `T`, and so are the kept ones (initialised, as
+        // `written` says, and any bytes are a valid `T` when `keep` is asked for).
+        unsafe { write_in_pieces(ptr.as_ptr().add(kept), used - kept, None) };
         PagedSlice { ptr: ptr.cast(), len, bytes: layout.size() }
     }
 
@@ -161,7 +187,8 @@ impl<T: Copy> PagedSlice<T> {
     /// ([`PagedSlice::zeroed_in`]).
     pub(crate) fn into_spare(self) -> Option<Spare> {
         let this = std::mem::ManuallyDrop::new(self);
-        (this.bytes != 0).then(|| Spare { ptr: this.ptr.cast(), layout: this.allocated() })
+        let written = this.len * size_of::<T>();
+        (this.bytes != 0).then(|| Spare { ptr: this.ptr.cast(), layout: this.allocated(), written })
     }
 }
 
@@ -172,6 +199,8 @@ impl<T: Copy> PagedSlice<T> {
 pub(crate) struct Spare {
     ptr: NonNull<u8>,
     layout: Layout,
+    /// The bytes at its start that its last array initialised (its elements').
+    written: usize,
 }
 
 // SAFETY: a `Spare` owns its memory, which holds no values, like a `Box<[u8]>`.
@@ -482,6 +511,34 @@ mod tests {
             }
             q.iter_mut().enumerate().for_each(|(i, x)| *x = i as u64);
             assert!(q.iter().enumerate().all(|(i, &x)| x == i as u64));
+        }
+    }
+
+    /// An array reusing spare memory keeps what the memory's last array wrote, up to its own
+    /// length, and reads zeros past that (bytes the last array never wrote), and takes the
+    /// memory where it has room.
+    #[test]
+    fn arrays_reusing_spare_memory_keep_what_was_written() {
+        let huge = super::HUGE_PAGE / 8; // u64s in a huge page
+        for (old, new) in
+            [(5 * huge + 3, 4 * huge), (8 * huge - 100, 8 * huge - 10), (4 * huge, huge), (1000, 900), (10, 0)]
+        {
+            let v: Vec<u64> = (0..old as u64).map(|i| i | 1).collect();
+            let p = PagedSlice::from_slice(&v);
+            let (at, room) = (p.as_ptr() as usize, p.bytes);
+            // SAFETY: any bytes are a valid `u64`.
+            let q = unsafe { PagedSlice::<u64>::reused_in(new, p.into_spare()) };
+            assert_eq!(q.len(), new);
+            let taken = cfg!(target_os = "linux") && old >= huge && new > 0 && new * 8 <= room;
+            for (i, &x) in q.iter().enumerate() {
+                let want = if taken && i < old { i as u64 | 1 } else { 0 };
+                assert_eq!(x, want, "{old} -> {new}: element {i}");
+            }
+            if taken {
+                assert_eq!(q.as_ptr() as usize, at, "{old} -> {new}: spare memory with room not taken");
+            }
+            // Rounded up to whole huge pages, this one has room past what was written.
+            assert!(!cfg!(target_os = "linux") || old != 8 * huge - 100 || taken);
         }
     }
 

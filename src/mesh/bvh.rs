@@ -329,8 +329,10 @@ impl Built {
                 let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
                 let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
                 let n = mesh.len();
-                // SAFETY: an item is plain float data, for which zero bytes are valid.
-                let mut memory = unsafe { PagedSlice::<BuildItem>::zeroed_in(2 * n, spare) };
+                // Every item and key is written before it is read, so a rebuild's old tree is
+                // not zeroed first.
+                // SAFETY: an item is plain float data, for which any bytes are valid.
+                let mut memory = unsafe { PagedSlice::<BuildItem>::reused_in(2 * n, spare) };
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };

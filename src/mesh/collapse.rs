@@ -53,7 +53,7 @@ impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
 /// build's time, perf). With `parallel`, both passes run the subtrees below the root's and its
 /// children's wide nodes on rayon's threads, each written into its run of the array: the same
 /// array, block for block. The array is made in `spare` memory where it has room (see
-/// [`Blocks::zeroed_in`]).
+/// [`Blocks::reused_in`]).
 pub(crate) fn collapse(
     build: &[BuildNode],
     prims: &[u32],
@@ -74,7 +74,9 @@ pub(crate) fn collapse(
     let leaves = leaf_counts(build);
     let mut plan_out = Vec::new();
     let (len, _) = plan(build, &leaves, root, &sizes, levels, &mut plan_out);
-    let mut blocks = Blocks::zeroed_in(len, spare);
+    // Every block is written below (the plan counted them), so memory the build has already
+    // backed need not be zeroed first.
+    let mut blocks = Blocks::reused_in(len, spare);
     let mut out = blocks.writer();
     let depth = if parallel {
         let sizes = sizes.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -168,14 +168,16 @@ impl Blocks {
 
     /// An array of `len` blocks, zeroed, for a [`BlockWriter`] to fill.
     pub(crate) fn zeroed(len: usize) -> Blocks {
-        Self::zeroed_in(len, None)
+        // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
+        Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed(len) } }
     }
 
-    /// [`Blocks::zeroed`] in the memory of `spare` where it has room (see
-    /// [`PagedSlice::zeroed_in`]).
-    pub(crate) fn zeroed_in(len: usize, spare: Option<Spare>) -> Blocks {
-        // SAFETY: a block is plain `u32` data, for which zero bytes are a valid value.
-        Blocks { blocks: unsafe { PagedSlice::<Block>::zeroed_in(len, spare) } }
+    /// `len` blocks in the memory of `spare` where it has room, holding whatever it held (see
+    /// [`PagedSlice::reused_in`]), else zeroed: for a writer that writes every block, as the
+    /// collapse does ([`BlockWriter`]).
+    pub(crate) fn reused_in(len: usize, spare: Option<Spare>) -> Blocks {
+        // SAFETY: a block is plain `u32` data, for which any bytes are a valid value.
+        Blocks { blocks: unsafe { PagedSlice::<Block>::reused_in(len, spare) } }
     }
 
     /// The array's memory, its contents done with, for a build to reuse
