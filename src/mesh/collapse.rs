@@ -33,6 +33,26 @@ pub(crate) trait TriangleRows: Sync {
     fn prefetch(&self, i: u32) {
         let _ = i;
     }
+
+    /// Starts loading what [`TriangleRows::rows`] of `i` reads after what
+    /// [`TriangleRows::prefetch`] asked for, once that has arrived (a hint; the default does
+    /// nothing).
+    #[inline(always)]
+    fn prefetch_rest(&self, i: u32) {
+        let _ = i;
+    }
+}
+
+/// Asks for what the packs of `children`'s leaves read first ([`TriangleRows::prefetch`]).
+#[inline(always)]
+fn prefetch_packs(build: &[BuildNode], prims: &[u32], tri: &impl TriangleRows, children: &Lanes) {
+    for &c in children.as_slice() {
+        if let BuildNode::Leaf { first, count, .. } = build[c as usize] {
+            for &prim in &prims[first as usize..(first + count) as usize] {
+                tri.prefetch(prim);
+            }
+        }
+    }
 }
 
 impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
@@ -160,11 +180,12 @@ fn write_node(
     let me = out.push_node();
     // The triangles of all the node's packs are requested at once: they are scattered over the
     // mesh (a pack's neighbours in the tree are not its neighbours in the file), and each one's
-    // corners waited on memory in turn (perf, the dragon).
+    // corners waited on memory in turn (perf, the dragon). What they read first was asked for
+    // one node ahead ([`emit`]), so the rest can be asked for now.
     for &c in children.as_slice() {
         if let BuildNode::Leaf { first, count, .. } = build[c as usize] {
             for &prim in &prims[first as usize..(first + count) as usize] {
-                tri.prefetch(prim);
+                tri.prefetch_rest(prim);
             }
         }
     }
@@ -205,6 +226,9 @@ fn emit(
 ) -> u32 {
     *max_depth = (*max_depth).max(depth);
     let children = plan.next().expect("the plan has every wide node");
+    if let Some(next) = plan.as_slice().first() {
+        prefetch_packs(build, prims, tri, next);
+    }
     let me = write_node(build, prims, tri, children, out);
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];

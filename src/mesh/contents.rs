@@ -64,10 +64,18 @@ impl super::collapse::TriangleRows for MeshRows<'_> {
         self.rows.rows(self.mesh.triangle(i as usize))
     }
 
-    /// The triangle's vertex indices. (Asking for its corners too, in a second pass over the
-    /// node's triangles, waited on those indices there and lost what the first pass gained.)
+    /// The triangle's vertex indices.
     #[inline]
     fn prefetch(&self, i: u32) {
         crate::hint::prefetch(self.mesh.triangles().as_ptr().wrapping_add(i as usize));
+    }
+
+    /// The triangle's corners, by the indices [`Self::prefetch`] asked for.
+    #[inline]
+    fn prefetch_rest(&self, i: u32) {
+        let p = self.mesh.positions().as_ptr();
+        for v in self.mesh.triangles()[i as usize] {
+            crate::hint::prefetch(p.wrapping_add(v as usize));
+        }
     }
 }
