@@ -403,6 +403,11 @@ impl Lane {
             m => m.div_ceil(7),
         };
         let n = leaves[node as usize];
+        // Most internal lanes are opened soon after (all of them near the leaves), and opening
+        // reads both children, scattered over the binary tree: asked for now, they are not
+        // waited on then.
+        crate::hint::prefetch(build.as_ptr().wrapping_add(left as usize));
+        crate::hint::prefetch(build.as_ptr().wrapping_add(right as usize));
         Lane { node, area, leaves: n, opens_free: wides(left) + wides(right) <= (n - 1).div_ceil(7) }
     }
 }
