@@ -226,7 +226,16 @@ fn emit(
 ) -> u32 {
     *max_depth = (*max_depth).max(depth);
     let children = plan.next().expect("the plan has every wide node");
-    if let Some(next) = plan.as_slice().first() {
+    // Three nodes in flight: the binary nodes of the one after next, the triangle indices of the
+    // next (from its binary nodes, asked for one node before), and the corners of this one
+    // (`write_node`, from its indices): each read then finds what the one before asked for.
+    let ahead = plan.as_slice();
+    if let Some(after_next) = ahead.get(1) {
+        for &c in after_next.as_slice() {
+            crate::hint::prefetch(build.as_ptr().wrapping_add(c as usize));
+        }
+    }
+    if let Some(next) = ahead.first() {
         prefetch_packs(build, prims, tri, next);
     }
     let me = write_node(build, prims, tri, children, out);
