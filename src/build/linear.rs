@@ -22,9 +22,11 @@ use crate::math::Aabb;
 /// of threads (the order is by code, then by index, and the cuts depend on the codes alone).
 /// Each item is made once, in the curve's order, so that no array of items is sorted. The sort
 /// keys go in `scratch`, of at least twice as many words as items: with `items`, memory the
-/// caller can hand to the BVH afterwards (`crate::pages::Spare`). `prefetch(i)` starts loading
-/// what `item(i)` reads (a hint), a few items ahead: the curve's order visits the triangles out
-/// of their order in memory, and each item otherwise waited on its triangle.
+/// caller can hand to the BVH afterwards (`crate::pages::Spare`). `prefetch(i, Fetch::First)`
+/// starts loading what `item(i)` reads first, and `prefetch(i, Fetch::Rest)` what it reads
+/// with that (hints), the first some items ahead and the rest half as far, once the first has
+/// arrived: the curve's order visits the triangles out of their order in memory, and each item
+/// otherwise waited on its triangle's indices and then on its corners.
 #[allow(clippy::too_many_arguments)]
 pub fn build_linear(
     items: &mut [BuildItem],
@@ -32,7 +34,7 @@ pub fn build_linear(
     bounds: &Aabb,
     centroid: impl Fn(u32) -> Vec3A + Sync + Send,
     item: impl Fn(u32) -> BuildItem + Sync + Send,
-    prefetch: impl Fn(u32) + Sync + Send,
+    prefetch: impl Fn(u32, Fetch) + Sync + Send,
     max_leaf: usize,
     parallel_threshold: usize,
 ) -> Vec<BuildNode> {
@@ -43,8 +45,11 @@ pub fn build_linear(
     crate::par::fill(keys, 1 << 14, |i| u64::from(grid.code_top32(centroid(i))) << 32 | u64::from(i));
     let keys = radix_sort(keys, other, parallel_threshold < items.len());
     crate::par::fill(items, 1 << 14, |k| {
+        if let Some(&ahead) = keys.get(k as usize + 2 * PREFETCH_AHEAD) {
+            prefetch(index(ahead), Fetch::First);
+        }
         if let Some(&ahead) = keys.get(k as usize + PREFETCH_AHEAD) {
-            prefetch(index(ahead));
+            prefetch(index(ahead), Fetch::Rest);
         }
         item(index(keys[k as usize]))
     });
@@ -60,8 +65,18 @@ pub fn build_linear(
     out
 }
 
-/// Items ahead of the one being made whose triangle the fill asks for (`prefetch`).
+/// Items ahead of the one being made for which the fill asks for the rest of what they read
+/// (`prefetch`); it asks for what they read first twice as far ahead.
 const PREFETCH_AHEAD: usize = 16;
+
+/// Which of an item's reads [`build_linear`]'s `prefetch` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// What the item reads first (a triangle's vertex indices).
+    First,
+    /// What it reads by way of that (the triangle's corners), asked for once that has arrived.
+    Rest,
+}
 
 /// A key's code: its upper half.
 #[inline(always)]
@@ -325,7 +340,7 @@ mod tests {
             &bounds,
             centroid,
             |i| input[i as usize],
-            |_| {},
+            |_, _| {},
             max_leaf,
             threshold,
         );

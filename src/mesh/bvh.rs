@@ -12,7 +12,7 @@ use super::contents::{MeshRows, write_contents};
 use super::layout::Blocks;
 use super::triangle::{NO_PRIM, PackRows};
 use super::triangle_set::TriangleSet;
-use crate::build::{BinnedSah, BuildItem, SpatialSplits};
+use crate::build::{BinnedSah, BuildItem, Fetch, SpatialSplits};
 use crate::math::Aabb;
 use crate::mesh::MeshError;
 use crate::pages::{PagedSlice, Spare};
@@ -336,7 +336,14 @@ impl Built {
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };
-                let prefetch = |i: u32| crate::hint::prefetch(mesh.triangles().as_ptr().wrapping_add(i as usize));
+                let prefetch = |i: u32, fetch: Fetch| match fetch {
+                    Fetch::First => crate::hint::prefetch(mesh.triangles().as_ptr().wrapping_add(i as usize)),
+                    Fetch::Rest => {
+                        for v in mesh.triangles()[i as usize] {
+                            crate::hint::prefetch(mesh.positions().as_ptr().wrapping_add(v as usize));
+                        }
+                    }
+                };
                 let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, prefetch, 4, threshold);
                 (index_order(items), memory.into_spare(), build, start)
             }
