@@ -70,7 +70,7 @@ impl super::collapse::TriangleRows for MeshRows<'_> {
         crate::hint::prefetch(self.mesh.triangles().as_ptr().wrapping_add(i as usize));
     }
 
-    /// The triangle's corners, by the indices [`Self::prefetch`] asked for.
+    /// The triangle's corners, by the indices `prefetch` asked for.
     #[inline]
     fn prefetch_rest(&self, i: u32) {
         let p = self.mesh.positions().as_ptr();
