@@ -112,8 +112,8 @@ fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64], parallel: b
         let n = keys.len();
         &keys[(r as usize * run_len).min(n)..((r as usize + 1) * run_len).min(n)]
     }
-    // Each run's counts of every digit, or of digit `only` (a fixed loop over the digits, which
-    // the compiler unrolls, where a loop over a list of them was a third of the counting).
+    // Each run's counts of every digit, or of digit `only`: a fixed loop over the digits, which
+    // the compiler unrolls, where a loop over a list of digits stays a loop.
     let counts_of = |keys: &[u64], only: Option<usize>| {
         crate::par::map_range(runs as u32, 1, |r| {
             let mut counts = [[0u32; BUCKETS]; DIGITS];
@@ -144,7 +144,7 @@ fn radix_sort<'a>(mut keys: &'a mut [u64], mut other: &'a mut [u64], parallel: b
             }
         }
         if total.contains(&n) {
-            continue; // every code has the same byte here
+            continue; // every code has the same digit here
         }
         // Each run's digits as they lie now: a pass before this one moved keys between runs.
         let per_run: Vec<[usize; BUCKETS]> = if runs == 1 {
