@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use glam::Vec3;
 
 use super::TriMesh;
-use super::collapse::{Collapsed, collapse};
+use super::collapse::{Collapsed, TriangleRows, collapse};
 use super::contents::{MeshRows, write_contents};
 use super::layout::Blocks;
 use super::triangle::{NO_PRIM, PackRows};
@@ -336,13 +336,11 @@ impl Built {
                 let (items, rest) = memory.split_at_mut(n);
                 // SAFETY: as above, any bytes are valid.
                 let scratch = unsafe { crate::pages::as_words(rest) };
+                // The triangle's reads as the collapse asks for them: indices, then corners.
+                let reads = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
                 let prefetch = |i: u32, fetch: Fetch| match fetch {
-                    Fetch::First => crate::hint::prefetch(mesh.triangles().as_ptr().wrapping_add(i as usize)),
-                    Fetch::Rest => {
-                        for v in mesh.triangles()[i as usize] {
-                            crate::hint::prefetch(mesh.positions().as_ptr().wrapping_add(v as usize));
-                        }
-                    }
+                    Fetch::First => reads.prefetch(i),
+                    Fetch::Rest => reads.prefetch_rest(i),
                 };
                 let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, prefetch, 4, threshold);
                 (index_order(items), memory.into_spare(), build, start)
