@@ -81,6 +81,38 @@ pub(crate) fn fill<R: Send>(out: &mut [R], min_len: usize, f: impl Fn(u32) -> R 
     fill_chunk((0, out));
 }
 
+/// [`fill`], and `groups[g]` set to `group(&out[g * size..(g + 1) * size])` (the last group may
+/// be shorter) right after that group's elements are made, while they are in cache. `min_len`
+/// is a multiple of `size`, and `groups` holds `out.len().div_ceil(size)` elements.
+pub(crate) fn fill_grouped<R: Send, G: Send>(
+    out: &mut [R],
+    groups: &mut [G],
+    size: usize,
+    min_len: usize,
+    f: impl Fn(u32) -> R + Sync + Send,
+    group: impl Fn(&[R]) -> G + Sync + Send,
+) {
+    assert!(size > 0 && min_len.is_multiple_of(size) && groups.len() == out.len().div_ceil(size));
+    let fill_chunk = |(c, (chunk, groups)): (usize, (&mut [R], &mut [G]))| {
+        for (g, (members, out)) in chunk.chunks_mut(size).zip(groups).enumerate() {
+            let first = c * min_len + g * size;
+            for (k, o) in members.iter_mut().enumerate() {
+                *o = f((first + k) as u32);
+            }
+            *out = group(members);
+        }
+    };
+    if several_tasks(out.len(), min_len) {
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            out.par_chunks_mut(min_len).zip(groups.par_chunks_mut(min_len / size)).enumerate().for_each(fill_chunk);
+            return;
+        }
+    }
+    fill_chunk((0, (out, groups)));
+}
+
 /// The threads a parallel map here would run on: the current rayon pool's (1 without the
 /// feature).
 pub(crate) fn threads() -> usize {

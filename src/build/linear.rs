@@ -4,22 +4,23 @@
 //! builds several times faster than the binned SAH for a tree whose rays cost more: the builder
 //! of meshes rebuilt every frame (`BuildQuality::Low`). Embree's low-quality builder is of this
 //! kind too.
+//!
+//! Here are its parts: the sort ([`sort_along_curve`]) and the cut of a range ([`curve_cut`]).
+//! The mesh BVH writes its 8-wide nodes straight from them, with no binary tree stored.
 
 use glam::Vec3A;
 
 use super::item::{Bounds4, BuildItem};
 use super::morton::{MortonGrid, morton_split};
-use super::segments::{PENDING, Segment, place};
-use super::split::{BuildNode, bounds_of};
+use super::split::bounds_of;
 use crate::math::Aabb;
 
-/// Builds the tree over the items `item(0) .. item(n - 1)`, with `n` the length of `items`,
-/// whose centroids `centroid(i)` lie in `bounds`: writes the items along the curve into `items`,
-/// so that every leaf covers `items[first .. first + count]`, and returns the nodes, as
-/// [`BinnedSah::build`](super::BinnedSah::build) returns them: node 0 the root, each node before
-/// its children. A range of at most `max_leaf` items is a leaf. Subtrees over more than
-/// `parallel_threshold` items are built on rayon's threads; the tree is the same on any number
-/// of threads (the order is by code, then by index, and the cuts depend on the codes alone).
+/// Lays the items `item(0) .. item(n - 1)`, with `n` the length of `items`, along the Morton
+/// curve of their centroids `centroid(i)`, which lie in `bounds`: writes them into `items` in
+/// the curve's order and returns their sort keys in that order, for [`curve_cut`] to cut ranges
+/// of them by, with the bounds of runs of them ([`CurveOrder`]). The order is by code, then by index, so it is the same on any number of
+/// threads; with `parallel`, the keys, the sort and the items are made on rayon's threads.
+///
 /// Each item is made once, in the curve's order, so that no array of items is sorted. The sort
 /// keys go in `scratch`, of at least twice as many words as items: with `items`, memory the
 /// caller can hand to the BVH afterwards (`crate::pages::Spare`). `prefetch(i, Fetch::First)`
@@ -27,24 +28,23 @@ use crate::math::Aabb;
 /// with that (hints), the first some items ahead and the rest half as far, once the first has
 /// arrived: the curve's order visits the triangles out of their order in memory, and each item
 /// otherwise waited on its triangle's indices and then on its corners.
-#[allow(clippy::too_many_arguments)]
-pub fn build_linear(
+pub fn sort_along_curve<'a>(
     items: &mut [BuildItem],
-    scratch: &mut [u64],
+    scratch: &'a mut [u64],
     bounds: &Aabb,
     centroid: impl Fn(u32) -> Vec3A + Sync + Send,
     item: impl Fn(u32) -> BuildItem + Sync + Send,
     prefetch: impl Fn(u32, Fetch) + Sync + Send,
-    max_leaf: usize,
-    parallel_threshold: usize,
-) -> Vec<BuildNode> {
+    parallel: bool,
+) -> CurveOrder<'a> {
     let grid = MortonGrid::new(bounds);
     // Each item's key: the top 32 bits of its code (about 11 per axis, 2048 cells along the
     // longest), and its index below them, so one u64 sorts by code, then by index.
     let (keys, other) = scratch[..2 * items.len()].split_at_mut(items.len());
     crate::par::fill(keys, 1 << 14, |i| u64::from(grid.code_top32(centroid(i))) << 32 | u64::from(i));
-    let keys = radix_sort(keys, other, parallel_threshold < items.len());
-    crate::par::fill(items, 1 << 14, |k| {
+    let keys = radix_sort(keys, other, parallel);
+    let mut groups = vec![Aabb::EMPTY; items.len().div_ceil(GROUP)];
+    let make = |k: u32| {
         if let Some(&ahead) = keys.get(k as usize + 2 * PREFETCH_AHEAD) {
             prefetch(index(ahead), Fetch::First);
         }
@@ -52,24 +52,57 @@ pub fn build_linear(
             prefetch(index(ahead), Fetch::Rest);
         }
         item(index(keys[k as usize]))
-    });
-    // At most 2n - 1 nodes; reserving the bound only reserves address space (as the binned
-    // builder's), where a vector that grew would copy itself.
-    let mut out = Vec::with_capacity(2 * items.len());
-    crate::pages::advise_huge_capacity(&mut out);
-    if !items.is_empty() {
-        let mut spawned = Vec::new();
-        emit(keys, items, 0, max_leaf.max(1), parallel_threshold, &mut out, &mut spawned);
-        place(&mut out, spawned);
+    };
+    crate::par::fill_grouped(items, &mut groups, GROUP, 1 << 14, make, |group| bounds_of(group).aabb());
+    CurveOrder { keys, groups }
+}
+
+/// Items laid along the curve by [`sort_along_curve`]: their sort keys, in the items' order, and
+/// the bounds of every [`GROUP`] items, so that a range's bounds are found without reading all
+/// its items ([`CurveOrder::bounds`]).
+pub struct CurveOrder<'a> {
+    /// The items' sort keys, in the items' order: a key's upper half is its code, and its lower
+    /// half the item's index ([`index`]).
+    pub keys: &'a [u64],
+    /// The bounds of items `g * GROUP .. (g + 1) * GROUP`, by `g`.
+    groups: Vec<Aabb>,
+}
+
+impl CurveOrder<'_> {
+    /// The bounds of `items[a..b]`, `items` being the items laid along the curve with these
+    /// keys: the groups inside the range and the items at its ends.
+    pub fn bounds(&self, items: &[BuildItem], a: usize, b: usize) -> Aabb {
+        debug_assert!(a <= b && b <= items.len() && items.len() == self.keys.len());
+        let (first, last) = (a.div_ceil(GROUP), b / GROUP);
+        if first >= last {
+            return bounds_of(&items[a..b]).aabb();
+        }
+        let ends = bounds_of(&items[a..first * GROUP]).union(&bounds_of(&items[last * GROUP..b])).aabb();
+        self.groups[first..last].iter().fold(ends, |all, g| all.union(g))
     }
-    out
+}
+
+/// Items per group of [`CurveOrder`]'s bounds.
+const GROUP: usize = 16;
+
+/// Where a linear BVH (LBVH: Lauterbach et al., "Fast BVH Construction on GPUs", 2009) cuts a
+/// range of more than `max_leaf` items laid along the curve ([`sort_along_curve`]), `keys`
+/// their keys and `items` the items: at the highest bit in which the range's codes differ
+/// ([`morton_split`]), or, in a range of a few leaves, after a whole number of leaves where the
+/// SAH prices that lower ([`leaf_filling_cut`]). The cut depends on the range alone, so a tree
+/// cut this way is the same on any number of threads. Returns the items on its left, at least
+/// one and fewer than all.
+pub fn curve_cut(keys: &[u64], items: &[BuildItem], max_leaf: usize) -> usize {
+    debug_assert!(keys.len() == items.len() && keys.len() > max_leaf.max(1));
+    let mid = morton_split(keys, code);
+    if items.len() <= SMALL { leaf_filling_cut(items, mid, max_leaf.max(1)) } else { mid }
 }
 
 /// Items ahead of the one being made for which the fill asks for the rest of what they read
 /// (`prefetch`); it asks for what they read first twice as far ahead.
 const PREFETCH_AHEAD: usize = 16;
 
-/// Which of an item's reads [`build_linear`]'s `prefetch` asks for.
+/// Which of an item's reads [`sort_along_curve`]'s `prefetch` asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fetch {
     /// What the item reads first (a triangle's vertex indices).
@@ -84,9 +117,9 @@ fn code(key: &u64) -> u64 {
     key >> 32
 }
 
-/// A key's item index: its lower half.
+/// The item index a sort key of [`sort_along_curve`] carries: its lower half.
 #[inline(always)]
-fn index(key: u64) -> u32 {
+pub fn index(key: u64) -> u32 {
     key as u32
 }
 
@@ -210,61 +243,6 @@ impl Scatter {
 // SAFETY: the runs that share it write disjoint elements (see `radix_sort`).
 unsafe impl Sync for Scatter {}
 
-/// Appends the subtree over `keys` (with `items` alongside; `first` is their offset in the
-/// whole array) to `out` in pre-order, its node indices counted from `out`'s start, and returns
-/// its bounds. Above `parallel_threshold` items the right subtree goes to another thread, into a
-/// segment pushed to `spawned` and placed after the whole build, as the binned builder's are
-/// (`super::segments`).
-fn emit(
-    keys: &[u64],
-    items: &[BuildItem],
-    first: u32,
-    max_leaf: usize,
-    parallel_threshold: usize,
-    out: &mut Vec<BuildNode>,
-    spawned: &mut Vec<Segment>,
-) -> Aabb {
-    let n = keys.len();
-    if n <= max_leaf {
-        let bounds = bounds_of(items).aabb();
-        out.push(BuildNode::Leaf { bounds, first, count: n as u32 });
-        return bounds;
-    }
-    let mid = morton_split(keys, code);
-    let mid = if n <= SMALL { leaf_filling_cut(items, mid, max_leaf) } else { mid };
-    let me = out.len();
-    out.push(BuildNode::Leaf { bounds: Aabb::EMPTY, first: 0, count: 0 }); // set below
-    let (left_keys, right_keys) = keys.split_at(mid);
-    let (left_items, right_items) = items.split_at(mid);
-    let right_first = first + mid as u32;
-    let left = me as u32 + 1;
-    let emit_left = |out: &mut Vec<BuildNode>, spawned: &mut Vec<Segment>| {
-        emit(left_keys, left_items, first, max_leaf, parallel_threshold, out, spawned)
-    };
-    let (lb, rb, right) = if n > parallel_threshold {
-        let (lb, (rb, segment)) = crate::par::join(
-            || emit_left(out, spawned),
-            || {
-                let (mut nodes, mut below) =
-                    (Vec::with_capacity(2 * right_keys.len().min(parallel_threshold) + 64), Vec::new());
-                let rb =
-                    emit(right_keys, right_items, right_first, max_leaf, parallel_threshold, &mut nodes, &mut below);
-                (rb, Segment::new(me as u32, nodes, below))
-            },
-        );
-        spawned.push(segment);
-        (lb, rb, PENDING)
-    } else {
-        let lb = emit_left(out, spawned);
-        let right = out.len() as u32;
-        let rb = emit(right_keys, right_items, right_first, max_leaf, parallel_threshold, out, spawned);
-        (lb, rb, right)
-    };
-    let bounds = lb.union(&rb);
-    out[me] = BuildNode::Inner { bounds, left, right };
-    bounds
-}
-
 /// Ranges of at most this many items (four leaves of the mesh's four) choose their cut by cost.
 const SMALL: usize = 16;
 
@@ -327,62 +305,70 @@ mod tests {
             .collect()
     }
 
-    /// The tree over `input`, as the mesh builds it (the grid over the centroids' bounds), and
-    /// that grid.
-    fn build(input: &[BuildItem], max_leaf: usize, threshold: usize) -> (Vec<BuildItem>, Vec<BuildNode>, MortonGrid) {
+    /// `input` laid along the curve of the grid over its centroids' bounds, as the mesh lays
+    /// its triangles: the items, their keys and the grid.
+    fn sorted(input: &[BuildItem], parallel: bool) -> (Vec<BuildItem>, Vec<u64>, MortonGrid) {
         let bounds = input.iter().fold(Aabb::EMPTY, |b, i| b.grow(i.bounds().center()));
         let centroid = |i: u32| input[i as usize].bounds().center();
         let mut items = vec![BuildItem::new(Aabb::EMPTY, 0); input.len()];
         let mut scratch = vec![0; 2 * input.len()];
-        let nodes = build_linear(
-            &mut items,
-            &mut scratch,
-            &bounds,
-            centroid,
-            |i| input[i as usize],
-            |_, _| {},
-            max_leaf,
-            threshold,
-        );
-        (items, nodes, MortonGrid::new(&bounds))
+        let item = |i: u32| input[i as usize];
+        let keys =
+            sort_along_curve(&mut items, &mut scratch, &bounds, centroid, item, |_, _| {}, parallel).keys.to_vec();
+        (items, keys, MortonGrid::new(&bounds))
     }
 
-    /// Every node reached once from the root, every item in exactly one leaf of at most
-    /// `max_leaf`, each node's bounds the union of its children's (of its items' for a leaf), and
-    /// the leaves in pre-order follow the curve: each leaf's codes at or above the previous one's.
+    /// The items come out ordered as the standard library's sort orders them by the top 32 bits
+    /// of their full codes, then by index, each once, with their keys beside them, on one
+    /// thread and on several.
     #[test]
-    fn a_tree_over_every_item_once_along_the_curve() {
-        for (n, max_leaf, threshold) in
-            [(1, 4, 8), (2, 1, 8), (5, 4, 8), (1000, 4, 64), (5000, 1, 100_000), (5000, 4, 256)]
-        {
-            let (it, nodes, grid) = build(&items(n, n as u64), max_leaf, threshold);
-            let mut seen = vec![0u32; n];
-            let mut reached = vec![0u32; nodes.len()];
-            let mut last_code = 0u64; // the top 32 bits, as the build sorts
-            let mut stack = vec![0u32];
-            while let Some(k) = stack.pop() {
-                reached[k as usize] += 1;
-                match nodes[k as usize] {
-                    BuildNode::Leaf { bounds, first, count } => {
-                        assert!(count >= 1 && count as usize <= max_leaf);
-                        let leaf = &it[first as usize..(first + count) as usize];
-                        assert_eq!(leaf.iter().fold(Aabb::EMPTY, |b, i| b.union(&i.bounds())), bounds);
-                        for item in leaf {
-                            seen[item.index() as usize] += 1;
-                            let code = grid.code(item.bounds().center()) >> 31;
-                            assert!(code >= last_code, "n={n}: the leaves leave the curve's order");
-                            last_code = code;
-                        }
-                    }
-                    BuildNode::Inner { bounds, left, right } => {
-                        assert_eq!(nodes[left as usize].bounds().union(nodes[right as usize].bounds()), bounds);
-                        stack.push(right);
-                        stack.push(left);
-                    }
-                }
+    fn items_lie_along_the_curve_by_code_then_index() {
+        for n in [0, 1, 7, 5000, 3 * MIN_SORT_RUN + 5] {
+            let input = items(n, n as u64 + 1);
+            for parallel in [false, true] {
+                let (it, keys, grid) = sorted(&input, parallel);
+                let top = |i: &BuildItem| grid.code(i.bounds().center()) >> 31;
+                let mut want: Vec<(u64, u32)> = input.iter().map(|i| (top(i), i.index())).collect();
+                want.sort();
+                let got: Vec<(u64, u32)> = it.iter().map(|i| (top(i), i.index())).collect();
+                assert_eq!(got, want, "n={n}");
+                assert!(it.iter().all(|i| input[i.index() as usize] == *i), "n={n}");
+                let keyed: Vec<(u64, u32)> = keys.iter().map(|k| (code(k), index(*k))).collect();
+                assert_eq!(keyed, want, "n={n}");
             }
-            assert!(seen.iter().all(|&c| c == 1), "n={n}");
-            assert!(reached.iter().all(|&c| c == 1), "n={n}");
+        }
+    }
+
+    /// Above [`SMALL`] items a range is cut where the highest bit in which its first and last
+    /// codes differ turns on; at or below it, at the cut among that one and the whole-leaf ones
+    /// whose SAH price (by brute force over the items) is lowest.
+    #[test]
+    fn ranges_are_cut_at_the_highest_differing_bit_or_the_cheapest_leaf_cut() {
+        let input = items(4000, 77);
+        let (it, keys, _) = sorted(&input, false);
+        let mut rng = Rng(5);
+        for _ in 0..3000 {
+            let n = if rng.below(2) == 0 { 5 + rng.below(12) } else { 17 + rng.below(400) };
+            let a = rng.below(it.len() - n);
+            let (k, r) = (&keys[a..a + n], &it[a..a + n]);
+            let cut = curve_cut(k, r, 4);
+            assert!(cut >= 1 && cut < n);
+            let (first, last) = (code(&k[0]), code(&k[n - 1]));
+            let mid = if first == last {
+                n / 2
+            } else {
+                let bit = 63 - (first ^ last).leading_zeros();
+                k.iter().position(|key| code(key) >> bit & 1 == 1).unwrap()
+            };
+            if n > SMALL {
+                assert_eq!(cut, mid, "n={n}");
+                continue;
+            }
+            let area = |s: &[BuildItem]| s.iter().fold(Aabb::EMPTY, |b, i| b.union(&i.bounds())).half_area();
+            let price = |c: usize| area(&r[..c]) * c.div_ceil(4) as f32 + area(&r[c..]) * (n - c).div_ceil(4) as f32;
+            let best = std::iter::once(mid).chain((4..n).step_by(4)).map(price).fold(f32::INFINITY, f32::min);
+            assert!(price(cut) <= best, "n={n}: cut {cut} prices {} against {best}", price(cut));
+            assert!(cut == mid || cut.is_multiple_of(4), "n={n}: cut {cut}");
         }
     }
 
@@ -402,15 +388,5 @@ mod tests {
                 assert_eq!(radix_sort(&mut keys, &mut other, parallel), want, "n={n}");
             }
         }
-    }
-
-    /// Subtrees built on other threads give the serial build's tree and item order.
-    #[test]
-    fn parallel_and_serial_builds_are_identical() {
-        let input = items(40_000, 9);
-        let (a, serial, _) = build(&input, 4, usize::MAX);
-        let (b, parallel, _) = build(&input, 4, 1000);
-        assert_eq!(serial, parallel);
-        assert_eq!(a, b);
     }
 }

@@ -14,7 +14,7 @@ mod spatial;
 mod split;
 
 pub use item::BuildItem;
-pub use linear::{Fetch, build_linear};
+pub use linear::{CurveOrder, Fetch, curve_cut, index as curve_key_index, sort_along_curve};
 pub use morton::{MortonGrid, morton_split};
 pub use rotate::rotate_passes;
 pub use spatial::SpatialSplits;

@@ -10,6 +10,7 @@ use super::TriMesh;
 use super::collapse::{Collapsed, TriangleRows, collapse};
 use super::contents::{MeshRows, write_contents};
 use super::layout::Blocks;
+use super::linear::Plan;
 use super::triangle::{NO_PRIM, PackRows};
 use super::triangle_set::TriangleSet;
 use crate::build::{BinnedSah, BuildItem, Fetch, SpatialSplits};
@@ -179,13 +180,15 @@ pub struct MeshStats {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BuildPhases {
     /// The triangles' boxes and centroids (zero for [`BuildQuality::Low`], which makes them
-    /// within its binary build, in the order of its tree).
+    /// within its sort, in the order of its tree).
     pub triangle_bounds: Duration,
-    /// The binary tree: binned SAH (Wald 2007), or the linear BVH of [`BuildQuality::Low`].
+    /// The binary tree: binned SAH (Wald 2007), or for [`BuildQuality::Low`], which makes no
+    /// binary tree, the sort along the Morton curve and the plan of the wide nodes.
     pub binary_build: Duration,
     /// The tree rotations ([`BuildOptions::rotation_passes`]).
     pub rotations: Duration,
-    /// The collapse to 8-wide nodes, with the triangle packs written.
+    /// The collapse to 8-wide nodes, with the triangle packs written (for
+    /// [`BuildQuality::Low`], the planned nodes written).
     pub collapse: Duration,
 }
 
@@ -322,29 +325,7 @@ impl Built {
             order
         };
         let (prims, spare, mut build, bounded) = match options.quality {
-            // The items are made in the curve's order, from the triangles, once sorted, into
-            // memory the BVH's blocks then take, as Medium's: twice the items, which the blocks
-            // need, the half past them holding the sort's keys meanwhile.
-            BuildQuality::Low => {
-                let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
-                let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
-                let n = mesh.len();
-                // Every item and key is written before it is read, so a rebuild's old tree is
-                // not zeroed first.
-                // SAFETY: an item is plain float data, for which any bytes are valid.
-                let mut memory = unsafe { PagedSlice::<BuildItem>::reused_in(2 * n, spare) };
-                let (items, rest) = memory.split_at_mut(n);
-                // SAFETY: as above, any bytes are valid.
-                let scratch = unsafe { crate::pages::as_words(rest) };
-                // The triangle's reads as the collapse asks for them: indices, then corners.
-                let reads = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
-                let prefetch = |i: u32, fetch: Fetch| match fetch {
-                    Fetch::First => reads.prefetch(i),
-                    Fetch::Rest => reads.prefetch_rest(i),
-                };
-                let build = crate::build::build_linear(items, scratch, &bounds, centroid, item, prefetch, 4, threshold);
-                (index_order(items), memory.into_spare(), build, start)
-            }
+            BuildQuality::Low => return Built::low(mesh, options, start, spare, parallel),
             BuildQuality::Medium => {
                 // The items and the partitions' scratch in one array, whose memory the BVH's
                 // blocks then take (`pages::Spare`): they are written over pages the build has
@@ -391,6 +372,45 @@ impl Built {
         };
         let bounds = build.first().map_or(Aabb::EMPTY, |n| *n.bounds());
         Built { bounds, collapsed, phases, shared: shared.flatten() }
+    }
+
+    /// The [`BuildQuality::Low`] build of `mesh`: its triangles laid along the Morton curve, and
+    /// the 8-wide tree planned and written straight from them (`super::linear`), with no binary
+    /// tree between. The items and the sort's keys go in the memory of `spare` where that has
+    /// room (a rebuild's old tree), and the tree then in theirs.
+    fn low(mesh: &TriMesh, options: &BuildOptions, start: Instant, spare: Option<Spare>, parallel: bool) -> Built {
+        let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
+        let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
+        let n = mesh.len();
+        // Every item and key is written before it is read.
+        // SAFETY: an item is plain float data, for which any bytes are valid.
+        let mut memory = unsafe { PagedSlice::<BuildItem>::reused_in(2 * n, spare) };
+        let (items, rest) = memory.split_at_mut(n);
+        // SAFETY: as above, any bytes are valid.
+        let scratch = unsafe { crate::pages::as_words(rest) };
+        // The triangle's reads as the packs ask for them: indices, then corners.
+        let rows = MeshRows { mesh, rows: options.triangle_test.pack_rows() };
+        let prefetch = |i: u32, fetch: Fetch| match fetch {
+            Fetch::First => rows.prefetch(i),
+            Fetch::Rest => rows.prefetch_rest(i),
+        };
+        let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
+        let parallel_sort = parallel && n > options.parallel_threshold;
+        let order = crate::build::sort_along_curve(items, scratch, &bounds, centroid, item, prefetch, parallel_sort);
+        let plan = Plan::new(&order, items, parallel);
+        let sorted = Instant::now();
+        // The tree is written from the triangles alone, so the items' memory, already backed,
+        // takes it, as it takes Medium's.
+        let mut prims = vec![0; n];
+        crate::par::fill(&mut prims, 1 << 16, |k| crate::build::curve_key_index(order.keys[k as usize]));
+        let (collapsed, bounds) = plan.write(&prims, &rows, memory.into_spare());
+        let phases = BuildPhases {
+            triangle_bounds: Duration::ZERO,
+            binary_build: sorted - start,
+            rotations: Duration::ZERO,
+            collapse: sorted.elapsed(),
+        };
+        Built { bounds, collapsed, phases, shared: None }
     }
 
     fn into_bvh(self, mesh: TriMesh, options: &BuildOptions, start: Instant) -> MeshBvh {

@@ -13,6 +13,7 @@ use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use super::triangle::{NO_PRIM, TriPack};
 use crate::build::BuildNode;
 use crate::child::ChildRef;
+use crate::math::Aabb;
 use crate::pages::Spare;
 
 /// The collapsed tree: nodes and packs in one block array (see `super::layout`), the root at
@@ -24,17 +25,17 @@ pub(crate) struct Collapsed {
 
 /// What the packs store of each triangle: its rows (`super::triangle::PackRows`) by index.
 pub(crate) trait TriangleRows: Sync {
-    /// Triangle `i`'s rows.
-    fn rows(&self, i: u32) -> [glam::Vec3; 3];
+    /// Triangle `i`'s rows, and the box of its corners.
+    fn rows_and_bounds(&self, i: u32) -> ([glam::Vec3; 3], Aabb);
 
-    /// Starts loading what [`TriangleRows::rows`] of `i` reads first (a hint; the default does
+    /// Starts loading what [`TriangleRows::rows_and_bounds`] of `i` reads first (a hint; the default does
     /// nothing).
     #[inline(always)]
     fn prefetch(&self, i: u32) {
         let _ = i;
     }
 
-    /// Starts loading what [`TriangleRows::rows`] of `i` reads after what
+    /// Starts loading what [`TriangleRows::rows_and_bounds`] of `i` reads after what
     /// [`TriangleRows::prefetch`] asked for, once that has arrived (a hint; the default does
     /// nothing).
     #[inline(always)]
@@ -55,9 +56,11 @@ fn prefetch_packs(build: &[BuildNode], prims: &[u32], tri: &impl TriangleRows, c
     }
 }
 
+/// A function from a triangle to its corners, which are its rows.
 impl<F: Fn(u32) -> [glam::Vec3; 3] + Sync> TriangleRows for F {
-    fn rows(&self, i: u32) -> [glam::Vec3; 3] {
-        self(i)
+    fn rows_and_bounds(&self, i: u32) -> ([glam::Vec3; 3], Aabb) {
+        let corners = self(i);
+        (corners, Aabb::from_points(corners))
     }
 }
 
@@ -192,24 +195,34 @@ fn write_node(
     for (lane, &c) in children.as_slice().iter().enumerate() {
         let node = &build[c as usize];
         if let BuildNode::Leaf { first, count, .. } = *node {
-            // Lanes in ascending triangle order: a pack's test keeps the first lane of equal
-            // distances and the walk the lowest triangle of equal distances across packs, so
-            // with the lanes sorted the two rules are one, and the closest hit among ties does
-            // not depend on which packs a level's walk reaches after the first (a triangle split
-            // into several leaves can be met again in another pack).
             let mut lanes = [NO_PRIM; 4];
             let leaf = &prims[first as usize..(first + count) as usize];
             lanes[..leaf.len()].copy_from_slice(leaf);
-            lanes[..leaf.len()].sort_unstable();
-            let mut pack = TriPack::EMPTY;
-            for (k, &prim) in lanes[..leaf.len()].iter().enumerate() {
-                pack.set(k, prim, &tri.rows(prim));
-            }
+            let (pack, _) = pack_of(&mut lanes[..leaf.len()], tri);
             let at = out.push_pack(&pack);
             out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
         }
     }
     me
+}
+
+/// The pack of the triangles `leaf` (at most 4), which it sorts, and the box of their corners.
+///
+/// Lanes in ascending triangle order: a pack's test keeps the first lane of equal distances and
+/// the walk the lowest triangle of equal distances across packs, so with the lanes sorted the
+/// two rules are one, and the closest hit among ties does not depend on which packs a level's
+/// walk reaches after the first (a triangle split into several leaves can be met again in
+/// another pack).
+pub(super) fn pack_of(leaf: &mut [u32], tri: &impl TriangleRows) -> (TriPack, Aabb) {
+    leaf.sort_unstable();
+    let mut pack = TriPack::EMPTY;
+    let mut bounds = Aabb::EMPTY;
+    for (k, &prim) in leaf.iter().enumerate() {
+        let (rows, b) = tri.rows_and_bounds(prim);
+        pack.set(k, prim, &rows);
+        bounds = bounds.union(&b);
+    }
+    (pack, bounds)
 }
 
 /// Writes the subtree whose wide nodes' lanes `plan` yields, in the plan's order, into `out`:
@@ -368,12 +381,12 @@ fn leaf_counts_by_walk(build: &[BuildNode], mut leaves: Vec<u32>) -> Vec<u32> {
 
 /// Wide nodes over at most this many leaves are opened by their leaf counts ([`open`]); those
 /// above it by area alone.
-const BOTTOM_LEAVES: u32 = 64;
+pub(super) const BOTTOM_LEAVES: u32 = 64;
 
 /// The most leaves each child of a wide node over `total` leaves may hold for the node's subtree
 /// to take no more wide levels than it must: the largest power of 8 below `total` (1 from 2 to 8
 /// leaves: every child a leaf).
-fn fitting_leaves(total: u32) -> u32 {
+pub(super) fn fitting_leaves(total: u32) -> u32 {
     let mut fits = 1u32;
     while fits.saturating_mul(8) < total {
         fits *= 8;

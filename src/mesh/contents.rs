@@ -60,8 +60,9 @@ pub(super) struct MeshRows<'m> {
 
 impl super::collapse::TriangleRows for MeshRows<'_> {
     #[inline]
-    fn rows(&self, i: u32) -> [Vec3; 3] {
-        self.rows.rows(self.mesh.triangle(i as usize))
+    fn rows_and_bounds(&self, i: u32) -> ([Vec3; 3], Aabb) {
+        let corners = self.mesh.triangle(i as usize);
+        (self.rows.rows(corners), Aabb::from_points(corners))
     }
 
     /// The triangle's vertex indices.

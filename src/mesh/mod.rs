@@ -17,6 +17,7 @@ mod layout;
 mod leaf;
 #[cfg(test)]
 mod levels;
+mod linear;
 pub(crate) mod overlap;
 mod policy;
 mod query;

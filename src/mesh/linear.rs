@@ -1,0 +1,608 @@
+//! The [`BuildQuality::Low`](super::BuildQuality) build: a linear BVH written straight into
+//! 8-wide nodes, with no binary tree in between, as Embree's Morton builder writes its nodes.
+//!
+//! The triangles lie along the Morton curve of their centroids
+//! ([`sort_along_curve`](crate::build::sort_along_curve)), so every subtree is a range of them,
+//! and a range's two halves are where [`curve_cut`] cuts it. A wide node over a range opens
+//! those cuts until it has 8 lanes, each lane a range: the largest range first near the top (by
+//! count, as Embree's builder opens them: a range's bounds are only known once its subtree is
+//! built), and near the leaves by how many leaves a range needs, as the collapse opens a binary
+//! tree (`super::collapse`), so that the wide nodes there are full.
+//!
+//! Two passes, as the collapse's: [`plan`] opens every wide node and counts the blocks, so that
+//! the array is allocated once at its size and subtrees are written on other threads into runs
+//! of it; [`Writer::emit`] then writes the nodes and packs from the plan, their bounds from the
+//! leaves up. Against building the binary tree and collapsing it, this writes no binary node
+//! (two per leaf, each read again by the collapse), copies no subtree built on another thread
+//! into place, and counts no leaves below every node.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::collapse::{BOTTOM_LEAVES, Collapsed, TriangleRows, fitting_leaves, pack_of};
+use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
+use crate::build::{BuildItem, CurveOrder, curve_cut};
+use crate::child::ChildRef;
+use crate::math::Aabb;
+use crate::pages::Spare;
+
+/// Triangles per leaf: a pack's.
+const MAX_LEAF: usize = 4;
+
+/// Wide levels whose child subtrees are planned and written on rayon's threads, as the
+/// collapse's (`super::collapse`).
+const PARALLEL_LEVELS: u32 = 2;
+
+/// The plan of the 8-wide tree over items laid along the curve: every wide node's lanes, and
+/// the blocks they take. It reads the items' keys and boxes, [`Plan::write`] only the triangles,
+/// so the items' memory can take the tree.
+pub(crate) struct Plan {
+    /// Every wide node's lanes in depth-first order (a node, then its child subtrees in lane
+    /// order), as [`Writer::emit`] writes them.
+    lanes: Vec<Lanes>,
+    /// The blocks and wide nodes of the subtrees written on other threads (see [`plan`]).
+    sizes: HashMap<u64, (usize, usize)>,
+    /// Blocks of the whole tree.
+    blocks: usize,
+    parallel: bool,
+}
+
+impl Plan {
+    /// Plans the tree over `items`, laid along the curve with their sort keys `keys` beside
+    /// them. With `parallel`, the subtrees below the root's and its children's wide nodes are
+    /// planned, and then written, on rayon's threads.
+    pub(crate) fn new(order: &CurveOrder<'_>, items: &[BuildItem], parallel: bool) -> Plan {
+        assert_eq!(order.keys.len(), items.len());
+        let mut lanes = Vec::new();
+        let sizes = Mutex::new(HashMap::new());
+        let levels = if parallel { PARALLEL_LEVELS } else { 0 };
+        let blocks = if items.is_empty() {
+            0
+        } else {
+            let ranges = Ranges::new(order, items, parallel);
+            plan(&ranges, 0, items.len() as u32, ranges.root(), &sizes, levels, &mut lanes).0
+        };
+        let sizes = sizes.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Plan { lanes, sizes, blocks, parallel }
+    }
+
+    /// Writes the planned tree, `prims` the triangles along the curve (the items' indices) and
+    /// `tri` their rows; returns the tree and its bounds. The tree is the same block for block
+    /// with or without `parallel`. The array is made in `spare` memory where it has room (see
+    /// [`Blocks::reused_in`]).
+    pub(crate) fn write(&self, prims: &[u32], tri: &impl TriangleRows, spare: Option<Spare>) -> (Collapsed, Aabb) {
+        if self.lanes.is_empty() {
+            return (Collapsed { blocks: Blocks::zeroed(0), depth: 0 }, Aabb::EMPTY);
+        }
+        // Every block is written below (the plan counted them), so memory already backed need
+        // not be zeroed first.
+        let mut blocks = Blocks::reused_in(self.blocks, spare);
+        let out = blocks.writer();
+        let writer = Writer { prims, tri };
+        let (depth, bounds) = if self.parallel {
+            writer.emit_parallel(&self.lanes, out, &self.sizes, 1, PARALLEL_LEVELS)
+        } else {
+            let (mut out, mut depth) = (out, 0);
+            let mut plan = self.lanes.iter();
+            let (_, bounds) = writer.emit(&mut plan, &mut out, 1, &mut depth);
+            debug_assert!(plan.next().is_none() && out.is_full());
+            (depth, bounds)
+        };
+        (Collapsed { blocks, depth }, bounds)
+    }
+}
+
+/// One wide node's lanes: consecutive ranges of the items, lane `l` over
+/// `fence[l]..fence[l + 1]`, in the curve's order.
+#[derive(Clone, Copy, Debug)]
+struct Lanes {
+    fence: [u32; 9],
+    len: usize,
+}
+
+impl Lanes {
+    /// The ranges of the lanes, in order.
+    fn ranges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.fence[..=self.len].windows(2).map(|w| (w[0] as usize, w[1] as usize))
+    }
+}
+
+/// Whether a range of `count` items is a leaf.
+fn is_leaf(count: usize) -> bool {
+    count <= MAX_LEAF
+}
+
+/// The leaves a range of `count` items takes at the least (one for a leaf): what the wide
+/// levels near the leaves are counted by. A range cut along the curve can take more, so the
+/// bottom wide nodes are full on most meshes rather than on all.
+fn leaves_of(count: usize) -> u32 {
+    count.div_ceil(MAX_LEAF) as u32
+}
+
+/// The items and their keys, for cutting ranges, with the top of the tree of cuts.
+struct Ranges<'a> {
+    keys: &'a [u64],
+    items: &'a [BuildItem],
+    /// The binary tree of the cuts down to ranges of at most [`TOP_LEAF`] items, in pre-order
+    /// ([`Ranges::top_tree`]).
+    top: Vec<TopNode>,
+}
+
+/// A range of the top tree ([`Ranges::top_tree`]).
+#[derive(Clone, Copy, Debug)]
+struct TopNode {
+    /// Where the range is cut; 0 for a leaf of the top tree (a cut is never at a range's start).
+    cut: u32,
+    /// The two halves' nodes.
+    halves: [u32; 2],
+    /// The half area of the range's bounds.
+    area: f32,
+}
+
+/// What is known of a range before it is opened.
+#[derive(Clone, Copy, Debug, Default)]
+struct Known {
+    /// Its cut, 0 while unknown.
+    cut: usize,
+    /// Its node in the top tree, if it is one.
+    top: Option<u32>,
+}
+
+/// Ranges of at most this many items are the leaves of the top tree ([`Ranges::top_tree`]):
+/// the ranges of the wide nodes opened by area, over more than [`BOTTOM_LEAVES`] leaves, are
+/// larger.
+const TOP_LEAF: usize = 4 * BOTTOM_LEAVES as usize;
+
+/// Ranges above which the top tree is made on two threads.
+const PARALLEL_TOP: usize = 1 << 15;
+
+impl<'a> Ranges<'a> {
+    /// The ranges of the items laid along the curve in `order`, with their top tree.
+    fn new(order: &'a CurveOrder<'a>, items: &'a [BuildItem], parallel: bool) -> Ranges<'a> {
+        let mut ranges = Ranges { keys: order.keys, items, top: Vec::new() };
+        let mut top = Vec::new();
+        if !items.is_empty() {
+            ranges.top_tree(order, 0, items.len(), parallel, &mut top);
+        }
+        ranges.top = top;
+        ranges
+    }
+
+    /// Appends the binary tree of the cuts of `a..b`, down to ranges of at most [`TOP_LEAF`]
+    /// items, to `out` in pre-order, its halves' indices counted from `out`'s start, and returns
+    /// the bounds of `a..b`. Each range's bounds come from its halves' and, at the leaves, from
+    /// the order's bounds of runs of items: the wide nodes near the top open the largest box
+    /// first by them, as the collapse opens a binary tree, where opening the most items first
+    /// priced an interior's tree a fifth higher (SAH).
+    fn top_tree(&self, order: &CurveOrder<'_>, a: usize, b: usize, parallel: bool, out: &mut Vec<TopNode>) -> Aabb {
+        let me = out.len();
+        out.push(TopNode { cut: 0, halves: [0; 2], area: 0.0 }); // set below
+        if b - a <= TOP_LEAF {
+            let bounds = order.bounds(self.items, a, b);
+            out[me].area = bounds.half_area();
+            return bounds;
+        }
+        let cut = self.cut(a, b);
+        let (left, right, right_at) = if parallel && b - a > PARALLEL_TOP {
+            let (left, (right, mut nodes)) = crate::par::join(
+                || self.top_tree(order, a, cut, true, out),
+                || {
+                    let mut nodes = Vec::new();
+                    (self.top_tree(order, cut, b, true, &mut nodes), nodes)
+                },
+            );
+            let at = out.len() as u32;
+            for node in nodes.iter_mut().filter(|n| n.cut != 0) {
+                node.halves = node.halves.map(|h| h + at);
+            }
+            out.extend(nodes);
+            (left, right, at)
+        } else {
+            let left = self.top_tree(order, a, cut, false, out);
+            let at = out.len() as u32;
+            (left, self.top_tree(order, cut, b, false, out), at)
+        };
+        let bounds = left.union(&right);
+        out[me] = TopNode { cut: cut as u32, halves: [me as u32 + 1, right_at], area: bounds.half_area() };
+        bounds
+    }
+
+    /// What is known of the whole range.
+    fn root(&self) -> Known {
+        Known { cut: 0, top: (!self.top.is_empty()).then_some(0) }
+    }
+
+    /// The cut of the range `a..b` of more than [`MAX_LEAF`] items, from `a`.
+    fn cut(&self, a: usize, b: usize) -> usize {
+        a + curve_cut(&self.keys[a..b], &self.items[a..b], MAX_LEAF)
+    }
+
+    /// The lanes of the wide node over `a..b`, of which `known` is known: the range itself when
+    /// it is a leaf (the root of a mesh of at most four triangles), else its two halves, opened
+    /// further while lanes are free. Above [`BOTTOM_LEAVES`] leaves, the internal lane of the
+    /// largest box is opened (among the top tree's ranges; else the one of most items), the last
+    /// of equals; at or below it, as the collapse opens: first each lane too large to fit in one
+    /// wide level fewer ([`fitting_leaves`]), then those that open at no cost in wide nodes, each
+    /// the largest first.
+    ///
+    /// Returns the lanes and what it learnt of each.
+    fn open(&self, a: usize, b: usize, known: Known) -> (Lanes, [Known; 8]) {
+        let mut lanes = Lanes { fence: [b as u32; 9], len: 1 };
+        lanes.fence[0] = a as u32;
+        let mut knowns = [Known::default(); 8];
+        knowns[0] = known;
+        if is_leaf(b - a) {
+            return (lanes, knowns);
+        }
+        let cut_of = |lanes: &Lanes, knowns: &mut [Known; 8], l: usize| {
+            if knowns[l].cut == 0 {
+                knowns[l].cut = match knowns[l].top.map(|t| self.top[t as usize].cut) {
+                    Some(cut) if cut != 0 => cut as usize,
+                    _ => self.cut(lanes.fence[l] as usize, lanes.fence[l + 1] as usize),
+                };
+            }
+            knowns[l].cut
+        };
+        let total = leaves_of(b - a);
+        let fits = fitting_leaves(total);
+        // Lane 0 is always opened first: it is the whole range.
+        let mut pick = Some(0);
+        while let Some(l) = pick {
+            let cut = cut_of(&lanes, &mut knowns, l);
+            lanes.fence.copy_within(l + 1..=lanes.len, l + 2);
+            lanes.fence[l + 1] = cut as u32;
+            let halves = match knowns[l].top.map(|t| self.top[t as usize]) {
+                Some(node) if node.cut != 0 => node.halves.map(Some),
+                _ => [None; 2],
+            };
+            knowns.copy_within(l + 1..lanes.len, l + 2);
+            knowns[l] = Known { cut: 0, top: halves[0] };
+            knowns[l + 1] = Known { cut: 0, top: halves[1] };
+            lanes.len += 1;
+            if lanes.len == 8 {
+                break;
+            }
+            let range = |l: usize| (lanes.fence[l] as usize, lanes.fence[l + 1] as usize);
+            let count = |l: usize| range(l).1 - range(l).0;
+            let largest = |opens: &dyn Fn(usize) -> bool| {
+                (0..lanes.len).filter(|&l| !is_leaf(count(l)) && opens(l)).max_by_key(|&l| count(l))
+            };
+            pick = if total > BOTTOM_LEAVES {
+                let area = |l: usize| knowns[l].top.map(|t| self.top[t as usize].area);
+                (0..lanes.len)
+                    .filter(|&l| !is_leaf(count(l)))
+                    .filter_map(|l| Some((l, area(l)?)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(l, _)| l)
+                    .or_else(|| largest(&|_| true))
+            } else if let Some(l) = largest(&|l| leaves_of(count(l)) > fits) {
+                Some(l)
+            } else {
+                // Opening is free when the halves, each in full wide nodes, take no more wide
+                // nodes than the lane does (the collapse's `Lane::opens_free`).
+                let wides = |c: usize| if is_leaf(c) { 0 } else { leaves_of(c).div_ceil(7) };
+                let mut free: Option<usize> = None;
+                for l in (0..lanes.len).filter(|&l| !is_leaf(count(l))) {
+                    let (s, e) = range(l);
+                    let cut = cut_of(&lanes, &mut knowns, l);
+                    let opens_free = wides(cut - s) + wides(e - cut) <= (leaves_of(e - s) - 1).div_ceil(7);
+                    if opens_free && free.is_none_or(|f| count(l) >= count(f)) {
+                        free = Some(l);
+                    }
+                }
+                free
+            };
+        }
+        (lanes, knowns)
+    }
+}
+
+/// The blocks and the wide nodes of the subtrees [`plan`] plans on other threads, by their
+/// range ([`range_key`]).
+type Sizes = Mutex<HashMap<u64, (usize, usize)>>;
+
+/// The key of the range `a..b` in [`Sizes`].
+fn range_key(a: usize, b: usize) -> u64 {
+    (a as u64) << 32 | b as u64
+}
+
+/// Opens the wide node over `a..b` (of which `known` is known) and every wide node below
+/// it, appending their lanes to `out` in depth-first order (a node, then its child subtrees in
+/// lane order, as [`Writer::emit`] writes them), and returns the blocks the subtree takes and
+/// its number of wide nodes. The child subtrees of the top `levels` wide levels are planned on
+/// rayon's threads, and their sizes recorded in `sizes` for [`Writer::emit_parallel`] to cut
+/// its runs by.
+fn plan(
+    ranges: &Ranges<'_>,
+    a: u32,
+    b: u32,
+    known: Known,
+    sizes: &Sizes,
+    levels: u32,
+    out: &mut Vec<Lanes>,
+) -> (usize, usize) {
+    let (lanes, knowns) = ranges.open(a as usize, b as usize, known);
+    out.push(lanes);
+    let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
+    // The internal lanes, each with what its opening learnt of it.
+    let mut internal = [(0, 0, Known::default()); 8];
+    let mut count = 0;
+    for ((s, e), &known) in lanes.ranges().zip(&knowns) {
+        if is_leaf(e - s) {
+            blocks += PACK_BLOCKS;
+        } else {
+            internal[count] = (s as u32, e as u32, known);
+            count += 1;
+        }
+    }
+    let internal = &internal[..count];
+    if levels > 0 {
+        let below = crate::par::map(internal, 1, |&(s, e, known)| {
+            let mut sub = Vec::new();
+            let size = plan(ranges, s, e, known, sizes, levels - 1, &mut sub);
+            sizes
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(range_key(s as usize, e as usize), size);
+            (size, sub)
+        });
+        for ((b, w), sub) in below {
+            (blocks, wides) = (blocks + b, wides + w);
+            out.extend(sub);
+        }
+    } else {
+        for &(s, e, known) in internal {
+            let (b, w) = plan(ranges, s, e, known, sizes, 0, out);
+            (blocks, wides) = (blocks + b, wides + w);
+        }
+    }
+    (blocks, wides)
+}
+
+/// What the write pass reads: the triangles along the curve and their rows.
+struct Writer<'a, T> {
+    prims: &'a [u32],
+    tri: &'a T,
+}
+
+/// A wide node's lanes as written: each one's reference and box.
+type Children = [(ChildRef, Aabb); 8];
+
+impl<T: TriangleRows> Writer<'_, T> {
+    /// Asks for what the packs of `lanes`'s leaves read first ([`TriangleRows::prefetch`]), or,
+    /// with `rest`, what they read after that.
+    #[inline(always)]
+    fn prefetch_leaves(&self, lanes: &Lanes, rest: bool) {
+        for (s, e) in lanes.ranges().filter(|&(s, e)| is_leaf(e - s)) {
+            for &prim in &self.prims[s..e] {
+                if rest { self.tri.prefetch_rest(prim) } else { self.tri.prefetch(prim) }
+            }
+        }
+    }
+
+    /// Writes an empty wide node for `lanes` and then its leaf packs, so that a node's packs
+    /// follow it in memory; returns the node's position and the leaf lanes' references and
+    /// boxes (the internal lanes' are left to the caller).
+    fn write_node(&self, lanes: &Lanes, out: &mut BlockWriter<'_>) -> (u32, Children) {
+        let me = out.push_node();
+        // The leaves' triangles are scattered over the mesh; what they read first was asked for
+        // one node ahead ([`Writer::emit`]), so the rest can be asked for now, all at once.
+        self.prefetch_leaves(lanes, true);
+        let mut children = [(ChildRef::leaf(0), Aabb::EMPTY); 8];
+        for (child, (s, e)) in children.iter_mut().zip(lanes.ranges()) {
+            if is_leaf(e - s) {
+                let mut leaf = [0u32; MAX_LEAF];
+                leaf[..e - s].copy_from_slice(&self.prims[s..e]);
+                let (pack, bounds) = pack_of(&mut leaf[..e - s], self.tri);
+                *child = (ChildRef::leaf(out.push_pack(&pack)), bounds);
+            }
+        }
+        (me, children)
+    }
+
+    /// Writes the subtree whose wide nodes' lanes `plan` yields into `out`: its node, the node's
+    /// packs, then its child subtrees in lane order. Returns the node's position and bounds.
+    /// Recursion depth is the tree's wide depth.
+    fn emit(
+        &self,
+        plan: &mut std::slice::Iter<'_, Lanes>,
+        out: &mut BlockWriter<'_>,
+        depth: u32,
+        max_depth: &mut u32,
+    ) -> (u32, Aabb) {
+        *max_depth = (*max_depth).max(depth);
+        let lanes = plan.next().expect("the plan has every wide node");
+        if let Some(next) = plan.as_slice().first() {
+            self.prefetch_leaves(next, false);
+        }
+        let (me, mut children) = self.write_node(lanes, out);
+        for (child, (s, e)) in children.iter_mut().zip(lanes.ranges()) {
+            if !is_leaf(e - s) {
+                let (at, bounds) = self.emit(plan, out, depth + 1, max_depth);
+                *child = (ChildRef::node(at), bounds);
+            }
+        }
+        (me, set_lanes(out, me, &children[..lanes.len]))
+    }
+
+    /// [`Writer::emit`] of the plan `plan` (exactly the subtree's) into `out`, a run of exactly
+    /// the subtree's size, with the child subtrees of `levels` more wide levels written on
+    /// rayon's threads, each into its own run of blocks and from its own part of the plan (both
+    /// sized from `sizes`). Returns the deepest wide level reached and the subtree's bounds.
+    fn emit_parallel(
+        &self,
+        plan: &[Lanes],
+        out: BlockWriter<'_>,
+        sizes: &HashMap<u64, (usize, usize)>,
+        depth: u32,
+        levels: u32,
+    ) -> (u32, Aabb) {
+        let lanes = &plan[0];
+        let internal: Vec<(usize, (usize, usize))> =
+            lanes.ranges().enumerate().filter(|&(_, (s, e))| !is_leaf(e - s)).collect();
+        // This node and its packs, then one run per child subtree.
+        let own = NODE_BLOCKS + (lanes.len - internal.len()) * PACK_BLOCKS;
+        let mut lens = vec![own];
+        lens.extend(internal.iter().map(|&(_, (s, e))| sizes[&range_key(s, e)].0));
+        let mut runs = out.split(&lens).into_iter();
+        let mut head = runs.next().expect("the node's own run");
+        let (me, mut children) = self.write_node(lanes, &mut head);
+        debug_assert!(head.is_full());
+        let mut jobs = Vec::with_capacity(internal.len());
+        let mut rest = &plan[1..];
+        for (&(lane, (s, e)), run) in internal.iter().zip(runs) {
+            let (sub, tail) = rest.split_at(sizes[&range_key(s, e)].1);
+            rest = tail;
+            jobs.push((lane, run.next_position(), sub, run));
+        }
+        debug_assert!(rest.is_empty());
+        let below = crate::par::map_vec(jobs, |(lane, at, sub, mut run)| {
+            let (deepest, bounds) = if levels > 1 {
+                self.emit_parallel(sub, run, sizes, depth + 1, levels - 1)
+            } else {
+                let mut deepest = 0;
+                let mut plan = sub.iter();
+                let (_, bounds) = self.emit(&mut plan, &mut run, depth + 1, &mut deepest);
+                debug_assert!(run.is_full() && plan.next().is_none());
+                (deepest, bounds)
+            };
+            (lane, at, deepest, bounds)
+        });
+        let mut deepest = depth;
+        for (lane, at, d, bounds) in below {
+            children[lane] = (ChildRef::node(at), bounds);
+            deepest = deepest.max(d);
+        }
+        (deepest, set_lanes(&mut head, me, &children[..lanes.len]))
+    }
+}
+
+/// Sets the lanes of node `me` to `children`, the largest box first (as the collapse orders
+/// them, for any-hit walks: `super::collapse`), equal areas in lane order; returns their union.
+fn set_lanes(out: &mut BlockWriter<'_>, me: u32, children: &[(ChildRef, Aabb)]) -> Aabb {
+    let area: [f32; 8] = std::array::from_fn(|l| children.get(l).map_or(0.0, |c| c.1.half_area()));
+    let mut order: [usize; 8] = std::array::from_fn(|l| l);
+    let order = &mut order[..children.len()];
+    order.sort_by(|&a, &b| area[b].total_cmp(&area[a]));
+    let node = out.node_mut(me);
+    let mut bounds = Aabb::EMPTY;
+    for (lane, &l) in order.iter().enumerate() {
+        let (child, b) = &children[l];
+        node.set(lane, *child, b);
+        bounds = bounds.union(b);
+    }
+    bounds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::{Fetch, sort_along_curve};
+    use crate::mesh::TriMesh;
+    use crate::mesh::triangle::NO_PRIM;
+    use crate::pages::PagedSlice;
+
+    /// Meshes from one triangle to a few thousand, one with many equal centroids (the torus's
+    /// thin tube at a coarse grid puts many triangles in one cell).
+    fn meshes() -> Vec<TriMesh> {
+        let one = TriMesh::new(vec![glam::Vec3::ZERO, glam::Vec3::X, glam::Vec3::Y], vec![[0, 1, 2]]).unwrap();
+        vec![
+            one,
+            TriMesh::uv_sphere(1.0, 3, 2),
+            TriMesh::torus(2.0, 0.5, 7, 5),
+            TriMesh::uv_sphere(1.0, 96, 48),
+            TriMesh::torus(200.0, 0.001, 700, 6),
+        ]
+    }
+
+    /// The tree of `mesh`, its triangles' rows the corners, as the mesh BVH builds it.
+    fn build(mesh: &TriMesh, parallel: bool, spare: Option<Spare>) -> (Collapsed, Aabb) {
+        let n = mesh.len();
+        let item = |i: u32| BuildItem::new(Aabb::from_points(mesh.triangle(i as usize)), i);
+        let centroid = |i: u32| Aabb::from_points(mesh.triangle(i as usize)).center();
+        let mut items = vec![BuildItem::new(Aabb::EMPTY, 0); n];
+        let mut scratch = vec![0; 2 * n];
+        let bounds = mesh.bounds().unwrap_or(Aabb::EMPTY);
+        let order = sort_along_curve(&mut items, &mut scratch, &bounds, centroid, item, |_, _: Fetch| {}, parallel);
+        let tri = |i: u32| mesh.triangle(i as usize);
+        let plan = Plan::new(&order, &items, parallel);
+        let prims: Vec<u32> = items.iter().map(BuildItem::index).collect();
+        plan.write(&prims, &tri, spare)
+    }
+
+    /// Checks the subtree of the node at `at` against the mesh by brute force and returns its
+    /// triangles' bounds and its wide depth: each lane's box is exactly its triangles' bounds,
+    /// larger boxes come first, every pack holds one to four triangles in ascending order with
+    /// their corners, and `seen` counts each triangle met.
+    fn check(blocks: &Blocks, mesh: &TriMesh, at: u32, seen: &mut [u32]) -> (Aabb, u32) {
+        let node = blocks.node(at);
+        let (mut bounds, mut depth, mut last_area) = (Aabb::EMPTY, 1, f32::INFINITY);
+        for lane in 0..8 {
+            let child = node.child[lane];
+            if child.is_empty() {
+                assert!((lane..8).all(|l| node.child[l].is_empty()), "a used lane after an empty one");
+                break;
+            }
+            let below = if child.is_leaf() {
+                let pack = blocks.pack(child.index()).unwrap();
+                let used: Vec<u32> = pack.prim.iter().copied().filter(|&p| p != NO_PRIM).collect();
+                assert!(!used.is_empty() && used.is_sorted() && pack.prim[used.len()..].iter().all(|&p| p == NO_PRIM));
+                let mut b = Aabb::EMPTY;
+                for (k, &prim) in used.iter().enumerate() {
+                    seen[prim as usize] += 1;
+                    assert_eq!(pack.rows(k), mesh.triangle(prim as usize));
+                    b = b.union(&Aabb::from_points(mesh.triangle(prim as usize)));
+                }
+                b
+            } else {
+                let (b, d) = check(blocks, mesh, child.index(), seen);
+                depth = depth.max(d + 1);
+                b
+            };
+            assert_eq!(node.lane_bounds(lane), below);
+            assert!(below.half_area() <= last_area, "lanes out of area order");
+            last_area = below.half_area();
+            bounds = bounds.union(&below);
+        }
+        (bounds, depth)
+    }
+
+    /// Every triangle in exactly one leaf, under boxes that are exactly their triangles' bounds,
+    /// at the depth the build reports, on one thread and on several.
+    #[test]
+    fn every_triangle_once_under_the_bounds_of_its_leaves() {
+        for mesh in meshes() {
+            for parallel in [false, true] {
+                let (tree, bounds) = build(&mesh, parallel, None);
+                let mut seen = vec![0; mesh.len()];
+                let (walked, depth) = check(&tree.blocks, &mesh, 0, &mut seen);
+                assert!(seen.iter().all(|&c| c == 1), "{} triangles", mesh.len());
+                assert_eq!(walked, bounds);
+                assert_eq!(bounds, mesh.bounds().unwrap());
+                assert_eq!(depth, tree.depth);
+                let (nodes, packs) = tree.blocks.walk();
+                assert_eq!(tree.blocks.len(), nodes.len() * NODE_BLOCKS + packs.len() * PACK_BLOCKS, "unused blocks");
+            }
+        }
+        let (empty, bounds) = build(&TriMesh::new(vec![], vec![]).unwrap(), false, None);
+        assert!(empty.blocks.is_empty() && bounds == Aabb::EMPTY);
+    }
+
+    /// The subtrees written on other threads are placed where the serial build writes them: the
+    /// two arrays are equal word for word, also when written over spare memory holding other
+    /// words, larger and smaller than the array.
+    #[test]
+    fn the_parallel_build_is_the_serial_one_block_for_block() {
+        for mesh in meshes() {
+            let (serial, _) = build(&mesh, false, None);
+            let (parallel, _) = build(&mesh, true, None);
+            assert_eq!(serial.depth, parallel.depth);
+            assert!(serial.blocks.word_blocks().eq(parallel.blocks.word_blocks()), "{} triangles", mesh.len());
+            for words in [serial.blocks.len() * 8 + 1000, serial.blocks.len() * 8, serial.blocks.len() * 4] {
+                let spare = PagedSlice::from_slice(&vec![0xdead_beef_u32; words]).into_spare();
+                let (again, _) = build(&mesh, true, spare);
+                assert!(serial.blocks.word_blocks().eq(again.blocks.word_blocks()), "{words} spare words");
+            }
+        }
+    }
+}
