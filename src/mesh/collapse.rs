@@ -198,31 +198,30 @@ fn write_node(
             let mut lanes = [NO_PRIM; 4];
             let leaf = &prims[first as usize..(first + count) as usize];
             lanes[..leaf.len()].copy_from_slice(leaf);
-            let (pack, _) = pack_of(&mut lanes[..leaf.len()], tri);
-            let at = out.push_pack(&pack);
+            let (at, _) = out.push_pack_with(|pack| write_pack(pack, &mut lanes[..leaf.len()], tri));
             out.node_mut(me).set(lane, ChildRef::leaf(at), node.bounds());
         }
     }
     me
 }
 
-/// The pack of the triangles `leaf` (at most 4), which it sorts, and the box of their corners.
+/// Writes the triangles `leaf` (at most 4), which it sorts, into the empty `pack`, and returns
+/// the box of their corners.
 ///
 /// Lanes in ascending triangle order: a pack's test keeps the first lane of equal distances and
 /// the walk the lowest triangle of equal distances across packs, so with the lanes sorted the
 /// two rules are one, and the closest hit among ties does not depend on which packs a level's
 /// walk reaches after the first (a triangle split into several leaves can be met again in
 /// another pack).
-pub(super) fn pack_of(leaf: &mut [u32], tri: &impl TriangleRows) -> (TriPack, Aabb) {
+pub(super) fn write_pack(pack: &mut TriPack, leaf: &mut [u32], tri: &impl TriangleRows) -> Aabb {
     leaf.sort_unstable();
-    let mut pack = TriPack::EMPTY;
     let mut bounds = Aabb::EMPTY;
     for (k, &prim) in leaf.iter().enumerate() {
         let (rows, b) = tri.rows_and_bounds(prim);
         pack.set(k, prim, &rows);
         bounds = bounds.union(&b);
     }
-    (pack, bounds)
+    bounds
 }
 
 /// Writes the subtree whose wide nodes' lanes `plan` yields, in the plan's order, into `out`:

@@ -331,9 +331,15 @@ impl<'a> BlockWriter<'a> {
         self.push(&Node8::EMPTY, NODE_BLOCKS)
     }
 
-    /// Writes `pack` and returns its position.
-    pub(crate) fn push_pack(&mut self, pack: &TriPack) -> u32 {
-        self.push(pack, PACK_BLOCKS)
+    /// Writes an empty pack, has `fill` fill it in place (a pack built elsewhere and copied in
+    /// was a call to `memcpy` per pack), and returns its position and what `fill` returned.
+    pub(crate) fn push_pack_with<R>(&mut self, fill: impl FnOnce(&mut TriPack) -> R) -> (u32, R) {
+        let at = self.next_position();
+        let pack = pack_in_mut(&mut self.blocks[self.at..]);
+        *pack = TriPack::EMPTY;
+        let filled = fill(pack);
+        self.at += PACK_BLOCKS;
+        (at, filled)
     }
 
     /// The node this writer wrote at position `at`, to fill in.

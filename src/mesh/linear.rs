@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::collapse::{BOTTOM_LEAVES, Collapsed, TriangleRows, fitting_leaves, pack_of};
+use super::collapse::{BOTTOM_LEAVES, Collapsed, TriangleRows, fitting_leaves, write_pack};
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use crate::build::{BuildItem, CurveOrder, curve_cut};
 use crate::child::ChildRef;
@@ -393,8 +393,8 @@ impl<T: TriangleRows> Writer<'_, T> {
             if is_leaf(e - s) {
                 let mut leaf = [0u32; MAX_LEAF];
                 leaf[..e - s].copy_from_slice(&self.prims[s..e]);
-                let (pack, bounds) = pack_of(&mut leaf[..e - s], self.tri);
-                *child = (ChildRef::leaf(out.push_pack(&pack)), bounds);
+                let (at, bounds) = out.push_pack_with(|pack| write_pack(pack, &mut leaf[..e - s], self.tri));
+                *child = (ChildRef::leaf(at), bounds);
             }
         }
         (me, children)
@@ -481,9 +481,17 @@ impl<T: TriangleRows> Writer<'_, T> {
 /// them, for any-hit walks: `super::collapse`), equal areas in lane order; returns their union.
 fn set_lanes(out: &mut BlockWriter<'_>, me: u32, children: &[(ChildRef, Aabb)]) -> Aabb {
     let area: [f32; 8] = std::array::from_fn(|l| children.get(l).map_or(0.0, |c| c.1.half_area()));
-    let mut order: [usize; 8] = std::array::from_fn(|l| l);
-    let order = &mut order[..children.len()];
-    order.sort_by(|&a, &b| area[b].total_cmp(&area[a]));
+    // An insertion sort, stable: eight lanes at most.
+    let mut order = [0usize; 8];
+    for l in 0..children.len() {
+        let mut at = l;
+        while at > 0 && area[order[at - 1]].total_cmp(&area[l]).is_lt() {
+            order[at] = order[at - 1];
+            at -= 1;
+        }
+        order[at] = l;
+    }
+    let order = &order[..children.len()];
     let node = out.node_mut(me);
     let mut bounds = Aabb::EMPTY;
     for (lane, &l) in order.iter().enumerate() {
