@@ -250,7 +250,7 @@ pub(crate) fn map_checked_chunks_into<T: Sync, R: Clone + Send + Sync, E: Send>(
 
 #[cfg(all(test, feature = "parallel"))]
 mod tests {
-    use super::map_checked_chunks_into;
+    use super::{fill_grouped, map_checked_chunks_into};
 
     /// Refuses a chunk holding a negative number, naming its index; a chunk holding -1 takes its
     /// time first, so that on two threads the later refused chunk is found first.
@@ -287,5 +287,20 @@ mod tests {
             Ok(())
         );
         assert_eq!(out, (0..10).map(|x| 2 * x).collect::<Vec<_>>());
+    }
+
+    /// Every element is `f` of its index and every group the sum of its elements, as a loop over
+    /// the elements says, whatever the lengths of the tasks and of the last group.
+    #[test]
+    fn fill_grouped_makes_each_group_of_its_own_elements() {
+        for (n, size, min_len) in [(0, 4, 8), (1, 4, 8), (37, 4, 8), (1000, 16, 64), (1000, 16, 1 << 14), (999, 3, 9)] {
+            let mut out = vec![0u64; n];
+            let mut groups = vec![0u64; n.div_ceil(size)];
+            fill_grouped(&mut out, &mut groups, size, min_len, |i| u64::from(i) * 7 + 1, |g| g.iter().sum());
+            let want: Vec<u64> = (0..n as u64).map(|i| i * 7 + 1).collect();
+            assert_eq!(out, want, "n={n}");
+            let sums: Vec<u64> = want.chunks(size).map(|g| g.iter().sum()).collect();
+            assert_eq!(groups, sums, "n={n}, size={size}");
+        }
     }
 }
