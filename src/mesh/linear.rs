@@ -112,17 +112,11 @@ fn is_leaf(count: usize) -> bool {
     count <= MAX_LEAF
 }
 
-/// The leaves a range of `count` items takes at the least (one for a leaf): what the wide
-/// levels near the leaves are counted by. A range cut along the curve can take more, so the
-/// bottom wide nodes are full on most meshes rather than on all.
-fn leaves_of(count: usize) -> u32 {
-    count.div_ceil(MAX_LEAF) as u32
-}
-
 /// The items and their keys, for cutting ranges, with the top of the tree of cuts.
 struct Ranges<'a> {
     keys: &'a [u64],
     items: &'a [BuildItem],
+    order: &'a CurveOrder<'a>,
     /// The binary tree of the cuts down to ranges of at most [`TOP_LEAF`] items, in pre-order
     /// ([`Ranges::top_tree`]).
     top: Vec<TopNode>,
@@ -159,10 +153,10 @@ const PARALLEL_TOP: usize = 1 << 15;
 impl<'a> Ranges<'a> {
     /// The ranges of the items laid along the curve in `order`, with their top tree.
     fn new(order: &'a CurveOrder<'a>, items: &'a [BuildItem], parallel: bool) -> Ranges<'a> {
-        let mut ranges = Ranges { keys: order.keys, items, top: Vec::new() };
+        let mut ranges = Ranges { keys: order.keys, items, order, top: Vec::new() };
         let mut top = Vec::new();
         if !items.is_empty() {
-            ranges.top_tree(order, 0, items.len(), parallel, &mut top);
+            ranges.top_tree(0, items.len(), parallel, &mut top);
         }
         ranges.top = top;
         ranges
@@ -174,21 +168,21 @@ impl<'a> Ranges<'a> {
     /// the order's bounds of runs of items: the wide nodes near the top open the largest box
     /// first by them, as the collapse opens a binary tree, where opening the most items first
     /// priced an interior's tree a fifth higher (SAH).
-    fn top_tree(&self, order: &CurveOrder<'_>, a: usize, b: usize, parallel: bool, out: &mut Vec<TopNode>) -> Aabb {
+    fn top_tree(&self, a: usize, b: usize, parallel: bool, out: &mut Vec<TopNode>) -> Aabb {
         let me = out.len();
         out.push(TopNode { cut: 0, halves: [0; 2], area: 0.0 }); // set below
         if b - a <= TOP_LEAF {
-            let bounds = order.bounds(self.items, a, b);
+            let bounds = self.order.bounds(self.items, a, b);
             out[me].area = bounds.half_area();
             return bounds;
         }
         let cut = self.cut(a, b);
         let (left, right, right_at) = if parallel && b - a > PARALLEL_TOP {
             let (left, (right, mut nodes)) = crate::par::join(
-                || self.top_tree(order, a, cut, true, out),
+                || self.top_tree(a, cut, true, out),
                 || {
                     let mut nodes = Vec::new();
-                    (self.top_tree(order, cut, b, true, &mut nodes), nodes)
+                    (self.top_tree(cut, b, true, &mut nodes), nodes)
                 },
             );
             let at = out.len() as u32;
@@ -198,9 +192,9 @@ impl<'a> Ranges<'a> {
             out.extend(nodes);
             (left, right, at)
         } else {
-            let left = self.top_tree(order, a, cut, false, out);
+            let left = self.top_tree(a, cut, false, out);
             let at = out.len() as u32;
-            (left, self.top_tree(order, cut, b, false, out), at)
+            (left, self.top_tree(cut, b, false, out), at)
         };
         let bounds = left.union(&right);
         out[me] = TopNode { cut: cut as u32, halves: [me as u32 + 1, right_at], area: bounds.half_area() };
@@ -217,44 +211,31 @@ impl<'a> Ranges<'a> {
         a + curve_cut(&self.keys[a..b], &self.items[a..b], MAX_LEAF)
     }
 
-    /// The lanes of the wide node over `a..b`, of which `known` is known: the range itself when
-    /// it is a leaf (the root of a mesh of at most four triangles), else its two halves, opened
-    /// further while lanes are free. Above [`BOTTOM_LEAVES`] leaves, the internal lane of the
-    /// largest box is opened (among the top tree's ranges; else the one of most items), the last
-    /// of equals; at or below it, as the collapse opens: first each lane too large to fit in one
-    /// wide level fewer ([`fitting_leaves`]), then those that open at no cost in wide nodes, each
-    /// the largest first.
+    /// The lanes of the wide node over `a..b`, a range of more than [`TOP_LEAF`] items (so over
+    /// more than [`BOTTOM_LEAVES`] leaves), of which `known` is known: its two halves, opened
+    /// further while lanes are free, the internal lane of the largest box first (among the top
+    /// tree's ranges; else the one of most items), the last of equals.
     ///
     /// Returns the lanes and what it learnt of each.
     fn open(&self, a: usize, b: usize, known: Known) -> (Lanes, [Known; 8]) {
+        debug_assert!(b - a > TOP_LEAF);
         let mut lanes = Lanes { fence: [b as u32; 9], len: 1 };
         lanes.fence[0] = a as u32;
         let mut knowns = [Known::default(); 8];
         knowns[0] = known;
-        if is_leaf(b - a) {
-            return (lanes, knowns);
-        }
-        let cut_of = |lanes: &Lanes, knowns: &mut [Known; 8], l: usize| {
-            if knowns[l].cut == 0 {
-                knowns[l].cut = match knowns[l].top.map(|t| self.top[t as usize].cut) {
-                    Some(cut) if cut != 0 => cut as usize,
-                    _ => self.cut(lanes.fence[l] as usize, lanes.fence[l + 1] as usize),
-                };
-            }
-            knowns[l].cut
-        };
-        let total = leaves_of(b - a);
-        let fits = fitting_leaves(total);
         // Lane 0 is always opened first: it is the whole range.
         let mut pick = Some(0);
         while let Some(l) = pick {
-            let cut = cut_of(&lanes, &mut knowns, l);
+            let (s, e) = (lanes.fence[l] as usize, lanes.fence[l + 1] as usize);
+            let node = knowns[l].top.map(|t| self.top[t as usize]).filter(|node| node.cut != 0);
+            let cut = match (knowns[l].cut, node) {
+                (0, Some(node)) => node.cut as usize,
+                (0, None) => self.cut(s, e),
+                (cut, _) => cut,
+            };
+            let halves = node.map_or([None; 2], |node| node.halves.map(Some));
             lanes.fence.copy_within(l + 1..=lanes.len, l + 2);
             lanes.fence[l + 1] = cut as u32;
-            let halves = match knowns[l].top.map(|t| self.top[t as usize]) {
-                Some(node) if node.cut != 0 => node.halves.map(Some),
-                _ => [None; 2],
-            };
             knowns.copy_within(l + 1..lanes.len, l + 2);
             knowns[l] = Known { cut: 0, top: halves[0] };
             knowns[l + 1] = Known { cut: 0, top: halves[1] };
@@ -262,39 +243,113 @@ impl<'a> Ranges<'a> {
             if lanes.len == 8 {
                 break;
             }
-            let range = |l: usize| (lanes.fence[l] as usize, lanes.fence[l + 1] as usize);
-            let count = |l: usize| range(l).1 - range(l).0;
-            let largest = |opens: &dyn Fn(usize) -> bool| {
-                (0..lanes.len).filter(|&l| !is_leaf(count(l)) && opens(l)).max_by_key(|&l| count(l))
-            };
-            pick = if total > BOTTOM_LEAVES {
-                let area = |l: usize| knowns[l].top.map(|t| self.top[t as usize].area);
-                (0..lanes.len)
-                    .filter(|&l| !is_leaf(count(l)))
-                    .filter_map(|l| Some((l, area(l)?)))
-                    .max_by(|a, b| a.1.total_cmp(&b.1))
-                    .map(|(l, _)| l)
-                    .or_else(|| largest(&|_| true))
-            } else if let Some(l) = largest(&|l| leaves_of(count(l)) > fits) {
-                Some(l)
-            } else {
-                // Opening is free when the halves, each in full wide nodes, take no more wide
-                // nodes than the lane does (the collapse's `Lane::opens_free`).
-                let wides = |c: usize| if is_leaf(c) { 0 } else { leaves_of(c).div_ceil(7) };
-                let mut free: Option<usize> = None;
-                for l in (0..lanes.len).filter(|&l| !is_leaf(count(l))) {
-                    let (s, e) = range(l);
-                    let cut = cut_of(&lanes, &mut knowns, l);
-                    let opens_free = wides(cut - s) + wides(e - cut) <= (leaves_of(e - s) - 1).div_ceil(7);
-                    if opens_free && free.is_none_or(|f| count(l) >= count(f)) {
-                        free = Some(l);
-                    }
-                }
-                free
-            };
+            let count = |l: usize| (lanes.fence[l + 1] - lanes.fence[l]) as usize;
+            let area = |l: usize| knowns[l].top.map(|t| self.top[t as usize].area);
+            pick = (0..lanes.len)
+                .filter(|&l| !is_leaf(count(l)))
+                .filter_map(|l| Some((l, area(l)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(l, _)| l)
+                .or_else(|| (0..lanes.len).filter(|&l| !is_leaf(count(l))).max_by_key(|&l| count(l)));
         }
         (lanes, knowns)
     }
+
+    /// The cut tree of the range `a..b` (whose cut is `cut`, 0 if unknown) down to its leaves,
+    /// with every range's bounds and leaf count, into `nodes` in pre-order; returns the nodes
+    /// used. What the wide nodes within a range of at most [`TOP_LEAF`] items open by, as the
+    /// collapse opens a binary tree: near the leaves by exact leaf counts, which an estimate
+    /// from the triangles (a quarter of them) left a twentieth more wide nodes for.
+    fn local_tree<'n>(&self, a: usize, b: usize, cut: usize, nodes: &'n mut [LocalNode]) -> &'n [LocalNode] {
+        debug_assert!(b - a <= TOP_LEAF && nodes.len() >= 2 * TOP_LEAF);
+        let mut len = 0;
+        self.local_node(a, b, cut, nodes, &mut len);
+        &nodes[..len]
+    }
+
+    /// Appends the node of `a..b` and those below it to `nodes` at `len` (see
+    /// [`Ranges::local_tree`]); returns its index and bounds.
+    fn local_node(&self, a: usize, b: usize, cut: usize, nodes: &mut [LocalNode], len: &mut usize) -> (u16, Aabb) {
+        let me = *len;
+        *len += 1;
+        if is_leaf(b - a) {
+            let bounds = self.order.bounds(self.items, a, b);
+            nodes[me] =
+                LocalNode { first: a as u32, end: b as u32, halves: [0; 2], leaves: 1, area: bounds.half_area() };
+            return (me as u16, bounds);
+        }
+        let cut = if cut != 0 { cut } else { self.cut(a, b) };
+        let (left, lb) = self.local_node(a, cut, 0, nodes, len);
+        let (right, rb) = self.local_node(cut, b, 0, nodes, len);
+        let bounds = lb.union(&rb);
+        let leaves = nodes[left as usize].leaves + nodes[right as usize].leaves;
+        nodes[me] =
+            LocalNode { first: a as u32, end: b as u32, halves: [left, right], leaves, area: bounds.half_area() };
+        (me as u16, bounds)
+    }
+}
+
+/// A range of a cut tree near the leaves ([`Ranges::local_tree`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct LocalNode {
+    first: u32,
+    end: u32,
+    /// The two halves' nodes, for a range of more than [`MAX_LEAF`] items.
+    halves: [u16; 2],
+    /// Leaves in the range's subtree.
+    leaves: u16,
+    /// The half area of the range's bounds.
+    area: f32,
+}
+
+impl LocalNode {
+    fn is_leaf(&self) -> bool {
+        is_leaf((self.end - self.first) as usize)
+    }
+}
+
+/// Opens the wide node over the local nodes `children` (one, or two halves), as the collapse's
+/// `open` opens binary nodes: a single internal child first; then, above [`BOTTOM_LEAVES`]
+/// leaves, the internal lane of the largest box while lanes are free; at or below it, first each
+/// lane too large to fit in one wide level fewer ([`fitting_leaves`]), then those that open at
+/// no cost in wide nodes, each the largest box first. Returns the lanes' nodes in the curve's
+/// order.
+fn open_local(nodes: &[LocalNode], children: &[u16]) -> ([u16; 8], usize) {
+    let mut lanes = [0u16; 8];
+    let mut len = children.len();
+    lanes[..len].copy_from_slice(children);
+    if len == 1 && !nodes[lanes[0] as usize].is_leaf() {
+        (lanes[0], lanes[1]) = (nodes[lanes[0] as usize].halves[0], nodes[lanes[0] as usize].halves[1]);
+        len = 2;
+    }
+    let node = |l: u16| &nodes[l as usize];
+    let total: u32 = lanes[..len].iter().map(|&l| u32::from(node(l).leaves)).sum();
+    let fits = fitting_leaves(total);
+    // At least ceil((n - 1) / 7) wide nodes hold a subtree of n leaves; each half's is rounded
+    // up to ceil(m / 7) (none for a leaf), so opening is free only with that margin (the
+    // collapse's `Lane::opens_free`).
+    let wides = |l: u16| if node(l).is_leaf() { 0 } else { u32::from(node(l).leaves).div_ceil(7) };
+    let opens_free =
+        |l: u16| wides(node(l).halves[0]) + wides(node(l).halves[1]) <= (u32::from(node(l).leaves) - 1).div_ceil(7);
+    while len < 8 {
+        // The internal lane of the largest box that `opens`, the last of equals.
+        let largest = |opens: &dyn Fn(u16) -> bool| {
+            (0..len)
+                .filter(|&i| !node(lanes[i]).is_leaf() && opens(lanes[i]))
+                .max_by(|&a, &b| node(lanes[a]).area.total_cmp(&node(lanes[b]).area))
+        };
+        let pick = if total > BOTTOM_LEAVES {
+            largest(&|_| true)
+        } else {
+            largest(&|l| u32::from(node(l).leaves) > fits).or_else(|| largest(&opens_free))
+        };
+        let Some(i) = pick else { break };
+        let halves = node(lanes[i]).halves;
+        lanes.copy_within(i + 1..len, i + 2);
+        (lanes[i], lanes[i + 1]) = (halves[0], halves[1]);
+        len += 1;
+    }
+    (lanes, len)
 }
 
 /// The blocks and the wide nodes of the subtrees [`plan`] plans on other threads, by their
@@ -321,6 +376,11 @@ fn plan(
     levels: u32,
     out: &mut Vec<Lanes>,
 ) -> (usize, usize) {
+    if (b - a) as usize <= TOP_LEAF {
+        let mut nodes = [LocalNode::default(); 2 * TOP_LEAF];
+        let local = ranges.local_tree(a as usize, b as usize, known.cut, &mut nodes);
+        return plan_local(local, &[0], sizes, levels, out);
+    }
     let (lanes, knowns) = ranges.open(a as usize, b as usize, known);
     out.push(lanes);
     let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
@@ -355,6 +415,40 @@ fn plan(
             let (b, w) = plan(ranges, s, e, known, sizes, 0, out);
             (blocks, wides) = (blocks + b, wides + w);
         }
+    }
+    (blocks, wides)
+}
+
+/// [`plan`] of the wide node over the nodes `children` (one, or two halves) of a range's cut
+/// tree `nodes` ([`Ranges::local_tree`]), and of every wide node below it.
+fn plan_local(
+    nodes: &[LocalNode],
+    children: &[u16],
+    sizes: &Sizes,
+    levels: u32,
+    out: &mut Vec<Lanes>,
+) -> (usize, usize) {
+    let (mut lanes, len) = open_local(nodes, children);
+    let lanes = &mut lanes[..len];
+    lanes.sort_unstable_by_key(|&l| nodes[l as usize].first);
+    let mut fences = Lanes { fence: [nodes[lanes[len - 1] as usize].end; 9], len };
+    for (fence, &l) in fences.fence.iter_mut().zip(lanes.iter()) {
+        *fence = nodes[l as usize].first;
+    }
+    out.push(fences);
+    let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
+    for &l in lanes.iter() {
+        let node = &nodes[l as usize];
+        if node.is_leaf() {
+            blocks += PACK_BLOCKS;
+            continue;
+        }
+        let size = plan_local(nodes, &[l], sizes, levels.saturating_sub(1), out);
+        if levels > 0 {
+            let key = range_key(node.first as usize, node.end as usize);
+            sizes.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(key, size);
+        }
+        (blocks, wides) = (blocks + size.0, wides + size.1);
     }
     (blocks, wides)
 }
@@ -510,7 +604,7 @@ mod tests {
     use crate::mesh::triangle::NO_PRIM;
     use crate::pages::PagedSlice;
 
-    /// Meshes from one triangle to a few thousand, one with many equal centroids (the torus's
+    /// Meshes from one triangle to forty thousand, one with many equal centroids (the torus's
     /// thin tube at a coarse grid puts many triangles in one cell).
     fn meshes() -> Vec<TriMesh> {
         let one = TriMesh::new(vec![glam::Vec3::ZERO, glam::Vec3::X, glam::Vec3::Y], vec![[0, 1, 2]]).unwrap();
@@ -520,6 +614,8 @@ mod tests {
             TriMesh::torus(2.0, 0.5, 7, 5),
             TriMesh::uv_sphere(1.0, 96, 48),
             TriMesh::torus(200.0, 0.001, 700, 6),
+            // Above `PARALLEL_TOP`: the top tree made on two threads.
+            TriMesh::uv_sphere(1.0, 200, 100),
         ]
     }
 
