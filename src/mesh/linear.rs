@@ -60,7 +60,7 @@ impl Plan {
             0
         } else {
             let ranges = Ranges::new(order, items, parallel);
-            plan(&ranges, 0, items.len() as u32, ranges.root(), &sizes, levels, &mut lanes).0
+            plan(&ranges, 0, items.len() as u32, ranges.root(), &sizes, levels, &mut lanes, &mut Vec::new()).0
         };
         let sizes = sizes.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
         Plan { lanes, sizes, blocks, parallel }
@@ -256,36 +256,37 @@ impl<'a> Ranges<'a> {
     }
 
     /// The cut tree of the range `a..b` (whose cut is `cut`, 0 if unknown) down to its leaves,
-    /// with every range's bounds and leaf count, into `nodes` in pre-order; returns the nodes
-    /// used. What the wide nodes within a range of at most [`TOP_LEAF`] items open by, as the
-    /// collapse opens a binary tree: near the leaves by exact leaf counts, which an estimate
-    /// from the triangles (a quarter of them) left a twentieth more wide nodes for.
-    fn local_tree<'n>(&self, a: usize, b: usize, cut: usize, nodes: &'n mut [LocalNode]) -> &'n [LocalNode] {
-        debug_assert!(b - a <= TOP_LEAF && nodes.len() >= 2 * TOP_LEAF);
-        let mut len = 0;
-        self.local_node(a, b, cut, nodes, &mut len);
-        &nodes[..len]
+    /// with every range's bounds and leaf count, into `nodes` (cleared first) in pre-order. What
+    /// the wide nodes within a range of at most [`TOP_LEAF`] items open by, as the collapse
+    /// opens a binary tree: near the leaves by exact leaf counts, which an estimate from the
+    /// triangles (a quarter of them) left a twentieth more wide nodes for.
+    fn local_tree(&self, a: usize, b: usize, cut: usize, nodes: &mut Vec<LocalNode>) {
+        debug_assert!(b - a <= TOP_LEAF);
+        nodes.clear();
+        self.local_node(a, b, cut, nodes);
     }
 
-    /// Appends the node of `a..b` and those below it to `nodes` at `len` (see
-    /// [`Ranges::local_tree`]); returns its index and bounds.
-    fn local_node(&self, a: usize, b: usize, cut: usize, nodes: &mut [LocalNode], len: &mut usize) -> (u16, Aabb) {
-        let me = *len;
-        *len += 1;
-        if is_leaf(b - a) {
-            let bounds = self.order.bounds(self.items, a, b);
-            nodes[me] =
-                LocalNode { first: a as u32, end: b as u32, halves: [0; 2], leaves: 1, area: bounds.half_area() };
-            return (me as u16, bounds);
-        }
-        let cut = if cut != 0 { cut } else { self.cut(a, b) };
-        let (left, lb) = self.local_node(a, cut, 0, nodes, len);
-        let (right, rb) = self.local_node(cut, b, 0, nodes, len);
-        let bounds = lb.union(&rb);
-        let leaves = nodes[left as usize].leaves + nodes[right as usize].leaves;
-        nodes[me] =
-            LocalNode { first: a as u32, end: b as u32, halves: [left, right], leaves, area: bounds.half_area() };
-        (me as u16, bounds)
+    /// Appends the node of `a..b` and those below it to `nodes` (see [`Ranges::local_tree`]);
+    /// returns its bounds.
+    fn local_node(&self, a: usize, b: usize, cut: usize, nodes: &mut Vec<LocalNode>) -> Aabb {
+        let me = nodes.len();
+        let mut node = LocalNode { first: a as u32, end: b as u32, halves: [0; 2], leaves: 1, area: 0.0 };
+        nodes.push(node);
+        let bounds = if is_leaf(b - a) {
+            self.order.bounds(self.items, a, b)
+        } else {
+            let cut = if cut != 0 { cut } else { self.cut(a, b) };
+            let left = nodes.len() as u16;
+            let lb = self.local_node(a, cut, 0, nodes);
+            let right = nodes.len() as u16;
+            let rb = self.local_node(cut, b, 0, nodes);
+            node.halves = [left, right];
+            node.leaves = nodes[left as usize].leaves + nodes[right as usize].leaves;
+            lb.union(&rb)
+        };
+        node.area = bounds.half_area();
+        nodes[me] = node;
+        bounds
     }
 }
 
@@ -366,7 +367,9 @@ fn range_key(a: usize, b: usize) -> u64 {
 /// lane order, as [`Writer::emit`] writes them), and returns the blocks the subtree takes and
 /// its number of wide nodes. The child subtrees of the top `levels` wide levels are planned on
 /// rayon's threads, and their sizes recorded in `sizes` for [`Writer::emit_parallel`] to cut
-/// its runs by.
+/// its runs by. A range of at most [`TOP_LEAF`] items is planned over its cut tree, made in
+/// `local` ([`Ranges::local_tree`]).
+#[allow(clippy::too_many_arguments)]
 fn plan(
     ranges: &Ranges<'_>,
     a: u32,
@@ -375,10 +378,10 @@ fn plan(
     sizes: &Sizes,
     levels: u32,
     out: &mut Vec<Lanes>,
+    local: &mut Vec<LocalNode>,
 ) -> (usize, usize) {
     if (b - a) as usize <= TOP_LEAF {
-        let mut nodes = [LocalNode::default(); 2 * TOP_LEAF];
-        let local = ranges.local_tree(a as usize, b as usize, known.cut, &mut nodes);
+        ranges.local_tree(a as usize, b as usize, known.cut, local);
         return plan_local(local, &[0], sizes, levels, out);
     }
     let (lanes, knowns) = ranges.open(a as usize, b as usize, known);
@@ -398,8 +401,8 @@ fn plan(
     let internal = &internal[..count];
     if levels > 0 {
         let below = crate::par::map(internal, 1, |&(s, e, known)| {
-            let mut sub = Vec::new();
-            let size = plan(ranges, s, e, known, sizes, levels - 1, &mut sub);
+            let (mut sub, mut local) = (Vec::new(), Vec::new());
+            let size = plan(ranges, s, e, known, sizes, levels - 1, &mut sub, &mut local);
             sizes
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -412,7 +415,7 @@ fn plan(
         }
     } else {
         for &(s, e, known) in internal {
-            let (b, w) = plan(ranges, s, e, known, sizes, 0, out);
+            let (b, w) = plan(ranges, s, e, known, sizes, 0, out, local);
             (blocks, wides) = (blocks + b, wides + w);
         }
     }
