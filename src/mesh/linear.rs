@@ -4,10 +4,12 @@
 //! The triangles lie along the Morton curve of their centroids
 //! ([`sort_along_curve`](crate::build::sort_along_curve)), so every subtree is a range of them,
 //! and a range's two halves are where [`curve_cut`] cuts it. A wide node over a range opens
-//! those cuts until it has 8 lanes, each lane a range: the largest range first near the top (by
-//! count, as Embree's builder opens them: a range's bounds are only known once its subtree is
-//! built), and near the leaves by how many leaves a range needs, as the collapse opens a binary
-//! tree (`super::collapse`), so that the wide nodes there are full.
+//! those cuts until it has 8 lanes, each lane a range, as the collapse opens a binary tree
+//! (`super::collapse`): the largest box first near the top, and near the leaves by how many
+//! leaves a range needs, so that the wide nodes there are full. A range's bounds are only known
+//! once its subtree is built, so the plan first makes the binary tree of the cuts down to ranges
+//! of [`TOP_LEAF`] triangles with their bounds ([`Ranges::top_tree`]), and plans each smaller
+//! range over its own cut tree down to the leaves ([`Ranges::local_tree`]).
 //!
 //! Two passes, as the collapse's: [`plan`] opens every wide node and counts the blocks, so that
 //! the array is allocated once at its size and subtrees are written on other threads into runs
@@ -48,8 +50,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Plans the tree over `items`, laid along the curve with their sort keys `keys` beside
-    /// them. With `parallel`, the subtrees below the root's and its children's wide nodes are
+    /// Plans the tree over `items`, laid along the curve in `order`. With `parallel`, the subtrees below the root's and its children's wide nodes are
     /// planned, and then written, on rayon's threads.
     pub(crate) fn new(order: &CurveOrder<'_>, items: &[BuildItem], parallel: bool) -> Plan {
         assert_eq!(order.keys.len(), items.len());
