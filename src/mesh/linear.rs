@@ -134,15 +134,6 @@ struct TopNode {
     area: f32,
 }
 
-/// What is known of a range before it is opened.
-#[derive(Clone, Copy, Debug, Default)]
-struct Known {
-    /// Its cut, 0 while unknown.
-    cut: usize,
-    /// Its node in the top tree, if it is one.
-    top: Option<u32>,
-}
-
 /// Ranges of at most this many items are the leaves of the top tree ([`Ranges::top_tree`]):
 /// the ranges of the wide nodes opened by area, over more than [`BOTTOM_LEAVES`] leaves, are
 /// larger.
@@ -202,9 +193,9 @@ impl<'a> Ranges<'a> {
         bounds
     }
 
-    /// What is known of the whole range.
-    fn root(&self) -> Known {
-        Known { cut: 0, top: (!self.top.is_empty()).then_some(0) }
+    /// The whole range's node in the top tree.
+    fn root(&self) -> Option<u32> {
+        (!self.top.is_empty()).then_some(0)
     }
 
     /// The cut of the range `a..b` of more than [`MAX_LEAF`] items, from `a`.
@@ -213,39 +204,34 @@ impl<'a> Ranges<'a> {
     }
 
     /// The lanes of the wide node over `a..b`, a range of more than [`TOP_LEAF`] items (so over
-    /// more than [`BOTTOM_LEAVES`] leaves), of which `known` is known: its two halves, opened
+    /// more than [`BOTTOM_LEAVES`] leaves), whose node in the top tree is `top`: its two halves, opened
     /// further while lanes are free, the internal lane of the largest box first (among the top
     /// tree's ranges; else the one of most items), the last of equals.
     ///
-    /// Returns the lanes and what it learnt of each.
-    fn open(&self, a: usize, b: usize, known: Known) -> (Lanes, [Known; 8]) {
+    /// Returns the lanes and each one's node in the top tree, where it is one.
+    fn open(&self, a: usize, b: usize, top: Option<u32>) -> (Lanes, [Option<u32>; 8]) {
         debug_assert!(b - a > TOP_LEAF);
         let mut lanes = Lanes { fence: [b as u32; 9], len: 1 };
         lanes.fence[0] = a as u32;
-        let mut knowns = [Known::default(); 8];
-        knowns[0] = known;
+        let mut tops = [None; 8];
+        tops[0] = top;
         // Lane 0 is always opened first: it is the whole range.
         let mut pick = Some(0);
         while let Some(l) = pick {
             let (s, e) = (lanes.fence[l] as usize, lanes.fence[l + 1] as usize);
-            let node = knowns[l].top.map(|t| self.top[t as usize]).filter(|node| node.cut != 0);
-            let cut = match (knowns[l].cut, node) {
-                (0, Some(node)) => node.cut as usize,
-                (0, None) => self.cut(s, e),
-                (cut, _) => cut,
-            };
+            let node = tops[l].map(|t| self.top[t as usize]).filter(|node| node.cut != 0);
+            let cut = node.map_or_else(|| self.cut(s, e), |node| node.cut as usize);
             let halves = node.map_or([None; 2], |node| node.halves.map(Some));
             lanes.fence.copy_within(l + 1..=lanes.len, l + 2);
             lanes.fence[l + 1] = cut as u32;
-            knowns.copy_within(l + 1..lanes.len, l + 2);
-            knowns[l] = Known { cut: 0, top: halves[0] };
-            knowns[l + 1] = Known { cut: 0, top: halves[1] };
+            tops.copy_within(l + 1..lanes.len, l + 2);
+            (tops[l], tops[l + 1]) = (halves[0], halves[1]);
             lanes.len += 1;
             if lanes.len == 8 {
                 break;
             }
             let count = |l: usize| (lanes.fence[l + 1] - lanes.fence[l]) as usize;
-            let area = |l: usize| knowns[l].top.map(|t| self.top[t as usize].area);
+            let area = |l: usize| tops[l].map(|t| self.top[t as usize].area);
             pick = (0..lanes.len)
                 .filter(|&l| !is_leaf(count(l)))
                 .filter_map(|l| Some((l, area(l)?)))
@@ -253,34 +239,34 @@ impl<'a> Ranges<'a> {
                 .map(|(l, _)| l)
                 .or_else(|| (0..lanes.len).filter(|&l| !is_leaf(count(l))).max_by_key(|&l| count(l)));
         }
-        (lanes, knowns)
+        (lanes, tops)
     }
 
-    /// The cut tree of the range `a..b` (whose cut is `cut`, 0 if unknown) down to its leaves,
+    /// The cut tree of the range `a..b` down to its leaves,
     /// with every range's bounds and leaf count, into `nodes` (cleared first) in pre-order. What
     /// the wide nodes within a range of at most [`TOP_LEAF`] items open by, as the collapse
     /// opens a binary tree: near the leaves by exact leaf counts, which an estimate from the
     /// triangles (a quarter of them) left a twentieth more wide nodes for.
-    fn local_tree(&self, a: usize, b: usize, cut: usize, nodes: &mut Vec<LocalNode>) {
+    fn local_tree(&self, a: usize, b: usize, nodes: &mut Vec<LocalNode>) {
         debug_assert!(b - a <= TOP_LEAF);
         nodes.clear();
-        self.local_node(a, b, cut, nodes);
+        self.local_node(a, b, nodes);
     }
 
     /// Appends the node of `a..b` and those below it to `nodes` (see [`Ranges::local_tree`]);
     /// returns its bounds.
-    fn local_node(&self, a: usize, b: usize, cut: usize, nodes: &mut Vec<LocalNode>) -> Aabb {
+    fn local_node(&self, a: usize, b: usize, nodes: &mut Vec<LocalNode>) -> Aabb {
         let me = nodes.len();
         let mut node = LocalNode { first: a as u32, end: b as u32, halves: [0; 2], leaves: 1, area: 0.0 };
         nodes.push(node);
         let bounds = if is_leaf(b - a) {
             self.order.bounds(self.items, a, b)
         } else {
-            let cut = if cut != 0 { cut } else { self.cut(a, b) };
+            let cut = self.cut(a, b);
             let left = nodes.len() as u16;
-            let lb = self.local_node(a, cut, 0, nodes);
+            let lb = self.local_node(a, cut, nodes);
             let right = nodes.len() as u16;
-            let rb = self.local_node(cut, b, 0, nodes);
+            let rb = self.local_node(cut, b, nodes);
             node.halves = [left, right];
             node.leaves = nodes[left as usize].leaves + nodes[right as usize].leaves;
             lb.union(&rb)
@@ -363,7 +349,7 @@ fn range_key(a: usize, b: usize) -> u64 {
     (a as u64) << 32 | b as u64
 }
 
-/// Opens the wide node over `a..b` (of which `known` is known) and every wide node below
+/// Opens the wide node over `a..b` (whose node in the top tree is `top`) and every wide node below
 /// it, appending their lanes to `out` in depth-first order (a node, then its child subtrees in
 /// lane order, as [`Writer::emit`] writes them), and returns the blocks the subtree takes and
 /// its number of wide nodes. The child subtrees of the top `levels` wide levels are planned on
@@ -375,35 +361,35 @@ fn plan(
     ranges: &Ranges<'_>,
     a: u32,
     b: u32,
-    known: Known,
+    top: Option<u32>,
     sizes: &Sizes,
     levels: u32,
     out: &mut Vec<Lanes>,
     local: &mut Vec<LocalNode>,
 ) -> (usize, usize) {
     if (b - a) as usize <= TOP_LEAF {
-        ranges.local_tree(a as usize, b as usize, known.cut, local);
+        ranges.local_tree(a as usize, b as usize, local);
         return plan_local(local, &[0], sizes, levels, out);
     }
-    let (lanes, knowns) = ranges.open(a as usize, b as usize, known);
+    let (lanes, tops) = ranges.open(a as usize, b as usize, top);
     out.push(lanes);
     let (mut blocks, mut wides) = (NODE_BLOCKS, 1);
-    // The internal lanes, each with what its opening learnt of it.
-    let mut internal = [(0, 0, Known::default()); 8];
+    // The internal lanes, each with its node in the top tree.
+    let mut internal = [(0, 0, None); 8];
     let mut count = 0;
-    for ((s, e), &known) in lanes.ranges().zip(&knowns) {
+    for ((s, e), &top) in lanes.ranges().zip(&tops) {
         if is_leaf(e - s) {
             blocks += PACK_BLOCKS;
         } else {
-            internal[count] = (s as u32, e as u32, known);
+            internal[count] = (s as u32, e as u32, top);
             count += 1;
         }
     }
     let internal = &internal[..count];
     if levels > 0 {
-        let below = crate::par::map(internal, 1, |&(s, e, known)| {
+        let below = crate::par::map(internal, 1, |&(s, e, top)| {
             let (mut sub, mut local) = (Vec::new(), Vec::new());
-            let size = plan(ranges, s, e, known, sizes, levels - 1, &mut sub, &mut local);
+            let size = plan(ranges, s, e, top, sizes, levels - 1, &mut sub, &mut local);
             sizes
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -415,8 +401,8 @@ fn plan(
             out.extend(sub);
         }
     } else {
-        for &(s, e, known) in internal {
-            let (b, w) = plan(ranges, s, e, known, sizes, 0, out, local);
+        for &(s, e, top) in internal {
+            let (b, w) = plan(ranges, s, e, top, sizes, 0, out, local);
             (blocks, wides) = (blocks + b, wides + w);
         }
     }
