@@ -18,8 +18,9 @@ use crate::math::Aabb;
 /// Lays the items `item(0) .. item(n - 1)`, with `n` the length of `items`, along the Morton
 /// curve of their centroids `centroid(i)`, which lie in `bounds`: writes them into `items` in
 /// the curve's order and returns their sort keys in that order, for [`curve_cut`] to cut ranges
-/// of them by, with the bounds of runs of them ([`CurveOrder`]). The order is by code, then by index, so it is the same on any number of
-/// threads; with `parallel`, the keys, the sort and the items are made on rayon's threads.
+/// of them by, with the bounds of runs of them ([`CurveOrder`]). The order is by code, then by
+/// index, so it is the same on any number of threads; with `parallel`, the keys, the sort and
+/// the items are made on rayon's threads.
 ///
 /// Each item is made once, in the curve's order, so that no array of items is sorted. The sort
 /// keys go in `scratch`, of at least twice as many words as items: with `items`, memory the

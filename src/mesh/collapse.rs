@@ -28,8 +28,8 @@ pub(crate) trait TriangleRows: Sync {
     /// Triangle `i`'s rows, and the box of its corners.
     fn rows_and_bounds(&self, i: u32) -> ([glam::Vec3; 3], Aabb);
 
-    /// Starts loading what [`TriangleRows::rows_and_bounds`] of `i` reads first (a hint; the default does
-    /// nothing).
+    /// Starts loading what [`TriangleRows::rows_and_bounds`] of `i` reads first (a hint; the
+    /// default does nothing).
     #[inline(always)]
     fn prefetch(&self, i: u32) {
         let _ = i;
@@ -120,7 +120,7 @@ type Sizes = Mutex<HashMap<u32, (usize, usize)>>;
 
 /// Wide levels whose child subtrees are planned and written in parallel: up to 64 subtrees,
 /// enough to keep two to eight threads busy although subtrees differ in size.
-const PARALLEL_LEVELS: u32 = 2;
+pub(super) const PARALLEL_LEVELS: u32 = 2;
 
 /// Opens the wide node over `children` and every wide node below it, appending their lanes to
 /// `out` in depth-first order (a node, then its child subtrees in lane order, as `emit` writes

@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::collapse::{BOTTOM_LEAVES, Collapsed, TriangleRows, fitting_leaves, write_pack};
+use super::collapse::{BOTTOM_LEAVES, Collapsed, PARALLEL_LEVELS, TriangleRows, fitting_leaves, write_pack};
 use super::layout::{BlockWriter, Blocks, NODE_BLOCKS, PACK_BLOCKS};
 use crate::build::{BuildItem, CurveOrder, curve_cut};
 use crate::child::ChildRef;
@@ -30,10 +30,6 @@ use crate::pages::Spare;
 
 /// Triangles per leaf: a pack's.
 const MAX_LEAF: usize = 4;
-
-/// Wide levels whose child subtrees are planned and written on rayon's threads, as the
-/// collapse's (`super::collapse`).
-const PARALLEL_LEVELS: u32 = 2;
 
 /// The plan of the 8-wide tree over items laid along the curve: every wide node's lanes, and
 /// the blocks they take. It reads the items' keys and boxes, [`Plan::write`] only the triangles,
